@@ -1,0 +1,40 @@
+# pgmem — see README.md. Every target installs what it needs (via `make setup`) first.
+SHELL := /bin/bash
+VENV  ?= .venv
+PY    := $(VENV)/bin/python
+PGMEM := $(VENV)/bin/pgmem
+PYTEST_ARGS ?=
+BENCH_N ?= 100000
+
+.PHONY: setup db db-down demo test test-fast bench eval load clean distclean
+
+setup: ## install Debian packages, build pgvector, create .venv (idempotent)
+	@bash scripts/setup.sh
+
+db: setup ## create/start the embedded cluster under .pgmem and apply migrations
+	@$(PGMEM) db up
+
+db-down: ## stop the embedded cluster
+	@$(PGMEM) db down
+
+demo: setup ## the README's first command: ingest a conversation, query it, show scores
+	@$(PY) examples/demo.py
+
+test: setup ## the whole test suite against a real cluster (.pgmem/test)
+	@$(PY) -m pytest $(PYTEST_ARGS)
+
+bench: setup ## benchmark (BENCH_N memories) -> bench/results/
+	@$(PY) bench/bench.py --n $(BENCH_N)
+
+eval: setup ## retrieval-quality evaluation -> bench/results/eval-*.json
+	@$(PY) bench/eval.py
+
+load: setup ## 8 clients, 60 s, remember/search mix + merge job
+	@$(PY) bench/load.py
+
+clean: ## stop clusters, remove test cluster and caches (keeps .venv and .pgmem data)
+	-@$(PGMEM) db down 2>/dev/null || true
+	rm -rf .pgmem/test .pytest_cache
+
+distclean: clean ## also remove the embedded cluster's data and the venv
+	rm -rf .pgmem $(VENV)

@@ -1,0 +1,139 @@
+"""The ``pgmem`` command. Every failure prints one line, ``pgmem: <what failed, what to do>``,
+and exits non-zero; set PGMEM_DEBUG=1 for a traceback."""
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import sys
+
+from .errors import PgmemError
+
+
+def _cluster():
+    from .cluster import default_cluster
+
+    return default_cluster()
+
+
+# ---------------------------------------------------------------------------- db
+def cmd_db_up(args) -> int:
+    from . import migrate
+
+    from .cluster import save_state
+
+    c = _cluster()
+    created = c.init()
+    started = c.start()
+    save_state(c)
+    c.wait_ready()
+    c.ensure_database()
+    warnings = migrate.upgrade(c.dsn())
+    for w in warnings:
+        print(f"pgmem: warning: {w}", file=sys.stderr)
+    what = "created and started" if created else ("started" if started else "already running")
+    print(f"cluster {what}: {c.dsn()}")
+    return 0
+
+
+def cmd_db_down(args) -> int:
+    c = _cluster()
+    print("stopped" if c.stop() else "not running")
+    return 0
+
+
+def cmd_db_status(args) -> int:
+    c = _cluster()
+    info = c.info()
+    if args.json:
+        print(json.dumps(info, indent=2))
+    else:
+        print(f"home:    {info['home']}")
+        print(f"running: {'yes' if info['running'] else 'no'}")
+        print(f"port:    {info['port']}")
+        print(f"log:     {info['log']}")
+        if info["dsn"]:
+            print(f"dsn:     {info['dsn']}")
+    return 0 if info["running"] else 3
+
+
+def cmd_db_psql(args) -> int:
+    c = _cluster()
+    if not c.running():
+        raise PgmemError("the embedded cluster is not running: run 'pgmem db up'")
+    os.execvp("psql", ["psql", c.dsn(), *args.psql_args])
+    return 0
+
+
+def cmd_migrate(args) -> int:
+    from . import migrate
+
+    if args.downgrade:
+        migrate.downgrade(args.dsn, args.downgrade)
+        print(f"downgraded to {args.downgrade}")
+        return 0
+    for w in migrate.upgrade(args.dsn, args.revision, embedding_dim=args.embedding_dim):
+        print(f"pgmem: warning: {w}", file=sys.stderr)
+    print(f"pgmem is at revision {migrate.current_revision(args.dsn)} in {migrate.describe_dsn(migrate.resolve_dsn(args.dsn))}")
+    return 0
+
+
+# ----------------------------------------------------------------------- parser
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="pgmem", description="Long-term memory for LLM agents, inside PostgreSQL.")
+    p.add_argument("--dsn", help="database (default: PGMEM_DSN, else the embedded cluster)")
+    p.add_argument("-v", "--verbose", action="store_true")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    db = sub.add_parser("db", help="the embedded PostgreSQL cluster under ./.pgmem")
+    dbs = db.add_subparsers(dest="db_command", required=True)
+    dbs.add_parser("up", help="create (once), start, and migrate the embedded cluster").set_defaults(func=cmd_db_up)
+    dbs.add_parser("down", help="stop the embedded cluster").set_defaults(func=cmd_db_down)
+    st = dbs.add_parser("status", help="show whether it runs, and its DSN")
+    st.add_argument("--json", action="store_true")
+    st.set_defaults(func=cmd_db_status)
+    ps = dbs.add_parser("psql", help="open psql on the embedded database")
+    ps.add_argument("psql_args", nargs=argparse.REMAINDER)
+    ps.set_defaults(func=cmd_db_psql)
+
+    mg = sub.add_parser("migrate", help="install or upgrade pgmem in the database (PGMEM_DSN or embedded)")
+    mg.add_argument("--revision", default="head")
+    mg.add_argument("--downgrade", metavar="REVISION", help="downgrade instead (e.g. 'base' removes pgmem)")
+    mg.add_argument("--embedding-dim", type=int, help="dimension of the embedding column (first install only; default 384)")
+    mg.set_defaults(func=cmd_migrate)
+
+    from . import cli_memory
+
+    cli_memory.register(sub)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="pgmem: %(message)s")
+    try:
+        return args.func(args) or 0
+    except PgmemError as e:
+        if os.environ.get("PGMEM_DEBUG"):
+            raise
+        print(f"pgmem: {e}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("pgmem: interrupted", file=sys.stderr)
+        return 130
+    except Exception as e:  # database errors from the SQL API carry a message for people
+        import psycopg
+
+        if isinstance(e, psycopg.Error) and not os.environ.get("PGMEM_DEBUG"):
+            diag = getattr(e, "diag", None)
+            msg = (diag.message_primary if diag and diag.message_primary else str(e)).strip()
+            hint = diag.message_hint if diag else None
+            print(f"pgmem: {msg}" + (f" (hint: {hint})" if hint else ""), file=sys.stderr)
+            return 1
+        raise
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,69 @@
+"""Where pgmem finds its database, files and settings.
+
+Precedence for the DSN: explicit argument > ``PGMEM_DSN`` > the embedded cluster under
+``PGMEM_HOME`` (default ``<project>/.pgmem``)."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from .errors import ConfigError
+
+PACKAGE_DIR = Path(__file__).resolve().parent
+
+
+def project_root() -> Path:
+    """The checkout that holds ``sql/`` and ``migrations/`` (``PGMEM_ROOT`` overrides)."""
+    env = os.environ.get("PGMEM_ROOT")
+    if env:
+        return Path(env).resolve()
+    # python/pgmem/config.py -> project root is two levels above the package
+    root = PACKAGE_DIR.parent.parent
+    if (root / "sql").is_dir() and (root / "migrations").is_dir():
+        return root
+    raise ConfigError(
+        f"cannot find pgmem's sql/ and migrations/ next to the package ({root}); "
+        "set PGMEM_ROOT to the pgmem checkout"
+    )
+
+
+def sql_dir() -> Path:
+    return Path(os.environ.get("PGMEM_SQL_DIR") or project_root() / "sql")
+
+
+def migrations_dir() -> Path:
+    return project_root() / "migrations"
+
+
+def home() -> Path:
+    """Directory of the embedded cluster and its state."""
+    env = os.environ.get("PGMEM_HOME")
+    if env:
+        return Path(env).resolve()
+    return Path.cwd().resolve() / ".pgmem" if not _in_checkout() else project_root() / ".pgmem"
+
+
+def _in_checkout() -> bool:
+    try:
+        project_root()
+        return True
+    except ConfigError:
+        return False
+
+
+def int_env(name: str, default: int) -> int:
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        return int(raw)
+    except ValueError:
+        raise ConfigError(f"{name}={raw!r} is not an integer") from None
+
+
+def embedding_dim() -> int:
+    """Dimension of the embedding column, fixed at install (384 = all-MiniLM-L6-v2)."""
+    dim = int_env("PGMEM_EMBEDDING_DIM", 384)
+    if not 1 <= dim <= 16000:
+        raise ConfigError(f"PGMEM_EMBEDDING_DIM={dim} is outside 1..16000 (pgvector's limit)")
+    return dim

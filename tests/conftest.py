@@ -1,0 +1,96 @@
+"""Test harness: a real PostgreSQL 15 cluster with pgvector, plpython3u and pg_cron.
+
+The cluster lives under ``.pgmem/test`` on its own port (PGMEM_TEST_PORT, default 54330),
+started as the ``postgres`` user when the tests run as root. pgmem is installed once into a
+template database; every test that asks for ``dsn``/``conn`` gets a fresh database cloned
+from it by pytest-postgresql's DatabaseJanitor (a file copy: fast). The ``pgmem`` database
+of the test cluster is the one pg_cron lives in (cron.database_name).
+"""
+from __future__ import annotations
+
+import os
+import uuid
+from pathlib import Path
+
+import psycopg
+import pytest
+from pytest_postgresql.janitor import DatabaseJanitor
+
+from pgmem import migrate
+from pgmem.cluster import Cluster, SUPERUSER
+
+ROOT = Path(__file__).resolve().parent.parent
+TEMPLATE = "pgmem_template"
+CRON_DB = "pgmem"
+
+
+@pytest.fixture(scope="session")
+def cluster() -> Cluster:
+    c = Cluster(
+        Path(os.environ.get("PGMEM_TEST_HOME", ROOT / ".pgmem" / "test")),
+        port=int(os.environ.get("PGMEM_TEST_PORT", "54330")),
+        dbname=CRON_DB,
+        cron_database=CRON_DB,
+        settings={"fsync": "off", "shared_buffers": "'256MB'", "max_connections": "200"},
+    )
+    c.init()
+    started = c.start()
+    c.wait_ready()
+    c.ensure_database(CRON_DB, tenant=None)
+    migrate.upgrade(c.dsn(CRON_DB))
+    _build_template(c)
+    yield c
+    if started and not os.environ.get("PGMEM_TEST_KEEP_CLUSTER"):
+        c.stop()
+
+
+def _janitor(c: Cluster, dbname: str, template: str | None = None) -> DatabaseJanitor:
+    return DatabaseJanitor(user=SUPERUSER, host="127.0.0.1", port=c.port, dbname=dbname,
+                           template_dbname=template, password=c.password)
+
+
+def _build_template(c: Cluster) -> None:
+    j = _janitor(c, TEMPLATE)
+    j.drop()
+    j.init()
+    migrate.upgrade(c.dsn(TEMPLATE))
+
+
+@pytest.fixture
+def fresh_db(cluster: Cluster):
+    """A factory of empty-but-installed databases; each is dropped after the test."""
+    made: list[DatabaseJanitor] = []
+
+    def make(template: str | None = TEMPLATE) -> str:
+        name = f"t_{uuid.uuid4().hex[:12]}"
+        j = _janitor(cluster, name, template)
+        j.init()
+        made.append(j)
+        return cluster.dsn(name)
+
+    yield make
+    for j in made:
+        j.drop()
+
+
+@pytest.fixture
+def dsn(fresh_db) -> str:
+    """DSN of a fresh database with pgmem installed."""
+    return fresh_db()
+
+
+@pytest.fixture
+def conn(dsn):
+    """An autocommit connection to a fresh pgmem database, tenant 'acme'."""
+    with connect(dsn, tenant="acme") as c:
+        yield c
+
+
+def connect(dsn: str, tenant: str | None = "acme", **kw) -> psycopg.Connection:
+    from pgvector.psycopg import register_vector
+
+    options = f"-c pgmem.tenant={tenant}" if tenant else ""
+    c = psycopg.connect(dsn, autocommit=kw.pop("autocommit", True), options=options, **kw)
+    if c.execute("select to_regtype('vector')").fetchone()[0] is not None:
+        register_vector(c)
+    return c
