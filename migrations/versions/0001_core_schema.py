@@ -119,6 +119,7 @@ create table pgmem.memories (
   importance       real not null default 0.5 check (importance between 0 and 1),
   salience         real check (salience between 0 and 1),
   surprise         real check (surprise between 0 and 1),
+  gate             jsonb not null default '{}',  -- surprise components at write (for explain and re-scoring)
   embedding        vector(@EMBEDDING_DIM@),
   embedding_model  text,
   embedded_at      timestamptz,
@@ -152,8 +153,9 @@ create index memories_embedding_hnsw on pgmem.memories using hnsw (embedding vec
 create index memories_tsv_gin on pgmem.memories using gin (tsv);
 create index memories_user_time on pgmem.memories (tenant, user_id, created_at desc);
 create index memories_session_time on pgmem.memories (tenant, session_id, created_at desc);
+create index memories_user_category on pgmem.memories (tenant, (coalesce(user_id, '')), category) where state = 'active';
 create index memories_state_time on pgmem.memories (tenant, state, created_at desc);
-create index memories_hash on pgmem.memories (tenant, content_hash);
+create index memories_hash on pgmem.memories (tenant, (coalesce(user_id, '')), content_hash);
 create unique index memories_event_key on pgmem.memories (tenant, event_key) where event_key is not null;
 create index memories_expires on pgmem.memories (expires_at) where expires_at is not null;
 create index memories_merged_into on pgmem.memories (merged_into) where merged_into is not null;

@@ -1,0 +1,177 @@
+-- pgmem idempotent layer: utilities used by every other file.
+-- Re-applied after every upgrade (create or replace only). Load order = file name order.
+--
+-- Convention: API functions pin search_path (pgmem, public, pg_temp). Tiny pure-math SQL
+-- helpers that run once per row are left unpinned so the planner can inline them; they
+-- reference only pg_catalog built-ins and schema-qualified pgmem objects.
+
+-- ------------------------------------------------------------------ tenancy
+create or replace function pgmem.current_tenant() returns text
+  language sql stable parallel safe
+  return nullif(current_setting('pgmem.tenant', true), '');
+comment on function pgmem.current_tenant() is
+  'The tenant of this session (SET pgmem.tenant = ''...''), or NULL when none is set: then pgmem functions see nothing and write nothing.';
+
+create or replace function pgmem._require_tenant() returns text
+  language plpgsql stable parallel safe
+  set search_path = pgmem, public, pg_temp
+as $$
+declare t text := pgmem.current_tenant();
+begin
+  if t is null then
+    raise exception 'pgmem.tenant is not set: this session has no tenant, so it can neither read nor write memories'
+      using errcode = '42501',
+            hint = 'run SET pgmem.tenant = ''your_tenant'' first (MemoryClient(tenant=...) does it for you)';
+  end if;
+  if pgmem._setting_bool('enforce_tenants') and not exists (select 1 from pgmem.tenants where tenant = t) then
+    raise exception 'unknown tenant "%": tenants are enforced and "%" is not registered', t, t
+      using errcode = '22023',
+            hint = format('an admin registers it with: insert into pgmem.tenants (tenant) values (%L)', t);
+  end if;
+  return t;
+end $$;
+comment on function pgmem._require_tenant() is
+  'The current tenant, or an error naming the problem (unset, or unknown when enforce_tenants is on).';
+
+-- ------------------------------------------------------------------ settings
+create or replace function pgmem._setting(p_key text) returns jsonb
+  language sql stable parallel safe
+  set search_path = pgmem, public, pg_temp
+as $$
+  select value from pgmem.settings
+   where key = p_key and tenant in (coalesce(pgmem.current_tenant(), '*'), '*')
+   order by (tenant = '*')  -- a tenant's own value wins over the installation default
+   limit 1
+$$;
+comment on function pgmem._setting(text) is 'A setting for the current tenant (its own value, else the installation default).';
+
+create or replace function pgmem._setting_num(p_key text, p_default float8 default null) returns float8
+  language sql stable parallel safe
+  return coalesce((pgmem._setting(p_key))::text::float8, p_default);
+
+create or replace function pgmem._setting_bool(p_key text) returns boolean
+  language sql stable parallel safe
+  return coalesce((pgmem._setting(p_key))::text::boolean, false);
+
+-- ------------------------------------------------------------------ errors
+create or replace function pgmem._bad_input(p_message text, p_hint text default null) returns void
+  language plpgsql immutable parallel safe
+as $$
+begin
+  raise exception '%', p_message using errcode = '22023', hint = coalesce(p_hint, '');
+end $$;
+comment on function pgmem._bad_input(text, text) is 'Raises invalid_parameter_value (22023) with a message for people.';
+
+-- ------------------------------------------------------------------ text helpers
+-- Engram's tokenize(): lower-case words, as a set (engram.md, Keyword Novelty).
+create or replace function pgmem.tokens(p_text text) returns text[]
+  language sql immutable parallel safe strict
+  return array(select distinct t from regexp_split_to_table(lower(p_text), '[^[:alnum:]]+') t where t <> '' order by t);
+comment on function pgmem.tokens(text) is
+  'Distinct lower-case alphanumeric tokens of a text, sorted (Engram tokenize; used for Jaccard similarity).';
+
+-- Jaccard similarity J(A,B) = |A ∩ B| / |A ∪ B| (engram.md, Keyword Novelty).
+create or replace function pgmem.jaccard(a text[], b text[]) returns float8
+  language sql immutable parallel safe
+  return case
+    when coalesce(cardinality(a), 0) = 0 and coalesce(cardinality(b), 0) = 0 then 0
+    else (select count(*) from (select unnest(a) intersect select unnest(b)) i)::float8
+       / (select count(*) from (select unnest(a) union select unnest(b)) u)::float8
+  end;
+comment on function pgmem.jaccard(text[], text[]) is
+  'Jaccard similarity of two token sets, in [0,1]; 0 when both are empty.';
+
+-- Shadow's summary similarity: token overlap (shadow-memory-system.md, SimilarityEngine).
+create or replace function pgmem.text_overlap(a text, b text) returns float8
+  language sql immutable parallel safe
+  return pgmem.jaccard(pgmem.tokens(coalesce(a, '')), pgmem.tokens(coalesce(b, '')));
+comment on function pgmem.text_overlap(text, text) is 'Jaccard similarity of the token sets of two texts.';
+
+-- A token estimate for the context budget when the client gives none: ~4 characters a
+-- token for English BPE vocabularies (OpenAI's rule of thumb), at least 1 per word.
+create or replace function pgmem.estimate_tokens(p_text text) returns integer
+  language sql immutable parallel safe strict
+  return greatest(ceil(char_length(p_text) / 4.0)::int,
+                  coalesce(array_length(regexp_split_to_array(btrim(p_text), '\s+'), 1), 0));
+comment on function pgmem.estimate_tokens(text) is
+  'Estimated LLM tokens of a text: max(ceil(chars/4), words). Clients may store an exact count instead.';
+
+-- Cosine similarity from pgvector's cosine distance, clipped to [0,1].
+create or replace function pgmem.cosine_sim(a vector, b vector) returns float8
+  language sql immutable parallel safe strict
+  return greatest(0.0, least(1.0, 1.0 - (a operator(public.<=>) b)));
+comment on function pgmem.cosine_sim(vector, vector) is
+  'Cosine similarity of two vectors clipped to [0,1] (negative similarity counts as unrelated).';
+
+-- ------------------------------------------------------------------ validation
+create or replace function pgmem._check_embedding(p_embedding vector, p_what text default 'embedding') returns vector
+  language plpgsql stable parallel safe
+  set search_path = pgmem, public, pg_temp
+as $$
+declare
+  want int := (pgmem._setting('embedding_dim'))::text::int;
+  n float8;
+begin
+  if p_embedding is null then return null; end if;
+  if vector_dims(p_embedding) <> want then
+    perform pgmem._bad_input(format('%s has %s dimensions, but this pgmem installation stores %s', p_what, vector_dims(p_embedding), want),
+      'embed with the model pgmem was installed for (embedding_dim in pgmem.settings), or reinstall with PGMEM_EMBEDDING_DIM');
+  end if;
+  n := vector_norm(p_embedding);
+  if n = 'NaN'::float8 or n = 'Infinity'::float8 then
+    perform pgmem._bad_input(format('%s contains NaN or infinite values', p_what), 'check the embedding model output');
+  end if;
+  if n = 0 then
+    perform pgmem._bad_input(format('%s is all zeros: cosine similarity is undefined for it', p_what),
+      'pass NULL to have the worker embed the text, or a non-zero vector');
+  end if;
+  return p_embedding;
+end $$;
+comment on function pgmem._check_embedding(vector, text) is
+  'Returns the vector if it has the installed dimension and a finite, non-zero norm; else raises a clear error.';
+
+create or replace function pgmem._check_category(p_category text) returns real
+  language plpgsql stable parallel safe
+  set search_path = pgmem, public, pg_temp
+as $$
+declare w real;
+begin
+  select c.weight into w from pgmem.categories c
+   where c.category = p_category and c.tenant in (coalesce(pgmem.current_tenant(), '*'), '*')
+   order by (c.tenant = '*') limit 1;
+  if w is null then
+    perform pgmem._bad_input(format('unknown category "%s": known categories are %s', p_category,
+      (select string_agg(distinct category, ', ' order by category) from pgmem.categories
+        where tenant in (coalesce(pgmem.current_tenant(), '*'), '*'))),
+      format('add it with: insert into pgmem.categories (tenant, category, weight) values (%L, %L, 0.6)',
+             coalesce(pgmem.current_tenant(), '*'), p_category));
+  end if;
+  return w;
+end $$;
+comment on function pgmem._check_category(text) is 'The Engram importance weight of a category, or a clear error for an unknown one.';
+
+create or replace function pgmem._check_unit(p_value float8, p_name text) returns float8
+  language plpgsql immutable parallel safe
+as $$
+begin
+  if p_value is not null and (p_value <> p_value or p_value < 0 or p_value > 1) then
+    perform pgmem._bad_input(format('%s must be between 0 and 1, got %s', p_name, p_value));
+  end if;
+  return p_value;
+end $$;
+
+create or replace function pgmem._check_time(p_value timestamptz, p_name text, p_allow_future boolean default false) returns timestamptz
+  language plpgsql stable parallel safe
+as $$
+begin
+  if p_value is null then return null; end if;
+  if p_value = 'infinity'::timestamptz or p_value = '-infinity'::timestamptz
+     or p_value < '1900-01-01'::timestamptz or p_value > now() + interval '200 years' then
+    perform pgmem._bad_input(format('%s %s is out of range (1900 .. now + 200 years)', p_name, p_value));
+  end if;
+  if not p_allow_future and p_value > now() + interval '5 minutes' then
+    perform pgmem._bad_input(format('%s %s is in the future', p_name, p_value),
+      'created_at is when the memory was observed; put future event times in happened_at (the 5W1H "when")');
+  end if;
+  return p_value;
+end $$;

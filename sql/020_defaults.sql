@@ -1,0 +1,49 @@
+-- Built-in settings, categories and profiles: the defaults of the five source designs.
+-- Settings and categories a user changed are kept (on conflict do nothing); built-in
+-- profiles are reset to the specification on every upgrade (copy one to customise it).
+
+insert into pgmem.settings (tenant, key, value, description) values
+  -- engram.md, Surprise Detection: "Store if surprise >= threshold (default 0.15)"
+  ('*', 'surprise_threshold', '0.15', 'remember() stores a memory when its surprise is at least this'),
+  -- engram.md, Combine scores (step 5)
+  ('*', 'surprise_weights', '{"semantic": 0.6, "keyword": 0.3, "rarity": 0.1}', 'surprise with an embedding'),
+  ('*', 'surprise_weights_no_embedding', '{"keyword": 0.8, "rarity": 0.2}', 'surprise without an embedding'),
+  ('*', 'surprise_lexical_pool', '200', 'keyword novelty compares with at most this many lexical + semantic neighbours'),
+  ('*', 'rarity_count_cap', '1024', 'category rarity counts at most this many memories (1/log2(2+n) barely moves past it)'),
+  -- fragment-reconstructive-memory.md, Salience Formula
+  ('*', 'salience_weights', '{"emotion": 0.35, "novelty": 0.30, "goal": 0.25, "depth": 0.10}', 'Fragment salience weights'),
+  ('*', 'enforce_tenants', 'false', 'when true, a tenant must be registered in pgmem.tenants before it can write'),
+  ('*', 'hnsw_ef_search', '100', 'hnsw.ef_search used by pgmem''s index scans'),
+  ('*', 'candidate_pool', '200', 'search(): candidates taken from each index (HNSW, lexical) before fusion')
+on conflict (tenant, key) do nothing;
+
+-- engram.md, Category Importance Weights
+insert into pgmem.categories (tenant, category, weight, description) values
+  ('*', 'fact', 0.8, 'factual information'),
+  ('*', 'preference', 0.9, 'user preferences (most important)'),
+  ('*', 'skill', 0.7, 'user skills and abilities'),
+  ('*', 'episode', 0.6, 'past events and interactions'),
+  ('*', 'context', 0.5, 'contextual information')
+on conflict (tenant, category) do nothing;
+
+insert into pgmem.profiles (tenant, name, method, weights, params, description, builtin) values
+  -- jam-journalistic-agent-memory.md, Stage 2.3 Score Fusion (weights) and 2.2 (signals)
+  ('*', 'jam', 'search',
+   '{"semantic": 0.55, "lexical": 0.20, "recency": 0.10, "actor": 0.07, "spatial": 0.03, "usage": 0.05}',
+   '{"recency_half_life_days": 30, "actor_mismatch": 0.3, "usage_half_life_days": 30}',
+   'JAM six-signal fusion (default for search)', true),
+  -- shadow-memory-system.md, Activation Score Formula and Default Thresholds by Context Type
+  ('*', 'shadow', 'activate',
+   '{"embedding": 0.6, "metadata": 0.2, "summary": 0.15, "temporal": 0.05}',
+   '{"thresholds": {"query": 0.75, "task": 0.8, "conversation": 0.3, "document": 0.6, "mixed": 0.65},
+     "temporal_half_life_days": 30}',
+   'Shadow activation scoring (default for activate)', true),
+  -- engram.md, Retrieval & Ranking (weights of the Full Ranking Example) and Memory Decay
+  ('*', 'engram', 'recall',
+   '{"relevance": 0.5, "importance": 0.3, "recency": 0.2, "access_frequency": 0.0}',
+   '{"half_life_days": 30, "recency_window_days": 90, "access_cap": 100}',
+   'Engram ranking (default for recall)', true)
+on conflict (tenant, name) do update
+  set method = excluded.method, weights = excluded.weights, params = excluded.params,
+      description = excluded.description, updated_at = now()
+  where pgmem.profiles.builtin;

@@ -1,0 +1,149 @@
+-- Reading, changing, forgetting and restoring single memories. Every change goes through
+-- the triggers of 040, so it is in pgmem.history with before/after.
+
+create or replace function pgmem.get_memory(memory_id bigint) returns setof pgmem.memories
+  language sql stable
+  set search_path = pgmem, public, pg_temp
+as $$
+  select * from pgmem.memories m where m.id = get_memory.memory_id and m.tenant = pgmem._require_tenant()
+$$;
+comment on function pgmem.get_memory(bigint) is 'One memory of the current tenant (no row if it belongs to another tenant or does not exist).';
+
+create or replace function pgmem._get_for_update(p_id bigint) returns pgmem.memories
+  language plpgsql volatile
+  set search_path = pgmem, public, pg_temp
+as $$
+declare m pgmem.memories;
+begin
+  select * into m from pgmem.memories x where x.id = p_id and x.tenant = pgmem._require_tenant() for update;
+  if m.id is null then
+    raise exception 'memory % does not exist for tenant "%"', p_id, pgmem.current_tenant()
+      using errcode = 'P0002', hint = 'check the id (pgmem.search or pgmem.history show ids)';
+  end if;
+  return m;
+end $$;
+
+create or replace function pgmem.forget(memory_id bigint, reason text default null) returns pgmem.memories
+  language plpgsql volatile
+  set search_path = pgmem, public, pg_temp
+as $$
+declare m pgmem.memories := pgmem._get_for_update(forget.memory_id);
+begin
+  if m.state = 'deleted' then return m; end if;
+  perform pgmem._set_op('delete', jsonb_build_object('reason', reason, 'previous_state', m.state));
+  update pgmem.memories x set state = 'deleted' where x.id = m.id returning * into m;
+  perform pgmem._set_op(null);
+  return m;
+end $$;
+comment on function pgmem.forget(bigint, text) is
+  'Soft-deletes a memory (state deleted; excluded from search; kept in history and restorable with pgmem.restore). pgmem.purge is the only path that destroys data.';
+
+create or replace function pgmem.restore(memory_id bigint, reason text default null) returns pgmem.memories
+  language plpgsql volatile
+  set search_path = pgmem, public, pg_temp
+as $$
+declare m pgmem.memories := pgmem._get_for_update(restore.memory_id);
+begin
+  if m.state = 'active' then return m; end if;
+  if m.state = 'merged' then
+    raise exception 'memory % was merged into memory %: use pgmem.unmerge(%) to split it out again', m.id, m.merged_into, m.id
+      using errcode = '22023';
+  end if;
+  perform pgmem._set_op('restore', jsonb_build_object('reason', reason, 'previous_state', m.state));
+  update pgmem.memories x set state = 'active' where x.id = m.id returning * into m;
+  perform pgmem._set_op(null);
+  return m;
+end $$;
+comment on function pgmem.restore(bigint, text) is 'Brings a deleted or archived memory back to active, recorded in history.';
+
+create or replace function pgmem.update_memory(memory_id bigint, changes jsonb, reason text default null)
+returns pgmem.memories
+  language plpgsql volatile
+  set search_path = pgmem, public, pg_temp
+as $$
+declare
+  m pgmem.memories := pgmem._get_for_update(update_memory.memory_id);
+  k text;
+  editable text[] := array['content', 'summary', 'who', 'what', 'happened_at', 'location', 'why', 'how',
+    'category', 'tier', 'topics', 'entities', 'valence', 'arousal', 'dominance', 'importance', 'salience',
+    'metadata', 'expires_at', 'user_id', 'agent_id', 'session_id', 'embedding', 'embedding_model', 'token_count'];
+  r jsonb;
+begin
+  if changes is null or jsonb_typeof(changes) <> 'object' or changes = '{}' then
+    perform pgmem._bad_input('changes must be a non-empty JSON object of column: new value',
+      'e.g. pgmem.update_memory(42, ''{"importance": 0.9, "content": "..."}'')');
+  end if;
+  for k in select jsonb_object_keys(changes) loop
+    if not k = any(editable) then
+      perform pgmem._bad_input(format('"%s" cannot be changed with update_memory', k),
+        format('editable fields: %s (state changes: forget, restore, unmerge)', array_to_string(editable, ', ')));
+    end if;
+  end loop;
+  if changes ? 'embedding' and jsonb_typeof(changes->'embedding') = 'array' then
+    perform pgmem._check_embedding((changes->>'embedding')::vector);
+  end if;
+  -- jsonb_populate_record applies exactly the given keys over the current row
+  r := pgmem._snapshot(m) || changes;
+  perform pgmem._set_op('update', jsonb_build_object('reason', reason, 'fields', (select jsonb_agg(x) from jsonb_object_keys(changes) x)));
+  update pgmem.memories x set
+    content = p.content, summary = p.summary, who = p.who, what = p.what, happened_at = p.happened_at,
+    location = p.location, why = p.why, how = p.how, category = p.category, tier = p.tier, topics = p.topics,
+    entities = p.entities, valence = p.valence, arousal = p.arousal, dominance = p.dominance,
+    importance = p.importance, salience = p.salience, metadata = p.metadata, expires_at = p.expires_at,
+    user_id = p.user_id, agent_id = p.agent_id, session_id = p.session_id,
+    token_count = case when changes ? 'token_count' then p.token_count else x.token_count end,
+    embedding = case when changes ? 'embedding' then (changes->>'embedding')::vector else x.embedding end,
+    embedding_model = case when changes ? 'embedding_model' then p.embedding_model else x.embedding_model end,
+    gate = case when changes ? 'importance' then x.gate || '{"importance_source": "caller"}' else x.gate end
+  from jsonb_populate_record(null::pgmem.memories, r - 'embedding') p
+  where x.id = m.id
+  returning x.* into m;
+  perform pgmem._set_op(null);
+  return m;
+end $$;
+comment on function pgmem.update_memory(bigint, jsonb, text) is
+  'Changes fields of a memory from a JSON object; the old values stay in history. A content change re-queues the embedding.';
+
+create or replace function pgmem.history(memory_id bigint)
+returns table (id bigint, op text, at timestamptz, actor text, before jsonb, after jsonb, details jsonb)
+  language sql stable
+  set search_path = pgmem, public, pg_temp
+as $$
+  select h.id, h.op, h.at, h.actor, h.before, h.after, h.details
+    from pgmem.history h
+   where h.memory_id = history.memory_id and h.tenant = pgmem._require_tenant()
+   order by h.id
+$$;
+comment on function pgmem.history(bigint) is
+  'Every recorded change to a memory (add, update, embed, merge, unmerge, archive, delete, restore, purge), and the duplicates and rejected candidates compared against it, oldest first.';
+
+-- Restore a memory's fields to what they were before a given history entry.
+create or replace function pgmem.revert(history_id bigint) returns pgmem.memories
+  language plpgsql volatile
+  set search_path = pgmem, public, pg_temp
+as $$
+declare
+  h pgmem.history;
+  m pgmem.memories;
+  b jsonb;
+begin
+  select * into h from pgmem.history x where x.id = revert.history_id and x.tenant = pgmem._require_tenant();
+  if h.id is null or h.before is null or h.memory_id is null then
+    perform pgmem._bad_input(format('history entry %s does not exist for this tenant or has no "before" state to return to', history_id));
+  end if;
+  m := pgmem._get_for_update(h.memory_id);
+  b := h.before;
+  perform pgmem._set_op('restore', jsonb_build_object('reverted_history_id', h.id));
+  update pgmem.memories x set
+    content = p.content, summary = p.summary, who = p.who, what = p.what, happened_at = p.happened_at,
+    location = p.location, why = p.why, how = p.how, category = p.category, tier = p.tier, topics = p.topics,
+    entities = p.entities, valence = p.valence, arousal = p.arousal, dominance = p.dominance,
+    importance = p.importance, salience = p.salience, metadata = p.metadata, expires_at = p.expires_at,
+    state = p.state, merged_into = p.merged_into, merged_from = p.merged_from, access_count = p.access_count
+  from jsonb_populate_record(null::pgmem.memories, b) p
+  where x.id = m.id
+  returning x.* into m;
+  perform pgmem._set_op(null);
+  return m;
+end $$;
+comment on function pgmem.revert(bigint) is 'Puts a memory back to the state recorded as "before" in a history entry (the revert itself is recorded too).';

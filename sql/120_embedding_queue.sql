@@ -1,0 +1,114 @@
+-- The embedding queue: memories written without an embedding (plain INSERT, remember()
+-- without a vector, a content change) wait here until a worker embeds them.
+--
+-- Protocol (one transaction per batch; see python/pgmem/worker.py):
+--   begin; select * from pgmem.claim_embeddings(64);  -- rows locked FOR UPDATE SKIP LOCKED
+--   ... compute embeddings outside the database ...
+--   select pgmem.complete_embedding(id, vec, model) ...; commit;
+-- A worker that dies mid-batch rolls back: nothing half-written, locks released, and the
+-- rows are taken by the next worker.
+
+create or replace function pgmem._is_admin() returns boolean
+  language sql stable
+  return (select rolsuper from pg_roles where rolname = current_user)
+      or pg_has_role(current_user, 'pgmem_admin', 'member');
+
+create or replace function pgmem.claim_embeddings(batch integer default 64, all_tenants boolean default false)
+returns table (memory_id bigint, tenant text, content text, who text, what text, location text, why text,
+               how text, attempts integer)
+  language plpgsql volatile
+  set search_path = pgmem, public, pg_temp
+as $$
+begin
+  if batch is null or batch < 1 or batch > 10000 then
+    perform pgmem._bad_input(format('batch must be between 1 and 10000, got %s', batch));
+  end if;
+  if all_tenants and not pgmem._is_admin() then
+    raise exception 'claim_embeddings(all_tenants => true) needs the pgmem_admin role' using errcode = '42501';
+  end if;
+  return query
+  with q as (
+    select e.memory_id from pgmem.embedding_queue e
+     where e.not_before <= now()
+       and (all_tenants or e.tenant = pgmem._require_tenant())
+     order by e.queued_at, e.memory_id
+     limit batch
+     for update skip locked)
+  select m.id, m.tenant, m.content, m.who, m.what, m.location, m.why, m.how, e.attempts
+    from q join pgmem.embedding_queue e using (memory_id) join pgmem.memories m on m.id = q.memory_id
+   order by e.queued_at, m.id;
+end $$;
+comment on function pgmem.claim_embeddings(integer, boolean) is
+  'Takes up to batch queued memories for embedding, locked (FOR UPDATE SKIP LOCKED) until the caller''s transaction ends. all_tenants needs pgmem_admin.';
+
+-- Stores the embedding, completes the write-time fields that needed it (semantic novelty,
+-- surprise, importance when it was derived from surprise, salience novelty) and dequeues.
+create or replace function pgmem.complete_embedding(memory_id bigint, embedding vector, model text default null)
+returns pgmem.memories
+  language plpgsql volatile
+  set search_path = pgmem, public, pg_temp
+  set hnsw.iterative_scan = strict_order
+as $$
+#variable_conflict use_variable
+declare
+  m pgmem.memories;
+  v_sim float8;
+  v_sem float8;
+  v_w jsonb;
+  v_surprise float8;
+  v_gate jsonb;
+  v_prev_tenant text := current_setting('pgmem.tenant', true);
+begin
+  select * into m from pgmem.memories x where x.id = memory_id
+     and (x.tenant = pgmem.current_tenant() or pgmem._is_admin());
+  if m.id is null then
+    delete from pgmem.embedding_queue e where e.memory_id = complete_embedding.memory_id;
+    return null;  -- purged meanwhile: nothing to do
+  end if;
+  perform set_config('pgmem.tenant', m.tenant, true);
+  embedding := pgmem._check_embedding(embedding);
+  select max(1 - (x.embedding <=> embedding)) into v_sim from (
+    select x.embedding from pgmem.memories x
+     where x.tenant = m.tenant and coalesce(x.user_id, '') = coalesce(m.user_id, '') and x.state = 'active'
+       and x.embedding is not null and x.id <> m.id and x.created_at <= m.created_at
+     order by x.embedding <=> embedding limit 1) x;
+  v_sem := 1.0 - greatest(0.0, least(1.0, coalesce(v_sim, 0.0)));
+  v_gate := m.gate;
+  if v_gate ? 'keyword_novelty' and v_gate ? 'rarity' and v_gate->>'rarity' is not null then
+    v_w := pgmem._setting('surprise_weights');
+    v_surprise := greatest(0.0, least(1.0, (v_w->>'semantic')::float8 * v_sem
+      + (v_w->>'keyword')::float8 * (v_gate->>'keyword_novelty')::float8 + (v_w->>'rarity')::float8 * (v_gate->>'rarity')::float8));
+    v_gate := v_gate || jsonb_build_object('semantic_novelty', round(v_sem::numeric, 6), 'surprise', round(v_surprise::numeric, 6),
+                                           'with_embedding', true, 'completed_by_worker', true, 'novelty', v_sem);
+  end if;
+  perform pgmem._set_op('embed', jsonb_build_object('model', model, 'semantic_novelty', v_sem));
+  update pgmem.memories x set
+    embedding = complete_embedding.embedding, embedding_model = model, gate = v_gate,
+    surprise = coalesce(v_surprise, x.surprise),
+    importance = case when v_surprise is not null and v_gate->>'importance_source' = 'surprise'
+                      then least(1.0, v_surprise * pgmem._check_category(x.category)) else x.importance end,
+    salience = case when v_surprise is not null
+                    then pgmem.salience((v_gate->>'emotion')::float8, v_sem, null,
+                           pgmem.processing_depth(x.who, x.what, x.happened_at, x.location, x.why, x.how),
+                           pgmem._setting('salience_weights'))
+                    else x.salience end
+  where x.id = m.id
+  returning x.* into m;
+  perform pgmem._set_op(null);
+  delete from pgmem.embedding_queue e where e.memory_id = m.id;
+  perform set_config('pgmem.tenant', coalesce(v_prev_tenant, ''), true);
+  return m;
+end $$;
+comment on function pgmem.complete_embedding(bigint, vector, text) is
+  'Stores a worker-computed embedding for a queued memory, completes its surprise/novelty/salience, and removes it from the queue.';
+
+create or replace function pgmem.fail_embedding(memory_id bigint, error text) returns void
+  language sql volatile
+  set search_path = pgmem, public, pg_temp
+as $$
+  update pgmem.embedding_queue e
+     set attempts = e.attempts + 1, last_error = left(error, 2000),
+         not_before = now() + least(interval '1 hour', interval '10 seconds' * power(2, e.attempts))
+   where e.memory_id = fail_embedding.memory_id
+$$;
+comment on function pgmem.fail_embedding(bigint, text) is 'Records a failed embedding attempt; the memory is retried later with exponential backoff (max 1 hour).';
