@@ -33,7 +33,7 @@ Duplicates are deliberate and marked so that tests can check the merge job:
 Usage::
 
     python examples/make_demo_conversation.py            # (re)write both files
-    python examples/make_demo_conversation.py --check    # exit 1 if stale
+    python examples/make_demo_conversation.py --check    # exit 1 if stale or invalid
     python examples/make_demo_conversation.py --stats    # print counts
 """
 from __future__ import annotations
@@ -90,7 +90,7 @@ class Session:
     sid: str
     user: str
     start: str  # ISO 8601 UTC
-    where: str
+    where: object  # default "where" of the session's turns (a str, or OMIT)
     title: str
     turns: list
 
@@ -224,7 +224,7 @@ def build_sessions(rng: random.Random) -> list[Session]:
         A("Nice to meet you, Maya. I'll keep track of what you tell me across sessions. What are you working on?"),
         U("I'm a backend engineer at Northwind Logistics. Mostly Python and Go, on the team that owns order processing.",
           key="maya_job", category="fact"),
-        U("I live in Berlin, in Kreuzberg, so assume Berlin time for anything I schedule.",
+        U("I live in Berlin (Kreuzberg), so use Berlin time for anything I schedule.",
           key="maya_city", category="fact"),
         A("Got it: backend engineer at Northwind Logistics (Python, Go, order processing), based in Berlin. "
           "I'll schedule in Europe/Berlin, which is CEST (UTC+2) until 25 October."),
@@ -292,11 +292,12 @@ def build_sessions(rng: random.Random) -> list[Session]:
     # ---------------------------------------------------------------- s02
     S.append(Session("s02", "tom", "2026-09-03T18:40:00Z", "chat:mobile/tom",
                      "Tom introduces himself, Japan trip idea, Rust course", [
-        U("hey, I'm Tom. second-year computer science student at the University of Edinburgh",
+        U("hey, I'm Tom", key="tom_name", category="fact"),
+        U("I'm a second-year computer science student at the University of Edinburgh",
           key="tom_uni", category="fact"),
         A("Hi Tom! What can I help with?"),
-        U("uni stuff mostly, and planning a trip. also I'm vegetarian in case food comes up",
-          key="tom_veg", category="fact"),
+        U("uni stuff mostly, and planning a trip."),
+        U("also I'm vegetarian, in case food comes up", key="tom_veg", category="fact"),
         A("Noted, vegetarian. What's the trip?"),
         U("my sister Lena and I want to do Japan in October. Tokyo first then Kyoto, 17 to 28 October",
           key="tom_trip1", category="episode"),
@@ -309,8 +310,8 @@ def build_sessions(rng: random.Random) -> list[Session]:
           where="https://flights.example/search?from=EDI&to=TYO&d=2026-10-17&r=2026-10-28"),
         A("Cheapest is KLM via Amsterdam, under £800 return with a 14.5-hour outbound. That leaves about £600 each "
           "for rail, beds and food, which is tight but doable. Fares on that route usually rise from late September."),
-        U("also my birthday is on 14 October so I'd like to do something fun that week before we leave",
-          key="tom_bday", category="fact"),
+        U("also my birthday is on 14 October", key="tom_bday", category="fact"),
+        U("so I'd like to do something fun that week before we leave"),
         A("Happy early birthday! 14 October is a Wednesday this year, three days before you'd fly."),
         U("what's the weather usually like in Kyoto late October?"),
         T("weather",
@@ -487,8 +488,8 @@ def build_sessions(rng: random.Random) -> list[Session]:
           "## Timeline (UTC)\n| time | event |\n## Root cause\n## Contributing factors\n"
           "## What went well / what went badly\n## Action items\n| # | action | owner | due |\n"
           "_Blameless: describe systems and decisions, not people._", key="pm_template"),
-        U("Perfect. One personal thing: I'm lactose intolerant, so if you ever help with team offsite catering, "
-          "no dairy for me.", key="priya_lactose", category="fact"),
+        U("One personal thing: I'm lactose intolerant, so no dairy for me if you ever help with team catering.",
+          key="priya_lactose", category="fact"),
         A("Noted: lactose intolerant, no dairy."),
         U("Maya Okafor is running the orders-service cutover on Tuesday 22 September, 08:00 to 12:00 Berlin time. "
           "I'll shadow it from the SRE side.", key="priya_shadow", category="episode"),
@@ -521,7 +522,9 @@ def build_sessions(rng: random.Random) -> list[Session]:
     # ---------------------------------------------------------------- s05
     S.append(Session("s05", "maya", "2026-09-15T17:20:00Z", "chat:web/maya",
                      "Maya books her trip to Lisbon", [
-        U("Okay, Lisbon. Inês's wedding is on Saturday 10 October. I want to fly out Friday morning and come back Monday."),
+        U("Okay, Lisbon: Inês's wedding is on Saturday 10 October.", key="lisbon_wedding2", near="lisbon_wedding",
+          category="episode"),
+        U("I want to fly out Friday morning and come back Monday."),
         A("Berlin (BER) to Lisbon (LIS), out Friday 9 October, back Monday 12 October. Searching."),
         T("web_search", maya_flight_search(rng),
           args={"query": "flights BER LIS 9 October 2026 return 12 October"},
@@ -641,7 +644,7 @@ def build_sessions(rng: random.Random) -> list[Session]:
           args={"cmd": "cargo test election", "cwd": "/home/tom/uni/dsys/raft"},
           meta={"exit_code": 0}, where="/home/tom/uni/dsys/raft"),
         U("all green!!"),
-        U("Japan stuff. for context I'm a second-year CS student at Edinburgh.",
+        U("for context: I'm in my second year of computer science at Edinburgh",
           key="tom_uni2", near="tom_uni", category="fact"),
         U("so, student budget. cheapest ways to get around Japan?"),
         A("No student discount on the JR Pass for foreign students. Cheapest: overnight highway buses Tokyo-Kyoto "
@@ -742,7 +745,7 @@ def build_sessions(rng: random.Random) -> list[Session]:
           "(pool_size 20 + max_overflow 10) = up to 360 connections against max_connections = 300. Contributing: "
           "the staging load test ran with a fixed 3 replicas, so HPA scale-out was never exercised.",
           key="deploy_rootcause"),
-        U("Reminder for how I like answers: short, with Python code snippets.",
+        U("Reminder: for coding help, keep answers short and show Python code examples, not long explanations.",
           key="maya_pref_code2", near="maya_pref_code", category="preference"),
         U("How do I make SQLAlchemy play nicely behind PgBouncer in transaction mode?"),
         A("Let PgBouncer pool, not the app, and turn off server-side prepared statements in psycopg 3:\n"
@@ -819,7 +822,7 @@ def build_sessions(rng: random.Random) -> list[Session]:
         A("Done. Note that Maya is now primary during her own second cutover attempt on 29 Sep; you might want "
           "someone to shadow her."),
         U("Good point, I'll ask Luca to shadow.", where="slack:#oncall"),
-        U("For the postmortem review lunch on Friday: remember I'm lactose intolerant, so no dairy in my order.",
+        U("For Friday's team lunch: remember I'm lactose intolerant, so no dairy for me.",
           key="priya_lactose2", near="priya_lactose", category="fact", where="slack:#team-platform"),
         A("Noted: a vegan pizza for you, no cheese."),
         U("Last thing: a Grafana panel for PgBouncer pools once it's live. Which exporter?"),
@@ -906,8 +909,7 @@ def build_sessions(rng: random.Random) -> list[Session]:
           "$ nvim --version | head -1\nNVIM v0.11.3",
           args={"cmd": "nvim --headless '+checkhealth vim.lsp' +qa", "cwd": "/home/maya"},
           meta={"exit_code": 0}, where="/home/maya/.config/nvim"),
-        U("For context, since you'll help with my config: I'm a backend engineer at Northwind Logistics, working in "
-          "Python and Go.", key="maya_job2", near="maya_job", category="fact", where="chat:web/maya"),
+        U("For context: I'm a backend engineer at Northwind Logistics, mostly Python and Go.", key="maya_job2", near="maya_job", category="fact", where="chat:web/maya"),
         A("Then add gopls: `lsp.gopls.setup({ settings = { gopls = { gofumpt = true, staticcheck = true } } })`.",
           where="/home/maya/.config/nvim/lua/plugins/lsp.lua", category="skill"),
         U("What I miss most from VS Code is Ctrl+P to open files.", where="chat:web/maya"),
@@ -940,7 +942,7 @@ def build_sessions(rng: random.Random) -> list[Session]:
           where="https://hostels.example/kyoto?near=kyoto-station&in=2026-10-23&out=2026-10-27"),
         A("Kamogawa Hostel: private twin, shared kitchen, ¥5,200 each, 9 minutes from the station. "
           "Most others are dorms or have no kitchen."),
-        U("reminder that I don't eat meat, I'm veggie", key="tom_veg2", near="tom_veg", category="fact"),
+        U("reminder that I'm vegetarian, so no meat", key="tom_veg2", near="tom_veg", category="fact"),
         A("Then the kitchen helps. Eating out: try shojin ryori (Buddhist temple food) in Kyoto, and ask for "
           "\"dashi nashi\", since many broths use fish stock."),
         U("booked Kamogawa Hostel, 4 nights 23-27 Oct, ¥5200 each per night, private twin",
@@ -948,9 +950,8 @@ def build_sessions(rng: random.Random) -> list[Session]:
         U("Tokyo is sorted: staying with my friend Kenji in Shimokitazawa 19-23 Oct and again 27-29 before the flight",
           key="tom_kenji", category="fact"),
         A("So every night is covered: Tokyo with Kenji 19-23 Oct, Kyoto 23-27 Oct, Tokyo again 27-29 Oct."),
-        U("btw my birthday's on the 14th of October, a few days before we fly",
-          key="tom_bday2", near="tom_bday", category="fact"),
-        U("any ideas for something fun in Edinburgh that evening?"),
+        U("btw, reminder: my birthday is the 14th of October", key="tom_bday2", near="tom_bday", category="fact"),
+        U("that's a few days before we fly. any ideas for something fun in Edinburgh that evening?"),
         A("Short list: sunset on Arthur's Seat (about 18:20 that day), a ceilidh at the Stramash or Summerhall, "
           "or a vegetarian tasting menu at David Bann."),
         U("what's the weather in Tokyo looking like for when we land"),
@@ -960,7 +961,7 @@ def build_sessions(rng: random.Random) -> list[Session]:
           args={"location": "Tokyo, JP", "kind": "outlook", "from": "2026-10-19", "to": "2026-10-23"},
           where="https://weather.example/api/outlook?city=Tokyo"),
         A("Around 20°C, one likely wet day (Wednesday). Same packing as for Kyoto."),
-        U("we're still going with the 7-day Japan Rail Pass like we decided, Lena agrees",
+        U("decision stands: Hiroshima day trip from Kyoto, so the 7-day JR pass it is",
           key="tom_jrpass2", near="tom_jrpass", category="episode"),
         A("Good. Buy it online before you go; activate it at a JR ticket office on 23 Oct."),
         U("raft update: log replication passes all tests except one about conflicting entries",
@@ -1009,8 +1010,7 @@ def build_sessions(rng: random.Random) -> list[Session]:
           "good plan B. Skip Cantinho Maputo: its signature dish is caril de amendoim, a peanut curry, and cross-"
           "contact is likely. Casa dos Pastéis also sells nut tarts.", key="restaurant_advice"),
         U("Let's do Tasca do Chafariz. Booked for 20:00 on Sunday under Okafor.", key="maya_dinner", category="episode"),
-        U("Also, I'm flying out of Berlin since that's where I live, so keep reminders in Berlin time even while "
-          "I'm in Lisbon.", key="maya_city2", near="maya_city", category="fact"),
+        U("Since I live in Berlin, keep scheduling in Berlin time, even while I'm in Lisbon.", key="maya_city2", near="maya_city", category="fact"),
         A("Will do. Lisbon is one hour behind Berlin (WEST vs CEST), so a 09:00 Berlin reminder arrives at 08:00 "
           "in Lisbon."),
         U("Work handover before I leave: the old orders-service VMs were decommissioned yesterday as planned, "
@@ -1045,7 +1045,8 @@ def build_sessions(rng: random.Random) -> list[Session]:
     ]))
 
     # ---------------------------------------------------------------- s12
-    S.append(Session("s12", "tom", "2026-10-13T20:30:00Z", "chat:mobile/tom",
+    # no "where" on this session's chat turns: exercises the optional field
+    S.append(Session("s12", "tom", "2026-10-13T20:30:00Z", OMIT,
                      "Tom submits his project and does final prep for Japan", [
         U("submitted the raft project early!! all 41 tests pass", key="raft_submitted", category="episode"),
         A("Congrats, three days before the deadline!"),
@@ -1106,7 +1107,7 @@ QUERIES = [
              "should outrank the older 'VS Code with Vim keybindings' memory from s01.",
      "expect": ["maya_nvim"], "superseded": ["maya_vscode"]},
     {"query": "what went wrong with the deploy last week", "user_id": "maya", "actor": "tool:shell",
-     "location": "slack:#orders-migration", "context_type": "conversation",
+     "location": "slack:#orders-migration", "context_type": "conversation", "as_of": "2026-09-29T12:00:00Z",
      "note": "Asked around 29 Sep 2026. The 22 Sep orders-service cutover failed on Postgres connection exhaustion: "
              "HPA scaled orders-api to 12 pods x (pool 20 + overflow 10) = 360 connections > max_connections 300 "
              "('remaining connection slots are reserved...'); compute rolled back to the VMs at ~09:00 CEST, "
@@ -1116,7 +1117,7 @@ QUERIES = [
     {"query": "where is tom travelling and when", "user_id": "tom", "context_type": "query",
      "note": "Japan with his sister Lena: Tokyo then Kyoto, now 18-29 October 2026 (moved from 17-28 Oct after "
              "KLM changed the flight); Kyoto 23-27 Oct at Kamogawa Hostel, Tokyo with Kenji in Shimokitazawa.",
-     "expect": ["tom_trip2", "tom_cal", "tom_trip1", "tom_hostel", "tom_kenji"], "superseded": ["tom_trip1"]},
+     "expect": ["tom_trip2", "tom_cal", "tom_hostel", "tom_kenji"], "superseded": ["tom_trip1"]},
     {"query": "suggest a restaurant near maya's hotel in Lisbon that is safe for her", "user_id": "maya",
      "location": "Lisbon", "context_type": "task",
      "note": "Multi-hop: hotel Casa do Largo on Largo do Chafariz de Dentro, Alfama (s05) + peanut allergy (s01) -> "
@@ -1214,7 +1215,7 @@ def build():
     queries = []
     for q in QUERIES:
         out = {"query": q["query"]}
-        for k in ("actor", "location", "user_id"):
+        for k in ("actor", "location", "user_id", "as_of"):
             if k in q:
                 out[k] = q[k]
         out["context_type"] = q["context_type"]
@@ -1224,6 +1225,80 @@ def build():
             out["superseded_event_ids"] = [ids[k] for k in q["superseded"]]
         queries.append(out)
     return sessions, events, queries
+
+
+CATEGORIES = {"fact", "preference", "skill", "episode", "context"}
+DUP_KEYS = ("near_duplicate_of", "exact_duplicate_of", "supersedes")
+
+
+def validate(lines: list[str], queries: list[dict]) -> list[str]:
+    """Check the rendered JSONL the way ``pgmem ingest`` will read it; return a list of problems."""
+    problems = []
+    seen = {}  # event_id -> event
+    last_ts = {}  # session_id -> ts
+    content_owner = {}  # content -> first event_id
+    for n, line in enumerate(lines, 1):
+        try:
+            ev = json.loads(line)
+        except ValueError as exc:
+            problems.append(f"line {n}: not JSON ({exc})")
+            continue
+        if not isinstance(ev, dict):
+            problems.append(f"line {n}: not an object")
+            continue
+        eid = ev.get("event_id")
+        for req in ("event_id", "ts", "content"):
+            if not isinstance(ev.get(req), str) or not ev[req].strip():
+                problems.append(f"line {n}: missing or empty {req}")
+        if eid in seen:
+            problems.append(f"line {n}: duplicate event_id {eid}")
+        try:
+            ts = datetime.strptime(ev["ts"], "%Y-%m-%dT%H:%M:%SZ")
+        except (KeyError, ValueError):
+            problems.append(f"{eid}: ts is not ISO 8601 UTC (YYYY-MM-DDTHH:MM:SSZ)")
+            continue
+        sid = ev.get("session_id")
+        if sid in last_ts and ts <= last_ts[sid]:
+            problems.append(f"{eid}: ts not increasing within session {sid}")
+        last_ts[sid] = ts
+        actor = ev.get("actor", "user")
+        if actor not in ("user", "assistant") and not (actor.startswith("tool:") and len(actor) > 5):
+            problems.append(f"{eid}: bad actor {actor!r}")
+        if "category" in ev and ev["category"] not in CATEGORIES:
+            problems.append(f"{eid}: bad category {ev['category']!r}")
+        meta = ev.get("metadata", {})
+        if not isinstance(meta, dict):
+            problems.append(f"{eid}: metadata is not an object")
+            meta = {}
+        for k in DUP_KEYS:
+            ref = meta.get(k)
+            if ref is None:
+                continue
+            if ref not in seen:
+                problems.append(f"{eid}: {k} -> {ref} is not an earlier event")
+                continue
+            if datetime.strptime(seen[ref]["ts"], "%Y-%m-%dT%H:%M:%SZ") >= ts:
+                problems.append(f"{eid}: {k} -> {ref} is not earlier in time")
+            if seen[ref].get("user_id") != ev.get("user_id"):
+                problems.append(f"{eid}: {k} -> {ref} belongs to another user")
+            same = seen[ref]["content"] == ev["content"]
+            if k == "exact_duplicate_of" and not same:
+                problems.append(f"{eid}: exact duplicate of {ref} but content differs")
+            if k != "exact_duplicate_of" and same:
+                problems.append(f"{eid}: {k} {ref} but content is identical")
+        c = ev.get("content")
+        if c in content_owner and meta.get("exact_duplicate_of") != content_owner[c]:
+            problems.append(f"{eid}: unmarked exact duplicate of {content_owner[c]}")
+        content_owner.setdefault(c, eid)
+        seen[eid] = ev
+    for q in queries:
+        for key in ("expect_event_ids", "superseded_event_ids"):
+            for ref in q.get(key, []):
+                if ref not in seen:
+                    problems.append(f"query {q['query']!r}: unknown event {ref}")
+        if q.get("context_type") not in ("query", "task", "conversation", "document", "mixed"):
+            problems.append(f"query {q['query']!r}: bad context_type")
+    return problems
 
 
 def render(events, queries) -> tuple[str, str]:
@@ -1262,16 +1337,26 @@ def stats(sessions, events) -> str:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--check", action="store_true", help="exit 1 if the files on disk differ from a fresh run")
+    ap.add_argument("--check", action="store_true", help="exit 1 if the files on disk are invalid or differ from a fresh run")
     ap.add_argument("--stats", action="store_true", help="print counts and the duplicate pairs")
     args = ap.parse_args(argv)
     sessions, events, queries = build()
     jsonl, qjson = render(events, queries)
+    problems = validate(jsonl.splitlines(), queries)
+    if problems:
+        print("\n".join(problems), file=sys.stderr)
+        return 2
     if args.stats:
         print(stats(sessions, events))
         return 0
     if args.check:
         ok = True
+        if EVENTS_FILE.exists() and QUERIES_FILE.exists():
+            on_disk = validate(EVENTS_FILE.read_text(encoding="utf-8").splitlines(),
+                               json.loads(QUERIES_FILE.read_text(encoding="utf-8")))
+            for p in on_disk:
+                print(f"{EVENTS_FILE.name}: {p}", file=sys.stderr)
+            ok = not on_disk
         for path, text in ((EVENTS_FILE, jsonl), (QUERIES_FILE, qjson)):
             if not path.exists() or path.read_bytes() != text.encode("utf-8"):
                 print(f"stale: {path}", file=sys.stderr)

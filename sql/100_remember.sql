@@ -123,6 +123,8 @@ do $$ begin
 end $$;
 comment on type pgmem.remember_result is 'What remember() returns for one memory.';
 
+drop function if exists pgmem.remember(text, vector, text, text, timestamptz, text, text, text, text, real, jsonb, text, text, text, text, text, text[], text[], real, real, real, timestamptz, timestamptz, text, integer, text, boolean);
+
 create or replace function pgmem.remember(
   content text,
   embedding vector default null,
@@ -133,7 +135,7 @@ create or replace function pgmem.remember(
   why text default null,
   how text default null,
   category text default 'episode',
-  importance real default null,
+  importance float8 default null,
   metadata jsonb default '{}',
   user_id text default null,
   agent_id text default null,
@@ -142,9 +144,9 @@ create or replace function pgmem.remember(
   summary text default null,
   topics text[] default '{}',
   entities text[] default '{}',
-  valence real default null,
-  arousal real default null,
-  dominance real default null,
+  valence float8 default null,
+  arousal float8 default null,
+  dominance float8 default null,
   created_at timestamptz default null,
   expires_at timestamptz default null,
   event_key text default null,
@@ -284,7 +286,7 @@ begin
   end if;
   return next res;
 end $$;
-comment on function pgmem.remember(text, vector, text, text, timestamptz, text, text, text, text, real, jsonb, text, text, text, text, text, text[], text[], real, real, real, timestamptz, timestamptz, text, integer, text, boolean) is
+comment on function pgmem.remember(text, vector, text, text, timestamptz, text, text, text, text, float8, jsonb, text, text, text, text, text, text[], text[], float8, float8, float8, timestamptz, timestamptz, text, integer, text, boolean) is
   'Stores one memory behind Engram''s surprise gate. decision: stored | duplicate (exact duplicate in scope: existing id returned, nothing stored) | rejected (surprise below the threshold: nothing stored, recorded in history) | replayed (event_key seen before). Without an embedding the memory is queued for the worker and lexical search finds it at once.';
 
 -- remember_many: one call for a batch (a JSON array of objects with remember()'s argument
@@ -328,13 +330,13 @@ begin
       location => coalesce(it->>'location', it->>'where'),
       why => it->>'why', how => it->>'how',
       category => coalesce(it->>'category', 'episode'),
-      importance => (it->>'importance')::real,
+      importance => (it->>'importance')::float8,
       metadata => coalesce(it->'metadata', '{}'),
       user_id => it->>'user_id', agent_id => it->>'agent_id', session_id => it->>'session_id',
       tier => coalesce(it->>'tier', 'episodic'), summary => it->>'summary',
       topics => coalesce(array(select jsonb_array_elements_text(it->'topics')), '{}'),
       entities => coalesce(array(select jsonb_array_elements_text(it->'entities')), '{}'),
-      valence => (it->>'valence')::real, arousal => (it->>'arousal')::real, dominance => (it->>'dominance')::real,
+      valence => (it->>'valence')::float8, arousal => (it->>'arousal')::float8, dominance => (it->>'dominance')::float8,
       created_at => (it->>'created_at')::timestamptz, expires_at => (it->>'expires_at')::timestamptz,
       event_key => it->>'event_key', token_count => (it->>'token_count')::int,
       embedding_model => it->>'embedding_model', force => coalesce((it->>'force')::boolean, false));

@@ -1,2 +1,18 @@
-"""pgmem: long-term memory for LLM agents, inside PostgreSQL."""
+"""pgmem: long-term memory for LLM agents, inside PostgreSQL.
+
+The engine (surprise gate, fused ranking, decay, merging, pruning, clustering) is SQL in
+schema ``pgmem``; this package is the thin client around it."""
 __version__ = "0.1.0"
+
+from .errors import PgmemError, SetupError  # noqa: E402
+
+
+def __getattr__(name):  # lazy: importing pgmem must not import torch
+    if name in ("MemoryClient", "AsyncMemoryClient", "Hit", "RememberResult"):
+        from . import client
+
+        return getattr(client, name)
+    raise AttributeError(name)
+
+
+__all__ = ["MemoryClient", "AsyncMemoryClient", "Hit", "RememberResult", "PgmemError", "SetupError"]

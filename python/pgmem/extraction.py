@@ -120,8 +120,9 @@ very via want wants was we well were what whatever when whenever where whether w
 who whom whose why will with within without would yes yet you your yours yourself
 ok okay yeah hey hi hello thanks thank sure lot lots bit kind sort way ways also today
 yesterday tomorrow tonight week weeks day days time times last next new know think need needs
-http https www com org net html htm php src lib bin usr tmp home
 """.split())
+# Fragments of URLs and paths that are never topics.
+_TOPIC_NOISE = frozenset("http https www com org net html htm php src lib bin usr tmp home".split())
 
 _WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 _MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august",
@@ -231,12 +232,14 @@ def _day_start(moment: datetime) -> datetime:
     return datetime.combine(moment.astimezone(UTC).date(), dtime(0), tzinfo=UTC)
 
 
-_SENTENCE_BREAK = re.compile(r"[.!?]+(?=\s|$)|[;\n]")
+_SENTENCE_BREAK = re.compile(r"[.!?]+(?=\s|$)|\n")
+_CLAUSE_BREAK = re.compile(r"[.!?]+(?=\s|$)|[;\n]")
 
 
-def _sentence_end(text: str, start: int = 0) -> int:
-    """Index just past the sentence that starts at ``start`` (newline, ``;`` or .!? + space)."""
-    for m in _SENTENCE_BREAK.finditer(text, start):
+def _sentence_end(text: str, start: int = 0, *, clause: bool = False) -> int:
+    """Index just past the sentence that starts at ``start`` (.!? before a space, or a
+    newline; with ``clause=True`` a ``;`` ends it too)."""
+    for m in (_CLAUSE_BREAK if clause else _SENTENCE_BREAK).finditer(text, start):
         if m.group()[0] == ".":
             prev = re.search(r"(\S+)$", text[start:m.start()])
             word = prev.group(1).lower() if prev else ""
@@ -370,7 +373,7 @@ _WHY_CUES = re.compile(
     re.IGNORECASE,
 )
 _HOW_CUES = re.compile(r"\bby\s+(?=\w+ing\b)|\busing\s+|\bvia\s+", re.IGNORECASE)
-_WITH_CUE = re.compile(r"\b(\w+)\s+with\s+(\w+)", re.IGNORECASE)
+_WITH_CUE = re.compile(r"\b(\w+)\s+(with)\s+(?=(\w+))", re.IGNORECASE)
 # "with" is the weakest "how" cue: not after these words, not before a person.
 _WITH_NOT_AFTER = frozenset("""agree agreed deal dealt along together help helped problem
 problems issue issues trouble wrong familiar happy satisfied angry upset lunch dinner coffee
@@ -380,11 +383,17 @@ _WITH_NOT_BEFORE = frozenset("""me you him her us them my our his their your eve
 someone somebody friends family""".split())
 
 
-def _clause(text: str, start: int, stop: re.Pattern[str] | None) -> str | None:
-    """Text from ``start`` to the end of its sentence or the next ``stop`` cue, clipped."""
-    end = _sentence_end(text, start)
-    if stop is not None:
-        m = stop.search(text, start, end)
+def _clause(text: str, cue: re.Match[str], *stops: re.Pattern[str]) -> str | None:
+    """The clause after ``cue``: up to the end of its sentence (or ``;``), the next
+    ``stops`` pattern, and - for a clause that opens the sentence ("In order to X, we Y")
+    - the first comma."""
+    start = cue.end()
+    end = _sentence_end(text, start, clause=True)
+    if _sentence_initial(text, cue.start()):
+        comma = text.find(",", start, end)
+        end = comma if comma > start else end
+    for stop in stops:
+        m = stop.search(text, start + 1, end)
         if m:
             end = m.start()
     clause = _collapse(text[start:end]).rstrip(" ,;:.!?-–—")
@@ -396,19 +405,16 @@ def _why_from_text(text: str) -> str | None:
     """Intent or reason after a cue: "because", "so that", "in order to", "since" (not a
     date), or "to <verb>" after a goal verb ("I want to ...")."""
     m = _WHY_CUES.search(text)
-    return _clause(text, m.end(), _HOW_CUES) if m else None
+    return _clause(text, m, _HOW_CUES, _RELATIVE_DAY) if m else None
 
 
 def _how_from_text(text: str) -> str | None:
     """Method after "by <verb>ing", "using", "via"; failing those, a guarded "with"."""
-    m = _HOW_CUES.search(text)
-    if m:
-        return _clause(text, m.end(), _WHY_CUES)
-    for w in _WITH_CUE.finditer(text):
-        if w.group(1).lower() in _WITH_NOT_AFTER or w.group(2).lower() in _WITH_NOT_BEFORE:
-            continue
-        return _clause(text, w.start(2), _WHY_CUES)
-    return None
+    m = _HOW_CUES.search(text) or next(
+        (w for w in _WITH_CUE.finditer(text)
+         if w.group(1).lower() not in _WITH_NOT_AFTER
+         and w.group(3).lower() not in _WITH_NOT_BEFORE), None)
+    return _clause(text, m, _WHY_CUES, _RELATIVE_DAY) if m else None
 
 
 # ------------------------------------------------------------------------------ topics
@@ -450,7 +456,7 @@ def keywords(text: str, limit: int = MAX_TOPICS) -> list[str]:
         if "'" in token or "’" in token:  # contractions: don't, i'm, we're
             continue
         stem = _stem(token)
-        if token in STOPWORDS or stem in STOPWORDS:
+        if token in STOPWORDS or stem in STOPWORDS or stem in _TOPIC_NOISE:
             continue
         if len(stem) < 3 and not stem.endswith(("+", "#")):
             continue
@@ -471,6 +477,8 @@ _CAP_RUN = re.compile(
     r"(?:(?:\s+(?:of|de|da|van|von|der|del|la|le))?\s+[A-Z][A-Za-z0-9]*(?:-[A-Z][A-Za-z0-9]*)*)*"
 )
 _CONNECTORS = frozenset({"of", "de", "da", "van", "von", "der", "del", "la", "le"})
+# Everyday words that still belong to a name: "New York", "Great Britain", "United Nations".
+_NAME_WORDS = frozenset({"new", "great", "united", "old", "little", "big", "good"})
 
 
 def _ordinary(word: str) -> bool:
@@ -481,8 +489,15 @@ def _ordinary(word: str) -> bool:
 
 
 def _sentence_initial(text: str, pos: int) -> bool:
+    """Whether ``pos`` starts a sentence (text start, or after .!?: or a newline, but not
+    after an abbreviation such as "Dr.")."""
     before = text[:pos].rstrip(" \t\"'“(*-•>")
-    return not before or before[-1] in ".!?:\n"
+    if not before:
+        return True
+    if before[-1] == ".":
+        word = re.search(r"(\S*)\.$", before)
+        return not (word and word.group(1).lower() in _ABBREVIATIONS)
+    return before[-1] in "!?:\n"
 
 
 def _cap_runs(text: str) -> list[tuple[int, int, str]]:
@@ -494,7 +509,7 @@ def _cap_runs(text: str) -> list[tuple[int, int, str]]:
         # Ordinary capitalised words (The, I, Yesterday, LOVE) split a run into names.
         groups: list[list[tuple[int, str]]] = [[]]
         for pos, word in words:
-            if _ordinary(word) and word.lower() not in _CONNECTORS:
+            if _ordinary(word) and word.lower() not in _CONNECTORS | _NAME_WORDS:
                 groups.append([])
             else:
                 groups[-1].append((pos, word))
@@ -508,7 +523,7 @@ def _cap_runs(text: str) -> list[tuple[int, int, str]]:
             start, end = group[0][0], group[-1][0] + len(group[-1][1])
             if len(group) == 1:
                 word = group[0][1]
-                if len(word) < 2 or _sentence_initial(text, start):
+                if len(word) < 2 or word.lower() in _NAME_WORDS or _sentence_initial(text, start):
                     continue
             out.append((start, end, text[start:end]))
     return out

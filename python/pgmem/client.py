@@ -1,0 +1,558 @@
+"""The thin Python client. It extracts 5W1H (optional), computes embeddings, and calls the
+SQL API: one method is one SQL call, and every method accepts the caller's connection (and
+so its transaction) through ``conn=``.
+
+    from pgmem import MemoryClient
+    mem = MemoryClient(tenant="acme")            # PGMEM_DSN, else the embedded cluster
+    mem.remember("I'm allergic to peanuts", who="user", user_id="maya", category="fact")
+    for hit in mem.search("what is maya allergic to", k=5):
+        print(hit.score, hit.content, hit.signals)
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import random
+import sys
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Iterable, Iterator, Mapping, Sequence
+
+import psycopg
+from psycopg.rows import dict_row
+
+from .errors import ConfigError, PgmemError
+
+log = logging.getLogger("pgmem.client")
+
+RETRYABLE_SQLSTATES = {"40001", "40P01", "57P01", "08006", "08003", "08000"}
+
+
+# ------------------------------------------------------------------------- results
+@dataclass
+class RememberResult:
+    id: int | None
+    decision: str
+    surprise: float | None
+    importance: float | None
+    salience: float | None
+    nearest_id: int | None = None
+    nearest_similarity: float | None = None
+    details: dict = field(default_factory=dict)
+
+    @property
+    def stored(self) -> bool:
+        return self.decision == "stored"
+
+
+@dataclass
+class Hit:
+    """One ranked memory with the per-signal scores that explain its rank."""
+
+    id: int
+    score: float
+    signals: dict[str, float]
+    content: str
+    summary: str | None = None
+    who: str | None = None
+    what: str | None = None
+    when: datetime | None = None
+    where: str | None = None
+    why: str | None = None
+    how: str | None = None
+    category: str | None = None
+    created_at: datetime | None = None
+    metadata: dict = field(default_factory=dict)
+    extra: dict = field(default_factory=dict)
+
+
+_HIT_FIELDS = {"id", "score", "content", "summary", "who", "what", "happened_at", "location", "why", "how",
+               "category", "created_at", "metadata"}
+
+
+def _hit(row: Mapping[str, Any], signal_names: Sequence[str]) -> Hit:
+    signals = {s: float(row[s]) for s in signal_names if s in row and row[s] is not None}
+    extra = {k: v for k, v in row.items() if k not in _HIT_FIELDS and k not in signals}
+    return Hit(id=row["id"], score=float(row["score"]), signals=signals, content=row.get("content"),
+               summary=row.get("summary"), who=row.get("who"), what=row.get("what"), when=row.get("happened_at"),
+               where=row.get("location"), why=row.get("why"), how=row.get("how"), category=row.get("category"),
+               created_at=row.get("created_at"), metadata=row.get("metadata") or {}, extra=extra)
+
+
+SEARCH_SIGNALS = ("semantic", "lexical", "recency", "actor", "spatial", "usage")
+ACTIVATE_SIGNALS = ("embedding_sim", "metadata_sim", "summary_sim", "temporal")
+RECALL_SIGNALS = ("relevance", "decayed_importance", "recency", "access_frequency")
+
+
+# --------------------------------------------------------------------- events → args
+def event_to_args(event: Mapping[str, Any] | str, extractor=None, *, now: datetime | None = None) -> dict[str, Any]:
+    """Map an event (the JSONL format of ``pgmem ingest``, see examples/README.md) or a plain
+    text to remember() arguments, filling the 5W1H fields with the extractor when given.
+    Fields the event states explicitly win over extracted ones."""
+    if isinstance(event, str):
+        event = {"content": event}
+    content = event.get("content") or event.get("text")
+    if content is None or not str(content).strip():
+        raise PgmemError("event has no content: a memory needs some text")
+    args: dict[str, Any] = {
+        "content": content,
+        "who": event.get("who") or event.get("actor") or event.get("role"),
+        "what": event.get("what"),
+        "happened_at": event.get("when") or event.get("happened_at"),
+        "location": event.get("where") or event.get("location"),
+        "why": event.get("why"),
+        "how": event.get("how"),
+        "category": event.get("category"),
+        "importance": event.get("importance"),
+        "metadata": dict(event.get("metadata") or {}),
+        "user_id": event.get("user_id"),
+        "agent_id": event.get("agent_id"),
+        "session_id": event.get("session_id"),
+        "created_at": event.get("ts") or event.get("created_at"),
+        "event_key": event.get("event_id") or event.get("event_key"),
+        "summary": event.get("summary"),
+        "topics": event.get("topics"),
+        "entities": event.get("entities"),
+        "tier": event.get("tier"),
+        "expires_at": event.get("expires_at"),
+    }
+    if extractor is not None:
+        x = extractor.extract(event, now=now)
+        for key, value in (("who", x.who), ("what", x.what), ("happened_at", x.when), ("location", x.where),
+                           ("why", x.why), ("how", x.how), ("summary", x.summary), ("category", x.category),
+                           ("topics", x.topics or None), ("entities", x.entities or None),
+                           ("valence", x.valence), ("arousal", x.arousal), ("dominance", x.dominance)):
+            if args.get(key) in (None, "", []):
+                args[key] = value
+        if args.get("importance") is None and x.importance is not None and x.source == "llm":
+            args["importance"] = x.importance
+        args["metadata"].setdefault("extracted_by", x.source)
+    return {k: v for k, v in args.items() if v is not None and v != {} or k == "content"}
+
+
+def _jsonable(v: Any) -> Any:
+    if isinstance(v, datetime):
+        return v.isoformat()
+    if hasattr(v, "tolist"):
+        return v.tolist()
+    return v
+
+
+# ----------------------------------------------------------------------- the client
+class _Base:
+    def __init__(self, dsn: str | None = None, tenant: str = "default", *, embedder: Any = "auto",
+                 extractor: Any = None, min_size: int = 1, max_size: int = 4, timeout: float = 30.0,
+                 retries: int = 3, statement_timeout_ms: int | None = None):
+        from .migrate import resolve_dsn
+
+        if not tenant or not isinstance(tenant, str):
+            raise ConfigError("tenant must be a non-empty string")
+        self.dsn = resolve_dsn(dsn)
+        self.tenant = tenant
+        self._embedder_arg = embedder
+        self._embedder = None
+        self.extractor = extractor
+        self.min_size, self.max_size, self.timeout = min_size, max_size, timeout
+        self.retries = retries
+        self.statement_timeout_ms = statement_timeout_ms
+
+    # embeddings ----------------------------------------------------------------
+    @property
+    def embedder(self):
+        """The Embedder (sentence-transformers, all-MiniLM-L6-v2 by default), or None when
+        the client was made with ``embedder=None``: memories are then queued for the worker."""
+        if self._embedder is None and self._embedder_arg not in (None, False):
+            if self._embedder_arg == "auto":
+                from .embedding import Embedder
+
+                self._embedder = Embedder()
+            else:
+                self._embedder = self._embedder_arg
+        return self._embedder
+
+    def _embed_args(self, args: dict) -> None:
+        if args.get("embedding") is None and self.embedder is not None:
+            from .embedding import embedding_text
+
+            args["embedding"] = self.embedder.embed(embedding_text(
+                content=args["content"], who=args.get("who"), what=args.get("what"), where=args.get("location"),
+                why=args.get("why"), how=args.get("how")))
+            args.setdefault("embedding_model", self.embedder.model_name)
+
+    def _embed_query(self, query: str | None, embedding: Any) -> Any:
+        if embedding is None and query and self.embedder is not None:
+            return self.embedder.embed(query)
+        return embedding
+
+    def _connect_kwargs(self) -> dict:
+        opts = f"-c pgmem.tenant={self.tenant}"
+        if self.statement_timeout_ms:
+            opts += f" -c statement_timeout={int(self.statement_timeout_ms)}"
+        return {"options": opts, "connect_timeout": int(self.timeout)}
+
+    # SQL builders: one SQL function call each ------------------------------------
+    @staticmethod
+    def _call_sql(fn: str, args: Mapping[str, Any], *, setof: bool = True) -> tuple[str, dict]:
+        named = ", ".join(f"{k} => %({k})s" + _CASTS.get(k, "") for k in args)
+        return (f"select * from pgmem.{fn}({named})" if setof else f"select pgmem.{fn}({named})"), dict(args)
+
+    def _remember_args(self, content: str, kw: dict) -> dict:
+        args = {"content": content}
+        for k, v in kw.items():
+            if k in ("when",):
+                k = "happened_at"
+            elif k == "where":
+                k = "location"
+            if v is not None:
+                args[k] = v
+        if "metadata" in args:
+            args["metadata"] = json.dumps(args["metadata"])
+        for k in ("topics", "entities"):
+            if k in args:
+                args[k] = list(args[k])
+        return args
+
+    # write path ------------------------------------------------------------------
+    def remember(self, content: str, *, who: str | None = None, what: str | None = None, when: Any = None,
+                 where: str | None = None, why: str | None = None, how: str | None = None,
+                 category: str | None = None, importance: float | None = None, metadata: dict | None = None,
+                 session_id: str | None = None, user_id: str | None = None, agent_id: str | None = None,
+                 extract: bool = False, embedding: Any = None, embed: bool = True, conn=None, **more) -> RememberResult:
+        """Store one memory behind the surprise gate (pgmem.remember). ``extract=True`` fills
+        the 5W1H fields with the extractor; ``embed=False`` leaves the embedding to the worker."""
+        if extract:
+            ev = {"content": content, "who": who, "what": what, "when": when, "where": where, "why": why,
+                  "how": how, "category": category, "importance": importance, "metadata": metadata or {},
+                  "session_id": session_id, "user_id": user_id, "agent_id": agent_id}
+            args = event_to_args(ev, self.extractor or _default_extractor())
+            args.update({k: v for k, v in more.items() if v is not None})
+        else:
+            args = self._remember_args(content, dict(who=who, what=what, when=when, where=where, why=why, how=how,
+                                                     category=category, importance=importance, metadata=metadata,
+                                                     session_id=session_id, user_id=user_id, agent_id=agent_id, **more))
+        if embedding is not None:
+            args["embedding"] = embedding
+        elif embed:
+            self._embed_args(args)
+        if "metadata" in args and not isinstance(args["metadata"], str):
+            args["metadata"] = json.dumps(args["metadata"])
+        return self._do("remember", args, lambda rows: _remember_result(rows[0]), conn)
+
+    def forget(self, memory_id: int, reason: str | None = None, conn=None) -> dict:
+        return self._do("forget", dict(memory_id=memory_id, reason=reason), _first, conn)
+
+    def restore(self, memory_id: int, reason: str | None = None, conn=None) -> dict:
+        return self._do("restore", dict(memory_id=memory_id, reason=reason), _first, conn)
+
+    def update_memory(self, memory_id: int, changes: dict, reason: str | None = None, conn=None) -> dict:
+        return self._do("update_memory", dict(memory_id=memory_id, changes=json.dumps(changes, default=_jsonable), reason=reason), _first, conn)
+
+    def get(self, memory_id: int, conn=None) -> dict | None:
+        return self._do("get_memory", dict(memory_id=memory_id), lambda rows: rows[0] if rows else None, conn)
+
+    def history(self, memory_id: int, conn=None) -> list[dict]:
+        return self._do("history", dict(memory_id=memory_id), list, conn)
+
+    # read path -------------------------------------------------------------------
+    def search(self, query: str | None = None, *, embedding: Any = None, k: int = 10, actor: str | None = None,
+               location: str | None = None, profile: str | None = None, weights: dict | None = None,
+               filters: dict | None = None, as_of: Any = None, touch: bool = False, conn=None) -> list[Hit]:
+        """JAM six-signal fused search (pgmem.search)."""
+        return self._do("search", dict(query_text=query, query_embedding=self._embed_query(query, embedding),
+                         k=k, actor=actor, location=location, profile=profile,
+                         weights=json.dumps(weights) if weights else None,
+                         filters=json.dumps(filters, default=_jsonable) if filters else None, as_of=as_of, touch=touch),
+            lambda rows: [_hit(r, SEARCH_SIGNALS) for r in rows], conn)
+
+    def search_exact(self, query: str | None = None, *, embedding: Any = None, k: int = 10, actor: str | None = None,
+                     location: str | None = None, profile: str | None = None, weights: dict | None = None,
+                     filters: dict | None = None, as_of: Any = None, conn=None) -> list[Hit]:
+        """The exhaustive reference scorer (pgmem.search_exact): same scores over every eligible memory."""
+        return self._do("search_exact", dict(query_text=query, query_embedding=self._embed_query(query, embedding),
+                         k=k, actor=actor, location=location, profile=profile,
+                         weights=json.dumps(weights) if weights else None,
+                         filters=json.dumps(filters, default=_jsonable) if filters else None, as_of=as_of),
+            lambda rows: [_hit(r, SEARCH_SIGNALS) for r in rows], conn)
+
+    def explain_search(self, query: str | None = None, *, embedding: Any = None, k: int = 10, conn=None, **kw) -> list[dict]:
+        return self._do("explain_search", dict(query_text=query, query_embedding=self._embed_query(query, embedding), k=k,
+                        **{k2: (json.dumps(v) if isinstance(v, dict) else v) for k2, v in kw.items()}), list, conn)
+
+    def activate(self, query: str | None = None, *, embedding: Any = None, context_type: str = "conversation",
+                 topics: Sequence[str] | None = None, entities: Sequence[str] | None = None,
+                 summary: str | None = None, threshold: float | None = None, k: int = 50,
+                 filters: dict | None = None, as_of: Any = None, conn=None) -> list[Hit]:
+        """Shadow activation (pgmem.activate): every candidate with its activation score and
+        whether it passed the threshold of the context type (``hit.extra['activated']``)."""
+        return self._do("activate", dict(query_text=query, query_embedding=self._embed_query(query, embedding),
+                         context_type=context_type, topics=list(topics) if topics else None,
+                         entities=list(entities) if entities else None, summary=summary, threshold=threshold, k=k,
+                         filters=json.dumps(filters, default=_jsonable) if filters else None, as_of=as_of),
+            lambda rows: [_hit(r, ACTIVATE_SIGNALS) for r in rows], conn)
+
+    def recall(self, query: str | None = None, *, embedding: Any = None, k: int = 10, weights: dict | None = None,
+               filters: dict | None = None, as_of: Any = None, conn=None) -> list[Hit]:
+        """Engram ranking (pgmem.recall)."""
+        return self._do("recall", dict(query_text=query, query_embedding=self._embed_query(query, embedding),
+                         k=k, weights=json.dumps(weights) if weights else None,
+                         filters=json.dumps(filters, default=_jsonable) if filters else None, as_of=as_of),
+            lambda rows: [_hit(r, RECALL_SIGNALS) for r in rows], conn)
+
+    def touch(self, ids: Sequence[int], kind: str = "touch", conn=None) -> int:
+        return self._do("touch", dict(ids=list(ids), kind=kind), lambda rows: rows[0]["touch"], conn, setof=False)
+
+    # jobs ------------------------------------------------------------------------
+    def run_job(self, name: str, conn=None, **params) -> list[dict]:
+        """Run a maintenance job now (merge, prune, archive, tune, purge) with its parameters."""
+        fn = JOBS.get(name)
+        if fn is None:
+            raise PgmemError(f"unknown job {name!r}: known jobs are {', '.join(sorted(JOBS))}")
+        return self._do(fn, {k: (json.dumps(v) if isinstance(v, dict) else v) for k, v in params.items()}, list, conn)
+
+
+
+_CASTS = {"metadata": "::jsonb", "filters": "::jsonb", "weights": "::jsonb", "changes": "::jsonb",
+          "items": "::jsonb", "params": "::jsonb", "embedding": "::vector", "query_embedding": "::vector",
+          "ids": "::bigint[]", "topics": "::text[]", "entities": "::text[]"}
+
+
+class MemoryClient(_Base):
+    """Synchronous client over a psycopg connection pool. Every method takes ``conn=`` to
+    run inside the caller's connection/transaction instead (the client sets pgmem.tenant on it)."""
+
+    def __init__(self, *a, **kw):
+        super().__init__(*a, **kw)
+        self._pool = None
+
+    # connections -----------------------------------------------------------------
+    @property
+    def pool(self):
+        if self._pool is None:
+            from psycopg_pool import ConnectionPool
+
+            self._pool = ConnectionPool(self.dsn, min_size=self.min_size, max_size=self.max_size,
+                                        kwargs={"autocommit": True, **self._connect_kwargs()},
+                                        configure=_configure, timeout=self.timeout, open=True)
+        return self._pool
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.close()
+            self._pool = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    @contextmanager
+    def connection(self, conn: psycopg.Connection | None = None) -> Iterator[psycopg.Connection]:
+        """The caller's connection (tenant set on it) or one from the pool."""
+        if conn is not None:
+            _configure(conn)
+            conn.execute("select set_config('pgmem.tenant', %s, false)", (self.tenant,))
+            yield conn
+            return
+        with self.pool.connection() as c:
+            yield c
+
+    def _rows(self, sql: str, params: dict, conn=None) -> list[dict]:
+        attempt = 0
+        while True:
+            try:
+                with self.connection(conn) as c:
+                    with c.cursor(row_factory=dict_row) as cur:
+                        cur.execute(sql, params)
+                        return cur.fetchall() if cur.description else []
+            except psycopg.OperationalError as e:
+                # a dropped connection or a serialisation failure: retry with backoff, but only
+                # on our own pooled connections (the caller's transaction is theirs to retry)
+                state = getattr(e, "sqlstate", None)
+                if conn is not None or attempt >= self.retries or (state and state not in RETRYABLE_SQLSTATES):
+                    raise
+                attempt += 1
+                delay = min(2.0, 0.05 * 2 ** attempt) * (0.5 + random.random())
+                log.warning("retrying after %s (attempt %d/%d, sleeping %.2fs)", type(e).__name__, attempt, self.retries, delay)
+                time.sleep(delay)
+
+    def _do(self, fn: str, args: dict, post, conn=None, *, setof: bool = True):
+        sql, params = self._call_sql(fn, {k: v for k, v in args.items() if v is not None}, setof=setof)
+        return post(self._rows(sql, params, conn))
+
+    def call(self, fn: str, conn=None, **args) -> list[dict]:
+        """Call any pgmem SQL function by name with named arguments (None = SQL default)."""
+        sql, params = self._call_sql(fn, {k: v for k, v in args.items() if v is not None})
+        return self._rows(sql, params, conn)
+
+    def remember_many(self, events: Iterable[Mapping[str, Any] | str], *, batch_size: int = 256,
+                      progress: bool | None = None, extract: bool = True, embed: bool = True,
+                      on_error=None, conn=None) -> list[RememberResult]:
+        """Store many events (dicts in the JSONL event format, or texts): embeds each batch at
+        once and sends it in one pgmem.remember_many call. A progress bar shows on a terminal."""
+        from tqdm import tqdm
+
+        events = list(events)
+        if progress is None:
+            progress = sys.stderr.isatty()
+        extractor = (self.extractor or _default_extractor()) if extract else None
+        out: list[RememberResult] = []
+        bar = tqdm(total=len(events), unit="mem", disable=not progress, desc="remember")
+        try:
+            for start in range(0, len(events), batch_size):
+                chunk = events[start:start + batch_size]
+                items = [event_to_args(e, extractor) for e in chunk]
+                if embed and self.embedder is not None:
+                    from .embedding import embedding_text
+
+                    vecs = self.embedder.embed_many([embedding_text(
+                        content=a["content"], who=a.get("who"), what=a.get("what"), where=a.get("location"),
+                        why=a.get("why"), how=a.get("how")) for a in items])
+                    for a, v in zip(items, vecs):
+                        a["embedding"] = v.tolist()
+                        a["embedding_model"] = self.embedder.model_name
+                payload = json.dumps([{k: _jsonable(v) for k, v in a.items()} for a in items])
+                rows = self._rows("select * from pgmem.remember_many(%(items)s::jsonb)", {"items": payload}, conn)
+                out.extend(_remember_result(r) for r in rows)
+                bar.update(len(chunk))
+        finally:
+            bar.close()
+        return out
+
+JOBS = {"merge": "merge_duplicates", "prune": "prune", "archive": "archive_stale", "tune": "tune_thresholds",
+        "purge": "purge"}
+
+
+def _remember_result(row: Mapping[str, Any]) -> RememberResult:
+    return RememberResult(id=row["memory_id"], decision=row["decision"], surprise=row["surprise"],
+                          importance=row["importance"], salience=row["salience"], nearest_id=row.get("nearest_id"),
+                          nearest_similarity=row.get("nearest_similarity"), details=row.get("details") or {})
+
+
+def _configure(conn) -> None:
+    """Per-connection set-up: vector type adaptation (numpy arrays <-> vector)."""
+    if getattr(conn, "_pgmem_configured", False):
+        return
+    try:
+        from pgvector.psycopg import register_vector
+
+        register_vector(conn)
+    except Exception as e:  # pgmem not installed in this database
+        raise PgmemError(f"the database has no vector type: run 'pgmem migrate' first ({e})") from None
+    if not conn.autocommit and conn.info.transaction_status == psycopg.pq.TransactionStatus.INTRANS:
+        pass
+    conn._pgmem_configured = True
+
+
+_DEFAULT_EXTRACTOR = None
+
+
+def _default_extractor():
+    global _DEFAULT_EXTRACTOR
+    if _DEFAULT_EXTRACTOR is None:
+        from .extraction import make_extractor
+
+        _DEFAULT_EXTRACTOR = make_extractor()
+    return _DEFAULT_EXTRACTOR
+
+
+def _first(rows: list[dict]) -> dict:
+    return rows[0]
+
+
+class AsyncMemoryClient(_Base):
+    """The asyncio twin of MemoryClient (psycopg's async API and AsyncConnectionPool). Same
+    methods, awaited: ``await mem.remember(...)``, ``await mem.search(...)``. Embedding runs
+    on the event loop's thread (a few ms per text); use remember_many for bulk."""
+
+    def __init__(self, *a, **kw):
+        super().__init__(*a, **kw)
+        self._pool = None
+
+    async def _get_pool(self):
+        if self._pool is None:
+            from psycopg_pool import AsyncConnectionPool
+
+            self._pool = AsyncConnectionPool(self.dsn, min_size=self.min_size, max_size=self.max_size,
+                                             kwargs={"autocommit": True, **self._connect_kwargs()},
+                                             configure=_aconfigure, timeout=self.timeout, open=False)
+            await self._pool.open()
+        return self._pool
+
+    async def close(self) -> None:
+        if self._pool is not None:
+            await self._pool.close()
+            self._pool = None
+
+    async def __aenter__(self):
+        return self
+
+    async def __aexit__(self, *exc):
+        await self.close()
+
+    async def _rows(self, sql: str, params: dict, conn=None) -> list[dict]:
+        import asyncio
+
+        attempt = 0
+        while True:
+            try:
+                if conn is not None:
+                    await _aconfigure(conn)
+                    await conn.execute("select set_config('pgmem.tenant', %s, false)", (self.tenant,))
+                    async with conn.cursor(row_factory=dict_row) as cur:
+                        await cur.execute(sql, params)
+                        return await cur.fetchall() if cur.description else []
+                pool = await self._get_pool()
+                async with pool.connection() as c:
+                    async with c.cursor(row_factory=dict_row) as cur:
+                        await cur.execute(sql, params)
+                        return await cur.fetchall() if cur.description else []
+            except psycopg.OperationalError as e:
+                state = getattr(e, "sqlstate", None)
+                if conn is not None or attempt >= self.retries or (state and state not in RETRYABLE_SQLSTATES):
+                    raise
+                attempt += 1
+                await asyncio.sleep(min(2.0, 0.05 * 2 ** attempt) * (0.5 + random.random()))
+
+    async def _do(self, fn: str, args: dict, post, conn=None, *, setof: bool = True):
+        sql, params = self._call_sql(fn, {k: v for k, v in args.items() if v is not None}, setof=setof)
+        return post(await self._rows(sql, params, conn))
+
+    async def call(self, fn: str, conn=None, **args) -> list[dict]:
+        return await self._do(fn, args, list, conn)
+
+    async def remember_many(self, events, *, batch_size: int = 256, extract: bool = True, embed: bool = True,
+                            conn=None) -> list[RememberResult]:
+        extractor = (self.extractor or _default_extractor()) if extract else None
+        events = list(events)
+        out: list[RememberResult] = []
+        for start in range(0, len(events), batch_size):
+            items = [event_to_args(e, extractor) for e in events[start:start + batch_size]]
+            if embed and self.embedder is not None:
+                from .embedding import embedding_text
+
+                vecs = self.embedder.embed_many([embedding_text(
+                    content=a["content"], who=a.get("who"), what=a.get("what"), where=a.get("location"),
+                    why=a.get("why"), how=a.get("how")) for a in items])
+                for a, v in zip(items, vecs):
+                    a["embedding"] = v.tolist()
+                    a["embedding_model"] = self.embedder.model_name
+            payload = json.dumps([{k: _jsonable(v) for k, v in a.items()} for a in items])
+            rows = await self._rows("select * from pgmem.remember_many(%(items)s::jsonb)", {"items": payload}, conn)
+            out.extend(_remember_result(r) for r in rows)
+        return out
+
+
+async def _aconfigure(conn) -> None:
+    if getattr(conn, "_pgmem_configured", False):
+        return
+    from pgvector.psycopg import register_vector_async
+
+    try:
+        await register_vector_async(conn)
+    except Exception as e:
+        raise PgmemError(f"the database has no vector type: run 'pgmem migrate' first ({e})") from None
+    conn._pgmem_configured = True
