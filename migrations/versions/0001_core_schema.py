@@ -159,6 +159,7 @@ create index memories_hash on pgmem.memories (tenant, (coalesce(user_id, '')), c
 create unique index memories_event_key on pgmem.memories (tenant, event_key) where event_key is not null;
 create index memories_expires on pgmem.memories (expires_at) where expires_at is not null;
 create index memories_merged_into on pgmem.memories (merged_into) where merged_into is not null;
+create index memories_access_count on pgmem.memories (tenant, access_count desc);
 
 create table pgmem.links (
   tenant     text not null,

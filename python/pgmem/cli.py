@@ -112,6 +112,8 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    if getattr(args, "tenant", "unset") is None:
+        args.tenant = os.environ.get("PGMEM_TENANT", "default")
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="pgmem: %(message)s")
     try:
         return args.func(args) or 0

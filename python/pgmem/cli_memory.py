@@ -1,6 +1,330 @@
-"""Memory commands of the ``pgmem`` CLI (remember, ingest, search, ...)."""
+"""Memory commands of the ``pgmem`` CLI: remember, ingest, search, activate, recall,
+history, get, forget, restore, worker, jobs."""
 from __future__ import annotations
+
+import json
+import sys
+from collections import Counter
+
+from .errors import PgmemError
+
+
+def _client(args, embed: bool = True):
+    from .client import MemoryClient
+
+    return MemoryClient(args.dsn, tenant=args.tenant, embedder="auto" if embed else None)
+
+
+def _fmt(v, width: int | None = None) -> str:
+    if v is None:
+        s = ""
+    elif isinstance(v, float):
+        s = f"{v:.3f}"
+    else:
+        s = str(v).replace("\n", " ")
+    if width and len(s) > width:
+        s = s[: width - 1] + "…"
+    return s
+
+
+def print_table(rows: list[dict], columns: list[str], widths: dict[str, int] | None = None, out=None) -> None:
+    out = out or sys.stdout
+    widths = widths or {}
+    cells = [[_fmt(r.get(c), widths.get(c)) for c in columns] for r in rows]
+    w = [max([len(c)] + [len(row[i]) for row in cells]) for i, c in enumerate(columns)]
+    print("  ".join(c.ljust(w[i]) for i, c in enumerate(columns)), file=out)
+    print("  ".join("-" * w[i] for i in range(len(columns))), file=out)
+    for row in cells:
+        print("  ".join(v.ljust(w[i]) for i, v in enumerate(row)), file=out)
+
+
+def cmd_remember(args) -> int:
+    mem = _client(args, embed=not args.no_embed)
+    meta = json.loads(args.metadata) if args.metadata else None
+    r = mem.remember(args.text, who=args.who, what=args.what, when=args.when, where=args.where, why=args.why,
+                     how=args.how, category=args.category, importance=args.importance, metadata=meta,
+                     session_id=args.session, user_id=args.user, agent_id=args.agent, extract=not args.no_extract,
+                     embed=not args.no_embed)
+    print(json.dumps({"id": r.id, "decision": r.decision, "surprise": r.surprise, "importance": r.importance,
+                      "salience": r.salience, "nearest_id": r.nearest_id,
+                      "reason": r.details.get("reason")}, default=str))
+    return 0
+
+
+def read_jsonl(path: str, err=sys.stderr):
+    """Yield (line_number, event) for good lines; report bad ones with their line number."""
+    bad = 0
+    with (sys.stdin if path == "-" else open(path, encoding="utf-8", errors="strict")) as f:
+        n = 0
+        while True:
+            n += 1
+            try:
+                line = f.readline()
+            except UnicodeDecodeError as e:
+                bad += 1
+                print(f"pgmem: {path}:{n}: skipped, not valid UTF-8 ({e.reason})", file=err)
+                continue
+            if not line:
+                break
+            if not line.strip():
+                continue
+            try:
+                ev = json.loads(line)
+            except json.JSONDecodeError as e:
+                bad += 1
+                print(f"pgmem: {path}:{n}: skipped, not JSON ({e.msg} at column {e.colno})", file=err)
+                continue
+            if not isinstance(ev, dict):
+                bad += 1
+                print(f"pgmem: {path}:{n}: skipped, a line must be a JSON object, got {type(ev).__name__}", file=err)
+                continue
+            content = ev.get("content") or ev.get("text")
+            if not isinstance(content, str) or not content.strip():
+                bad += 1
+                print(f"pgmem: {path}:{n}: skipped, no \"content\" text", file=err)
+                continue
+            yield n, ev
+    read_jsonl.bad = bad
+
+
+def cmd_ingest(args) -> int:
+    """Stream a JSONL file of events into pgmem: batches through remember_many; a bad line is
+    reported with its number and skipped; a batch the database refuses is retried item by item
+    so only the bad items are skipped. Re-running is safe: event_id makes it idempotent."""
+    from tqdm import tqdm
+
+    from .client import event_to_args
+
+    mem = _client(args, embed=not args.no_embed)
+    extractor = None
+    if not args.no_extract:
+        from .client import _default_extractor
+
+        extractor = _default_extractor()
+    counts: Counter = Counter()
+    batch: list[tuple[int, dict]] = []
+    bar = tqdm(unit="ev", disable=not (sys.stderr.isatty() or args.progress), desc="ingest")
+
+    def flush():
+        if not batch:
+            return
+        try:
+            results = mem.remember_many([ev for _, ev in batch], batch_size=len(batch), progress=False,
+                                        extract=extractor is not None, embed=not args.no_embed)
+            counts.update(r.decision for r in results)
+        except Exception as e:
+            if isinstance(e, PgmemError) is False and not _is_data_error(e):
+                raise
+            for n, ev in batch:
+                try:
+                    r = mem.remember(**_one(ev, extractor), embed=not args.no_embed)
+                    counts[r.decision] += 1
+                except Exception as e1:
+                    if not (isinstance(e1, PgmemError) or _is_data_error(e1)):
+                        raise
+                    counts["bad"] += 1
+                    print(f"pgmem: {args.file}:{n}: skipped, {_message(e1)}", file=sys.stderr)
+        bar.update(len(batch))
+        batch.clear()
+
+    def _one(ev, extractor):
+        a = event_to_args(ev, extractor)
+        content = a.pop("content")
+        a["when"] = a.pop("happened_at", None)
+        a["where"] = a.pop("location", None)
+        return {"content": content, **a}
+
+    read_jsonl.bad = 0
+    for n, ev in read_jsonl(args.file):
+        batch.append((n, ev))
+        if len(batch) >= args.batch_size:
+            flush()
+    flush()
+    bar.close()
+    counts["bad"] += getattr(read_jsonl, "bad", 0)
+    print(json.dumps({k: counts[k] for k in ("stored", "duplicate", "rejected", "replayed", "bad")}))
+    return 0 if counts["bad"] == 0 else 2
+
+
+def _is_data_error(e: Exception) -> bool:
+    import psycopg
+
+    return isinstance(e, (psycopg.errors.DataError, psycopg.errors.IntegrityError, psycopg.errors.RaiseException,
+                          psycopg.errors.InvalidParameterValue, psycopg.errors.InvalidTextRepresentation,
+                          psycopg.errors.InvalidDatetimeFormat, psycopg.errors.DatetimeFieldOverflow,
+                          psycopg.errors.CharacterNotInRepertoire, psycopg.errors.UntranslatableCharacter))
+
+
+def _message(e: Exception) -> str:
+    diag = getattr(e, "diag", None)
+    return (diag.message_primary if diag is not None and diag.message_primary else str(e)).strip()
+
+
+SEARCH_COLUMNS = ["id", "score", "semantic", "lexical", "recency", "actor", "spatial", "usage", "who", "content"]
+
+
+def cmd_search(args) -> int:
+    mem = _client(args)
+    hits = mem.search(args.query, k=args.k, actor=args.actor, location=args.where, profile=args.profile,
+                      touch=args.touch, filters=json.loads(args.filters) if args.filters else None)
+    if args.json:
+        print(json.dumps([h.__dict__ for h in hits], default=str, indent=2))
+        return 0
+    rows = [{"id": h.id, "score": h.score, **h.signals, "who": h.who, "content": h.content} for h in hits]
+    print_table(rows, SEARCH_COLUMNS, {"content": 70, "who": 14})
+    if args.explain:
+        from .client import MemoryClient
+
+        print()
+        ex = mem.explain_search(args.query, k=args.k, actor=args.actor, location=args.where, profile=args.profile)
+        print_table(ex, ["id", "rank", "signal", "value", "weight", "contribution"])
+    return 0
+
+
+def cmd_activate(args) -> int:
+    mem = _client(args)
+    hits = mem.activate(args.query, context_type=args.context_type, k=args.k, threshold=args.threshold)
+    rows = [{"id": h.id, "score": h.score, "activated": "✓" if h.extra.get("activated") else "○",
+             "type": h.extra.get("relevance_type"), "confidence": h.extra.get("confidence"), **h.signals,
+             "summary": h.summary or h.content} for h in hits]
+    print_table(rows, ["id", "score", "activated", "type", "confidence", "embedding_sim", "metadata_sim",
+                       "summary_sim", "temporal", "summary"], {"summary": 60})
+    return 0
+
+
+def cmd_recall(args) -> int:
+    mem = _client(args)
+    hits = mem.recall(args.query, k=args.k)
+    rows = [{"id": h.id, "score": h.score, **h.signals, "content": h.content} for h in hits]
+    print_table(rows, ["id", "score", "relevance", "decayed_importance", "recency", "access_frequency", "content"],
+                {"content": 70})
+    return 0
+
+
+def cmd_history(args) -> int:
+    mem = _client(args, embed=False)
+    rows = mem.history(args.id)
+    if not rows:
+        raise PgmemError(f"no history for memory {args.id} in tenant {args.tenant!r}")
+    for r in rows:
+        changed = ""
+        if r["before"] and r["after"]:
+            keys = [k for k in r["after"] if r["before"].get(k) != r["after"].get(k)
+                    and k not in ("updated_at", "state_changed_at", "embedded_at")]
+            changed = ", ".join(f"{k}: {_fmt(r['before'].get(k), 40)!s} → {_fmt(r['after'].get(k), 40)!s}" for k in keys)
+        elif r["after"]:
+            changed = _fmt(r["after"].get("content"), 80)
+        print(f"{r['id']:>6}  {r['at']:%Y-%m-%d %H:%M:%S}  {r['op']:<9} {r['actor']:<10} {changed}")
+        reason = (r["details"] or {}).get("reason")
+        if reason:
+            print(f"{'':>6}  reason: {reason}")
+    return 0
+
+
+def cmd_get(args) -> int:
+    mem = _client(args, embed=False)
+    m = mem.get(args.id)
+    if m is None:
+        raise PgmemError(f"memory {args.id} does not exist for tenant {args.tenant!r}")
+    m.pop("embedding", None)
+    m.pop("tsv", None)
+    print(json.dumps(m, default=str, indent=2))
+    return 0
+
+
+def cmd_forget(args) -> int:
+    m = _client(args, embed=False).forget(args.id, args.reason)
+    print(f"memory {m['id']} is {m['state']} (restore with: pgmem restore {m['id']})")
+    return 0
+
+
+def cmd_restore(args) -> int:
+    m = _client(args, embed=False).restore(args.id, args.reason)
+    print(f"memory {m['id']} is {m['state']}")
+    return 0
+
+
+def cmd_worker(args) -> int:
+    import logging
+
+    from .worker import EmbeddingWorker
+
+    logging.getLogger("pgmem.worker").setLevel(logging.INFO)
+    w = EmbeddingWorker(args.dsn, batch=args.batch, tenant=args.only_tenant, poll_interval=args.poll)
+    n = w.run(until_empty=args.once)
+    print(json.dumps({"embedded": n, "failed": w.failed}))
+    return 0
 
 
 def register(sub) -> None:
-    """Add the memory subcommands to the parser."""
+    def common(p):
+        p.add_argument("--tenant", default=None, help="tenant (default: PGMEM_TENANT or 'default')")
+
+    p = sub.add_parser("remember", help="store one memory")
+    p.add_argument("text")
+    for f in ("who", "what", "when", "where", "why", "how", "session", "user", "agent", "metadata"):
+        p.add_argument(f"--{f}")
+    p.add_argument("--category")
+    p.add_argument("--importance", type=float)
+    p.add_argument("--no-extract", action="store_true", help="do not fill 5W1H with the extractor")
+    p.add_argument("--no-embed", action="store_true", help="leave the embedding to 'pgmem worker'")
+    common(p)
+    p.set_defaults(func=cmd_remember)
+
+    p = sub.add_parser("ingest", help="store the events of a JSONL file (one event per line)")
+    p.add_argument("file", help="JSONL file, or - for stdin (format: examples/README.md)")
+    p.add_argument("--batch-size", type=int, default=256)
+    p.add_argument("--no-extract", action="store_true")
+    p.add_argument("--no-embed", action="store_true")
+    p.add_argument("--progress", action="store_true", help="show the progress bar even when not on a terminal")
+    common(p)
+    p.set_defaults(func=cmd_ingest)
+
+    p = sub.add_parser("search", help="fused six-signal search with per-signal scores")
+    p.add_argument("query")
+    p.add_argument("--k", type=int, default=10)
+    p.add_argument("--actor")
+    p.add_argument("--where")
+    p.add_argument("--profile")
+    p.add_argument("--filters", help='JSON, e.g. {"user_id": "maya", "category": "fact"}')
+    p.add_argument("--touch", action="store_true", help="record the access (usage signal, rehearsal)")
+    p.add_argument("--explain", action="store_true", help="also print each signal's weight and contribution")
+    p.add_argument("--json", action="store_true")
+    common(p)
+    p.set_defaults(func=cmd_search)
+
+    p = sub.add_parser("activate", help="Shadow activation: activated vs candidate memories")
+    p.add_argument("query")
+    p.add_argument("--context-type", default="conversation",
+                   choices=["query", "task", "conversation", "document", "mixed"])
+    p.add_argument("--threshold", type=float)
+    p.add_argument("--k", type=int, default=20)
+    common(p)
+    p.set_defaults(func=cmd_activate)
+
+    p = sub.add_parser("recall", help="Engram ranking")
+    p.add_argument("query")
+    p.add_argument("--k", type=int, default=10)
+    common(p)
+    p.set_defaults(func=cmd_recall)
+
+    for name, fn, helptext in (("history", cmd_history, "every change to a memory"),
+                               ("get", cmd_get, "one memory as JSON")):
+        p = sub.add_parser(name, help=helptext)
+        p.add_argument("id", type=int)
+        common(p)
+        p.set_defaults(func=fn)
+    for name, fn, helptext in (("forget", cmd_forget, "soft-delete a memory (restorable)"),
+                               ("restore", cmd_restore, "bring a deleted/archived memory back")):
+        p = sub.add_parser(name, help=helptext)
+        p.add_argument("id", type=int)
+        p.add_argument("--reason")
+        common(p)
+        p.set_defaults(func=fn)
+
+    p = sub.add_parser("worker", help="embed queued memories (FOR UPDATE SKIP LOCKED; several may run)")
+    p.add_argument("--batch", type=int, default=64)
+    p.add_argument("--once", action="store_true", help="stop when the queue is empty")
+    p.add_argument("--poll", type=float, default=1.0, help="seconds between polls of an empty queue")
+    p.add_argument("--only-tenant", help="embed only this tenant's memories (default: all; needs pgmem_admin)")
+    p.set_defaults(func=cmd_worker)

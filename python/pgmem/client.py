@@ -69,7 +69,7 @@ class Hit:
     extra: dict = field(default_factory=dict)
 
 
-_HIT_FIELDS = {"id", "score", "content", "summary", "who", "what", "happened_at", "location", "why", "how",
+_HIT_FIELDS = {"id", "score", "content", "summary", "memory_summary", "who", "what", "happened_at", "location", "why", "how",
                "category", "created_at", "metadata"}
 
 
@@ -77,7 +77,7 @@ def _hit(row: Mapping[str, Any], signal_names: Sequence[str]) -> Hit:
     signals = {s: float(row[s]) for s in signal_names if s in row and row[s] is not None}
     extra = {k: v for k, v in row.items() if k not in _HIT_FIELDS and k not in signals}
     return Hit(id=row["id"], score=float(row["score"]), signals=signals, content=row.get("content"),
-               summary=row.get("summary"), who=row.get("who"), what=row.get("what"), when=row.get("happened_at"),
+               summary=row.get("summary", row.get("memory_summary")), who=row.get("who"), what=row.get("what"), when=row.get("happened_at"),
                where=row.get("location"), why=row.get("why"), how=row.get("how"), category=row.get("category"),
                created_at=row.get("created_at"), metadata=row.get("metadata") or {}, extra=extra)
 

@@ -124,7 +124,13 @@ class Embedder:
         if cache_size < 0:
             raise ValueError("cache_size must be >= 0")
         self._requested = model
-        self._model_name = resolve_model(model)
+        self._model_path = resolve_model(model)
+        bundled = _bundled_model_dir()
+        # A stable identity to record with each vector: the bundled copy's directory differs
+        # from one virtual environment to the next, its model does not.
+        self._model_name = (DEFAULT_MODEL_NAME
+                            if bundled and Path(self._model_path) == Path(bundled).resolve()
+                            else self._model_path)
         self.device = device
         self.batch_size = batch_size
         self.cache_size = cache_size
@@ -137,8 +143,17 @@ class Embedder:
     # ------------------------------------------------------------------ model
     @property
     def model_name(self) -> str:
-        """The name or absolute path the model is (or will be) loaded from."""
+        """Stable identity of the model, to store next to its vectors.
+
+        ``"sentence-transformers/all-MiniLM-L6-v2"`` for the bundled default (wherever it is
+        installed); otherwise the name or absolute path given.
+        """
         return self._model_name
+
+    @property
+    def model_path(self) -> str:
+        """The name or absolute path the model is (or will be) loaded from."""
+        return self._model_path
 
     @property
     def model(self) -> SentenceTransformer:
@@ -169,7 +184,7 @@ class Embedder:
 
     def _load(self) -> SentenceTransformer:
         _force_offline()
-        tried = self._model_name
+        tried = self._model_path
         if self._requested is None and not os.environ.get(ENV_MODEL, "").strip():
             origin = "the default model"
         elif self._requested is None:
@@ -280,7 +295,7 @@ class Embedder:
 
     def __repr__(self) -> str:
         state = "loaded" if self.is_loaded else "not loaded"
-        return f"Embedder(model={self._model_name!r}, device={self.device!r}, {state})"
+        return f"Embedder(model={self._model_path!r}, device={self.device!r}, {state})"
 
 
 def _check_text(text: Any) -> None:

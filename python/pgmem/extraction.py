@@ -38,11 +38,13 @@ __all__ = [
     "Extractor",
     "HeuristicExtractor",
     "LLMExtractor",
+    "SYSTEM_PROMPT",
     "emotion",
     "extract_entities",
     "keywords",
     "make_extractor",
     "summarize",
+    "validate_llm_fields",
 ]
 
 logger = logging.getLogger("pgmem.extraction")
@@ -1002,13 +1004,16 @@ class LLMExtractor:
             try:
                 timeout = float(raw) if raw else 20.0
             except ValueError:
-                raise ValueError(f"PGMEM_LLM_TIMEOUT must be a number of seconds, not {raw!r}") from None
+                raise ValueError(
+                    f"PGMEM_LLM_TIMEOUT must be a number of seconds, not {raw!r}") from None
         if timeout <= 0 or retries < 0 or backoff < 0:
             raise ValueError("timeout must be > 0, retries and backoff >= 0")
         base = base_url.rstrip("/")
         self.url = base if base.endswith("/chat/completions") else base + "/chat/completions"
         self.model = model
-        self.api_key = api_key if api_key is not None else (os.environ.get("PGMEM_LLM_API_KEY") or None)
+        if api_key is None:
+            api_key = os.environ.get("PGMEM_LLM_API_KEY") or None
+        self.api_key = api_key
         self.timeout = float(timeout)
         self.retries = int(retries)
         self.backoff = float(backoff)
@@ -1077,7 +1082,8 @@ class LLMExtractor:
         try:
             content = data["choices"][0]["message"]["content"]
         except (KeyError, IndexError, TypeError):
-            raise _Retryable(f"no choices[0].message.content in response: {str(data)[:120]}") from None
+            raise _Retryable(
+                f"no choices[0].message.content in response: {str(data)[:120]}") from None
         return _parse_content(content)
 
     # ------------------------------------------------------------------ merge

@@ -1,0 +1,32 @@
+-- Usage bookkeeping: access counts, the access log (Fragment rehearsal), co-access links.
+
+create or replace function pgmem.touch(ids bigint[], kind text default 'touch', query_id uuid default null) returns integer
+  language plpgsql volatile
+  set search_path = pgmem, public, pg_temp
+as $$
+declare
+  v_tenant text := pgmem._require_tenant();
+  n integer;
+  v_ids bigint[];
+begin
+  if ids is null or cardinality(ids) = 0 then return 0; end if;
+  if cardinality(ids) > 1000 then
+    perform pgmem._bad_input(format('touch takes at most 1000 ids at once, got %s', cardinality(ids)));
+  end if;
+  -- only the current tenant's memories, each once, in a stable order (no deadlocks between callers)
+  v_ids := array(select distinct m.id from pgmem.memories m where m.id = any(ids) and m.tenant = v_tenant order by m.id);
+  update pgmem.memories m set access_count = m.access_count + 1, last_accessed_at = now()
+   where m.id = any(v_ids);
+  get diagnostics n = row_count;
+  insert into pgmem.accesses (tenant, memory_id, kind, query_id, rank)
+  select v_tenant, x.id, coalesce(kind, 'touch'), query_id, x.ord::int
+    from unnest(ids) with ordinality x(id, ord) where x.id = any(v_ids);
+  -- memories returned together are bound together (JAM liquid clusters: co-access affinity)
+  insert into pgmem.links as l (tenant, src_id, dst_id, kind, weight, count)
+  select v_tenant, a, b, 'co_access', 1, 1
+    from unnest(v_ids) a cross join unnest(v_ids) b where a < b
+  on conflict (src_id, dst_id, kind) do update set count = l.count + 1, weight = l.weight + 1, updated_at = now();
+  return n;
+end $$;
+comment on function pgmem.touch(bigint[], text, uuid) is
+  'Records that memories were used: access_count + 1, last_accessed_at, one pgmem.accesses row each (rehearsal for Fragment strength), and co_access links between memories used together. Returns how many were touched.';

@@ -1,0 +1,122 @@
+-- Shadow activation (shadow-memory-system.md, MemoryAwarenessInterface / SimilarityEngine):
+--   activation = 0.6·embedding + 0.2·metadata + 0.15·summary + 0.05·temporal
+-- with thresholds by context type (query .75, task .8, conversation .3, document .6,
+-- mixed .65). Every candidate is returned with its score and whether it is activated
+-- (sent to the LLM) or only a candidate (tracked, shown for transparency).
+--   embedding  cosine similarity clipped to [0,1]
+--   metadata   Jaccard of the query's topics ∪ entities with the memory's (lower-cased);
+--              when the query gives none, its tokens are used
+--   summary    token overlap (Jaccard) of the query summary (or text) with the memory's
+--              summary (or content when it has none)
+--   temporal   e^(-ln2·age/30d)
+-- relevance_type: the component with at least half of the score (semantic = embedding,
+-- contextual = metadata + summary, temporal), else mixed. confidence: how much the three
+-- content signals agree, 1 - 2·(their standard deviation), in [0,1] (pgmem's reading of
+-- "score reliability": one strong signal alone is less reliable than three that agree).
+
+create or replace function pgmem.context_threshold(context_type text) returns float8
+  language plpgsql stable
+  set search_path = pgmem, public, pg_temp
+as $$
+declare
+  v_params jsonb := (pgmem._profile('shadow', 'activate')).params;
+  v float8;
+begin
+  if to_regclass('pgmem.thresholds') is not null then
+    execute 'select threshold from pgmem.thresholds where tenant = $1 and context_type = $2'
+      into v using pgmem.current_tenant(), context_type;
+  end if;
+  if v is null then
+    v := (v_params->'thresholds'->>context_type)::float8;
+  end if;
+  if v is null then
+    perform pgmem._bad_input(format('unknown context_type "%s": known types are %s', context_type,
+      (select string_agg(key, ', ' order by key) from jsonb_object_keys(v_params->'thresholds') key)));
+  end if;
+  return v;
+end $$;
+comment on function pgmem.context_threshold(text) is
+  'The activation threshold of a context type for the current tenant: its tuned value (pgmem.thresholds) or the Shadow default.';
+
+create or replace function pgmem.activate(
+  query_text text default null,
+  query_embedding vector default null,
+  context_type text default 'conversation',
+  topics text[] default null,
+  entities text[] default null,
+  summary text default null,
+  threshold float8 default null,
+  k integer default 50,
+  filters jsonb default '{}',
+  as_of timestamptz default null,
+  weights jsonb default null)
+returns table (id bigint, score float8, activated boolean, relevance_type text, confidence float8, threshold_used float8,
+               embedding_sim float8, metadata_sim float8, summary_sim float8, temporal float8,
+               memory_summary text, content text, who text, category text, created_at timestamptz)
+  language plpgsql stable
+  set search_path = pgmem, public, pg_temp
+as $$
+#variable_conflict use_column
+declare
+  v_tenant text := pgmem._require_tenant();
+  v_profile pgmem.profiles := pgmem._profile('shadow', 'activate');
+  v_w jsonb;
+  v_thr float8;
+  v_keys text[];
+  v_sum_tokens text[];
+  v_tsq tsquery := pgmem.query_tsquery(query_text);
+  v_as_of timestamptz := coalesce(as_of, now());
+  v_n integer;
+  v_filter text;
+begin
+  if k is null or k < 1 or k > 1000 then
+    perform pgmem._bad_input(format('k must be between 1 and 1000, got %s', coalesce(k::text, 'NULL')));
+  end if;
+  if (query_text is null or btrim(query_text) = '') and query_embedding is null then
+    perform pgmem._bad_input('activate needs a query_text, a query_embedding, or both');
+  end if;
+  query_embedding := pgmem._check_embedding(query_embedding, 'query_embedding');
+  perform pgmem._check_unit(threshold, 'threshold');
+  v_thr := coalesce(threshold, pgmem.context_threshold(coalesce(context_type, 'conversation')));
+  v_w := pgmem.check_weights(coalesce(weights, v_profile.weights), array['embedding', 'metadata', 'summary', 'temporal']);
+  v_keys := array(select distinct lower(x) from unnest(coalesce(topics, '{}') || coalesce(entities, '{}')) x where x <> '');
+  if cardinality(v_keys) = 0 then v_keys := pgmem.tokens(coalesce(query_text, '')); end if;
+  v_sum_tokens := pgmem.tokens(coalesce(summary, query_text, ''));
+  v_n := greatest(pgmem._setting_num('candidate_pool', 200)::int, k);
+  v_filter := pgmem._filter_sql(filters);
+  perform set_config('hnsw.iterative_scan', 'relaxed_order', true);
+  perform set_config('hnsw.ef_search', greatest(v_n, pgmem._setting_num('hnsw_ef_search', 100)::int)::text, true);
+  return query execute format($q$
+    with cand as (
+      (select m.id from pgmem.memories m where $4 is not null and m.embedding is not null and %1$s
+        order by m.embedding operator(public.<=>) $4 limit $6)
+      union
+      (select m.id from pgmem.memories m where $5 is not null and m.tsv @@ $5 and %1$s
+        order by ts_rank(m.tsv, $5, 1) desc, m.id limit $6)),
+    s as (
+      select m.*,
+        case when $4 is null or m.embedding is null then 0 else pgmem.cosine_sim(m.embedding, $4) end as e,
+        pgmem.jaccard($7, array(select distinct lower(x) from unnest(m.topics || m.entities) x)) as md,
+        pgmem.jaccard($8, pgmem.tokens(coalesce(m.summary, m.content))) as su,
+        pgmem.exp_decay(pgmem.age_days(m.created_at, $3), ($9->>'temporal_half_life_days')::float8) as te
+      from cand join pgmem.memories m using (id)),
+    sc as (
+      select s.*, ($10->>'embedding')::float8 * e as ce, ($10->>'metadata')::float8 * md + ($10->>'summary')::float8 * su as cc,
+             ($10->>'temporal')::float8 * te as ct
+      from s)
+    select sc.id, sc.ce + sc.cc + sc.ct, sc.ce + sc.cc + sc.ct >= $11,
+      case when sc.ce + sc.cc + sc.ct = 0 then 'mixed'
+           when sc.ce >= 0.5 * (sc.ce + sc.cc + sc.ct) then 'semantic'
+           when sc.cc >= 0.5 * (sc.ce + sc.cc + sc.ct) then 'contextual'
+           when sc.ct >= 0.5 * (sc.ce + sc.cc + sc.ct) then 'temporal'
+           else 'mixed' end,
+      greatest(0.0, 1.0 - 2.0 * (select stddev_pop(v) from unnest(array[sc.e, sc.md, sc.su]) v)),
+      $11, sc.e, sc.md, sc.su, sc.te, sc.summary, sc.content, sc.who, sc.category, sc.created_at
+    from sc
+    order by 2 desc, sc.id
+    limit $12 $q$, v_filter)
+  using coalesce(filters, '{}'::jsonb), v_tenant, v_as_of, query_embedding, v_tsq, v_n, v_keys, v_sum_tokens,
+        v_profile.params, v_w, v_thr, k;
+end $$;
+comment on function pgmem.activate(text, vector, text, text[], text[], text, float8, integer, jsonb, timestamptz, jsonb) is
+  'Shadow activation: every candidate memory with its activation score (0.6 embedding + 0.2 metadata + 0.15 summary + 0.05 temporal), activated = score >= the context type''s threshold (query .75, task .8, conversation .3, document .6, mixed .65, or threshold =>), relevance_type and confidence.';

@@ -1,0 +1,40 @@
+-- Views for people and BI tools. security_invoker: row-level security of the reader applies.
+
+create or replace view pgmem.memory_health with (security_invoker = true) as
+select m.id, m.tenant, m.user_id, m.session_id, m.category, m.tier, m.state,
+       m.created_at, m.last_accessed_at, m.access_count,
+       round(pgmem.age_days(m.created_at)::numeric, 3) as age_days,
+       pgmem.exp_decay(pgmem.age_days(m.created_at), 30) as recency,
+       pgmem.linear_recency(m.created_at) as linear_recency,
+       m.importance,
+       pgmem.decayed_importance(m.importance, m.created_at, m.access_count) as decayed_importance,
+       m.salience,
+       pgmem.fragment_strength(m.salience, m.created_at,
+         array(select a.accessed_at from pgmem.accesses a where a.memory_id = m.id)) as strength,
+       m.embedding is not null as embedded,
+       m.expires_at, m.expires_at is not null and m.expires_at < now() as expired
+  from pgmem.memories m;
+comment on view pgmem.memory_health is
+  'Per memory, computed at read time: age, exponential and linear recency, Engram decayed importance, Fragment strength (with rehearsal from the access log), usage and state.';
+
+create or replace view pgmem.category_stats with (security_invoker = true) as
+select m.tenant, m.category, m.state, count(*) as memories,
+       avg(m.importance)::float8 as avg_importance, avg(m.salience)::float8 as avg_salience,
+       sum(m.access_count) as accesses, min(m.created_at) as first_at, max(m.created_at) as last_at,
+       count(*) filter (where m.embedding is null) as waiting_for_embedding
+  from pgmem.memories m
+ group by m.tenant, m.category, m.state;
+comment on view pgmem.category_stats is 'Memories per tenant, category and state, with average importance/salience and usage.';
+
+create or replace view pgmem.tenant_stats with (security_invoker = true) as
+select m.tenant, count(*) as memories,
+       count(*) filter (where m.state = 'active') as active,
+       count(*) filter (where m.state = 'archived') as archived,
+       count(*) filter (where m.state = 'merged') as merged,
+       count(*) filter (where m.state = 'deleted') as deleted,
+       count(distinct m.user_id) as users, count(distinct m.session_id) as sessions,
+       (select count(*) from pgmem.embedding_queue q where q.tenant = m.tenant) as embedding_queue,
+       max(m.created_at) as last_memory_at
+  from pgmem.memories m
+ group by m.tenant;
+comment on view pgmem.tenant_stats is 'Per tenant: memories by state, users, sessions, embedding backlog, latest write.';
