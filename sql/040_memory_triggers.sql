@@ -35,7 +35,7 @@ begin
       new.state_changed_at := now();
     end if;
   end if;
-  if new.content is null or btrim(new.content) = '' then
+  if new.content is null or new.content !~ '\S' then
     perform pgmem._bad_input('content is empty: a memory needs some text', 'pass the event text as content');
   end if;
   if tg_op = 'INSERT' or new.category is distinct from old.category then

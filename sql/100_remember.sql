@@ -171,8 +171,9 @@ declare
   v_new pgmem.memories;
   res pgmem.remember_result;
 begin
+  select null::bigint as id, null::integer as seq into v_prev;
   -- validation with messages for people (the triggers check again for plain INSERTs)
-  if content is null or btrim(content) = '' then
+  if content is null or content !~ '\S' then
     perform pgmem._bad_input('content is empty: a memory needs some text', 'pass the event text as content');
   end if;
   embedding := pgmem._check_embedding(embedding);
@@ -257,32 +258,33 @@ begin
   end if;
 
   res.decision := 'stored';
+  -- the previous memory of the same session: its successor gets seq + 1 and a temporal link
+  if session_id is not null then
+    select m.id, m.seq into v_prev from pgmem.memories m
+     where m.tenant = v_tenant and m.session_id = session_id
+       and m.state in ('active', 'archived') and m.created_at <= coalesce(created_at, now())
+     order by m.created_at desc, m.id desc limit 1;
+  end if;
   res.details := v_gate || jsonb_build_object('decision', 'stored', 'forced', force and g.surprise < v_threshold);
   perform pgmem._set_op('add', res.details);
   insert into pgmem.memories as m (tenant, user_id, agent_id, session_id, tier, category, content, summary,
       who, what, happened_at, location, why, how, topics, entities, valence, arousal, dominance,
       importance, salience, surprise, gate, embedding, embedding_model, metadata, token_count, created_at,
-      expires_at, event_key)
+      expires_at, event_key, seq)
   values (v_tenant, user_id, agent_id, session_id, coalesce(tier, 'episodic'), category, content, summary,
       who, what, happened_at, location, why, how, coalesce(topics, '{}'), coalesce(entities, '{}'),
       valence, arousal, dominance, importance, res.salience, res.surprise, v_gate, embedding,
       case when embedding is not null then embedding_model end, coalesce(metadata, '{}'),
-      token_count, coalesce(created_at, now()), expires_at, event_key)
+      token_count, coalesce(created_at, now()), expires_at, event_key,
+      case when session_id is not null then coalesce(v_prev.seq, 0) + 1 end)
   returning m.* into v_new;
   perform pgmem._set_op(null);
   res.memory_id := v_new.id;
 
   -- temporal binding to the previous memory of the same session (Fragment bindings)
-  if session_id is not null then
-    select m.id, m.seq into v_prev from pgmem.memories m
-     where m.tenant = v_tenant and m.session_id = session_id and m.id <> v_new.id
-       and m.state in ('active', 'archived') and m.created_at <= v_new.created_at
-     order by m.created_at desc, m.id desc limit 1;
-    if v_prev.id is not null then
-      insert into pgmem.links (tenant, src_id, dst_id, kind, weight)
-      values (v_tenant, v_prev.id, v_new.id, 'temporal', 1.0) on conflict do nothing;
-    end if;
-    update pgmem.memories m set seq = coalesce(v_prev.seq, 0) + 1 where m.id = v_new.id;
+  if v_prev.id is not null then
+    insert into pgmem.links (tenant, src_id, dst_id, kind, weight)
+    values (v_tenant, v_prev.id, v_new.id, 'temporal', 1.0) on conflict do nothing;
   end if;
   return next res;
 end $$;

@@ -25,7 +25,7 @@ begin
   insert into pgmem.links as l (tenant, src_id, dst_id, kind, weight, count)
   select v_tenant, a, b, 'co_access', 1, 1
     from unnest(v_ids) a cross join unnest(v_ids) b where a < b
-  on conflict (src_id, dst_id, kind) do update set count = l.count + 1, weight = l.weight + 1, updated_at = now();
+  on conflict on constraint links_pkey do update set count = l.count + 1, weight = l.weight + 1, updated_at = now();
   return n;
 end $$;
 comment on function pgmem.touch(bigint[], text, uuid) is

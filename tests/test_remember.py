@@ -388,10 +388,8 @@ def test_temporal_links_within_a_session(conn):
     assert scalar(conn, "select seq from pgmem.memories where id = %s", (nxt,)) == 2
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "BUG: remember() sets seq with a second UPDATE after the INSERT, so every memory written with a "
-    "session_id gets a spurious 'update' history row and its 'add' snapshot has seq = null"))
 def test_session_memory_has_a_single_add_history_row_with_its_seq(conn):
+    # seq is written by the INSERT itself: no second 'update' history row for a new memory
     remember(conn, "Alice opened the ticket", session_id="s1")
     mid = remember(conn, "Bob reproduced the crash", session_id="s1")["memory_id"]
     assert hist_ops(conn, mid) == ["add"]
@@ -531,19 +529,14 @@ def test_empty_content_rejected(seeded, content):
     assert e.diag.message_hint == "pass the event text as content"
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "BUG: the emptiness checks use btrim(content) = '', and btrim strips only spaces: content made of "
-    "newlines/tabs is stored as a memory"))
 @pytest.mark.parametrize("content", ["\n", " \t \n ", "\r\n\r\n"])
 def test_whitespace_only_content_rejected(seeded, content):
-    before = counts(seeded)
-    try:
-        remember(seeded, content)
-        error = None
-    except psycopg.errors.InvalidParameterValue as e:
-        error = e
-    assert counts(seeded) == before, "a whitespace-only memory was stored"
-    assert error is not None and error.diag.message_primary == "content is empty: a memory needs some text"
+    # newlines and tabs are whitespace too (btrim alone strips only spaces)
+    e = _fails(seeded, psycopg.errors.InvalidParameterValue, lambda: remember(seeded, content))
+    assert e.diag.message_primary == "content is empty: a memory needs some text"
+    e = _fails(seeded, psycopg.errors.InvalidParameterValue,
+               lambda: seeded.execute("insert into pgmem.memories (content) values (%s)", (content,)))
+    assert e.diag.message_primary == "content is empty: a memory needs some text"
 
 
 def test_unknown_category_rejected(seeded):

@@ -100,7 +100,7 @@ create table pgmem.memories (
   tier             text not null default 'episodic'
                    check (tier in ('episodic', 'semantic', 'procedural', 'working', 'insight')),
   category         text not null default 'episode',
-  content          text not null check (btrim(content) <> ''),
+  content          text not null check (content ~ '\S'),
   summary          text,
   -- 5W1H (jam-journalistic-agent-memory.md, Stage 1.2); "when" and "where" are SQL
   -- keywords, so they are happened_at and location: no quoting needed.

@@ -1,0 +1,128 @@
+"""`make demo`: pgmem end to end on a fresh machine.
+
+Starts the embedded cluster (.pgmem/), ingests a bundled multi-session conversation
+(examples/demo_conversation.jsonl), runs the demo queries and prints ranked memories with
+their per-signal scores, a Shadow activation listing and the decay state. The cluster keeps
+running with the data: explore it with `.venv/bin/pgmem search "..."` or `make db` + psql.
+"""
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections import Counter
+from datetime import datetime
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent / "python"))
+
+from pgmem import migrate  # noqa: E402
+from pgmem.cli_memory import print_table  # noqa: E402
+from pgmem.cluster import default_cluster, save_state  # noqa: E402
+
+TENANT = "default"
+
+
+def banner(text: str) -> None:
+    print(f"\n\033[1m== {text}\033[0m" if sys.stdout.isatty() else f"\n== {text}")
+
+
+def main() -> int:
+    t0 = time.monotonic()
+    banner("1. embedded PostgreSQL (pgvector, plpython3u, pg_cron) under .pgmem/")
+    c = default_cluster()
+    c.init()
+    c.start()
+    save_state(c)
+    c.wait_ready()
+    c.ensure_database()
+    for w in migrate.upgrade(c.dsn()):
+        print("warning:", w)
+    print(f"running: {c.dsn()}")
+
+    from pgmem import MemoryClient
+
+    mem = MemoryClient(c.dsn(), tenant=TENANT)
+    events = [json.loads(line) for line in (HERE / "demo_conversation.jsonl").read_text().splitlines() if line.strip()]
+    banner(f"2. ingest {len(events)} events (heuristic 5W1H extraction, MiniLM embeddings, surprise gate)")
+    t = time.monotonic()
+    results = mem.remember_many(events, batch_size=64, progress=True)
+    counts = Counter(r.decision for r in results)
+    print(f"{dict(counts)} in {time.monotonic() - t:.1f}s "
+          "(a second run replays: every event_id is an idempotency key)")
+    for r, ev in zip(results, events):
+        if r.decision in ("duplicate", "rejected"):
+            print(f"  {r.decision:<9} surprise={r.surprise:.3f} nearest={r.nearest_id}  {ev['content'][:70]!r}")
+
+    queries = json.loads((HERE / "demo_queries.json").read_text())
+    banner("3. fused search: score = .55 semantic + .20 lexical + .10 recency + .07 actor + .03 spatial + .05 usage")
+    for q in queries[:6]:
+        as_of = q.get("as_of")
+        filters = {"user_id": q["user_id"]} if q.get("user_id") else None
+        hits = mem.search(q["query"], k=5, actor=q.get("actor"), location=q.get("location"), filters=filters,
+                          as_of=as_of, touch=True)
+        print(f"\nquery: {q['query']!r}" + (f"  (user {q['user_id']})" if q.get("user_id") else "")
+              + (f"  as of {as_of}" if as_of else ""))
+        rows = [{"id": h.id, "score": h.score, **h.signals, "who": h.who, "content": h.content} for h in hits]
+        cols = ["id", "score", "semantic", "lexical", "recency", "actor", "spatial", "usage", "who", "content"]
+        print_table(rows, [c_ for c_ in cols if c_ in ("id", "score", "who", "content") or any(c_ in r for r in rows)],
+                    {"content": 72, "who": 12})
+
+    banner("4. Shadow activation (context 'conversation', threshold .30): activated ✓ vs candidate ○")
+    q = queries[0]
+    hits = mem.activate(q["query"], context_type="conversation", k=8,
+                        filters={"user_id": q["user_id"]} if q.get("user_id") else None)
+    print(f"query: {q['query']!r}")
+    print_table([{"id": h.id, "score": h.score, "state": "✓" if h.extra["activated"] else "○",
+                  "type": h.extra["relevance_type"], "conf": h.extra["confidence"], **h.signals,
+                  "summary": h.summary or h.content} for h in hits],
+                ["id", "score", "state", "type", "conf", "embedding_sim", "metadata_sim", "summary_sim", "temporal",
+                 "summary"], {"summary": 60})
+    print("the same memories as a 'query' context (threshold .75) activate only when the match is strong:")
+    strict = mem.activate(q["query"], context_type="query", k=8,
+                          filters={"user_id": q["user_id"]} if q.get("user_id") else None)
+    print(f"  activated for conversation: {sum(h.extra['activated'] for h in hits)}, for query: "
+          f"{sum(h.extra['activated'] for h in strict)}")
+
+    banner("5. Engram recall: .5 relevance + .3 decayed importance + .2 linear 90-day recency")
+    hits = mem.recall(queries[1]["query"], k=5)
+    print(f"query: {queries[1]['query']!r}")
+    print_table([{"id": h.id, "score": h.score, **h.signals, "content": h.content} for h in hits],
+                ["id", "score", "relevance", "decayed_importance", "recency", "access_frequency", "content"],
+                {"content": 70})
+
+    banner("6. decay state (view pgmem.memory_health), most and least alive")
+    with mem.connection() as conn:
+        from psycopg.rows import dict_row
+
+        cur = conn.cursor(row_factory=dict_row)
+        rows = cur.execute("""
+            (select id, category, age_days, recency, decayed_importance, strength, access_count
+               from pgmem.memory_health where tenant = %(t)s and state = 'active' order by strength desc limit 5)
+            union all
+            (select id, category, age_days, recency, decayed_importance, strength, access_count
+               from pgmem.memory_health where tenant = %(t)s and state = 'active' order by strength asc limit 3)""",
+                           {"t": TENANT}).fetchall()
+        print_table(rows, ["id", "category", "age_days", "recency", "decayed_importance", "strength", "access_count"])
+        st = cur.execute("select * from pgmem.tenant_stats where tenant = %s", (TENANT,)).fetchone()
+        print(f"\ntenant {TENANT!r}: {st['memories']} memories ({st['active']} active), {st['users']} users, "
+              f"{st['sessions']} sessions, embedding queue {st['embedding_queue']}")
+
+    banner(f"done in {time.monotonic() - t0:.1f}s; the cluster keeps running with the data")
+    print(f"""  .venv/bin/pgmem search "what editor does maya use" --explain
+  .venv/bin/pgmem activate "trip to japan" --context-type task
+  .venv/bin/pgmem history {results[0].id}
+  psql '{c.dsn()}' -c "select * from pgmem.search('peanut allergy', k => 3)"
+  .venv/bin/pgmem db down      # stop it""")
+    return 0
+
+
+if __name__ == "__main__":
+    from pgmem.errors import PgmemError
+
+    try:
+        sys.exit(main())
+    except PgmemError as e:
+        print(f"demo: {e}", file=sys.stderr)
+        sys.exit(1)
