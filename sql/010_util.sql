@@ -58,7 +58,10 @@ create or replace function pgmem._bad_input(p_message text, p_hint text default 
   language plpgsql immutable parallel safe
 as $$
 begin
-  raise exception '%', p_message using errcode = '22023', hint = coalesce(p_hint, '');
+  if p_hint is null then
+    raise exception '%', p_message using errcode = '22023';
+  end if;
+  raise exception '%', p_message using errcode = '22023', hint = p_hint;
 end $$;
 comment on function pgmem._bad_input(text, text) is 'Raises invalid_parameter_value (22023) with a message for people.';
 
@@ -155,7 +158,7 @@ create or replace function pgmem._check_unit(p_value float8, p_name text) return
 as $$
 begin
   if p_value is not null and (p_value <> p_value or p_value < 0 or p_value > 1) then
-    perform pgmem._bad_input(format('%s must be between 0 and 1, got %s', p_name, p_value));
+    perform pgmem._bad_input(format('%s must be between 0 and 1, got %s', p_name, p_value::real));
   end if;
   return p_value;
 end $$;

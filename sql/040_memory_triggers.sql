@@ -102,6 +102,9 @@ begin
   end if;
   insert into pgmem.history (tenant, memory_id, op, before, after, details)
   values (new.tenant, new.id, v_op, v_before, v_after, pgmem._op_details());
+  if old.embedding is null and new.embedding is not null then
+    delete from pgmem.embedding_queue q where q.memory_id = new.id;  -- the caller gave the vector
+  end if;
   if new.embedding is null and (old.embedding is not null or new.content is distinct from old.content) then
     insert into pgmem.embedding_queue (memory_id, tenant) values (new.id, new.tenant)
     on conflict (memory_id) do update set queued_at = now(), attempts = 0, last_error = null, not_before = now();

@@ -38,7 +38,7 @@ begin
   -- 1. exact duplicate (fast path): case- and whitespace-insensitive content hash
   select m.id into duplicate_id from pgmem.memories m
    where m.tenant = v_tenant and coalesce(m.user_id, '') = v_scope
-     and m.content_hash = md5(lower(regexp_replace(btrim(content), '\s+', ' ', 'g')))::uuid
+     and m.content_hash = md5(pgmem._content_key(content))::uuid
      and m.state in ('active', 'archived') and m.id is distinct from exclude_id
    order by m.id limit 1;
   if duplicate_id is not null then
@@ -187,7 +187,7 @@ begin
 
   -- one writer at a time per (tenant, user, content): concurrent equal writes cannot both pass
   perform pg_advisory_xact_lock(hashtextextended(v_tenant || chr(31) || coalesce(user_id, '') || chr(31)
-                                                 || lower(regexp_replace(btrim(content), '\s+', ' ', 'g')), 0));
+                                                 || pgmem._content_key(content), 0));
 
   -- idempotent replay: the same event_key returns the memory it created before
   if event_key is not null then

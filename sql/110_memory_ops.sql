@@ -139,6 +139,7 @@ begin
     location = p.location, why = p.why, how = p.how, category = p.category, tier = p.tier, topics = p.topics,
     entities = p.entities, valence = p.valence, arousal = p.arousal, dominance = p.dominance,
     importance = p.importance, salience = p.salience, metadata = p.metadata, expires_at = p.expires_at,
+    user_id = p.user_id, agent_id = p.agent_id, session_id = p.session_id,
     state = p.state, merged_into = p.merged_into, merged_from = p.merged_from, access_count = p.access_count
   from jsonb_populate_record(null::pgmem.memories, b) p
   where x.id = m.id

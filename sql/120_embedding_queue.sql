@@ -37,6 +37,7 @@ begin
   select m.id, m.tenant, m.content, m.who, m.what, m.location, m.why, m.how, e.attempts
     from q join pgmem.embedding_queue e using (memory_id) join pgmem.memories m on m.id = q.memory_id
    order by e.queued_at, m.id;
+  -- (deleted memories stay queued: a restore brings them back, and then they need a vector)
 end $$;
 comment on function pgmem.claim_embeddings(integer, boolean) is
   'Takes up to batch queued memories for embedding, locked (FOR UPDATE SKIP LOCKED) until the caller''s transaction ends. all_tenants needs pgmem_admin.';
@@ -62,8 +63,10 @@ begin
   select * into m from pgmem.memories x where x.id = memory_id
      and (x.tenant = pgmem.current_tenant() or pgmem._is_admin());
   if m.id is null then
-    delete from pgmem.embedding_queue e where e.memory_id = complete_embedding.memory_id;
-    return null;  -- purged meanwhile: nothing to do
+    -- purged meanwhile (or not visible to this caller): drop only a queue row the caller may see
+    delete from pgmem.embedding_queue e where e.memory_id = complete_embedding.memory_id
+       and (e.tenant = pgmem.current_tenant() or pgmem._is_admin());
+    return null;
   end if;
   perform set_config('pgmem.tenant', m.tenant, true);
   embedding := pgmem._check_embedding(embedding);
@@ -110,5 +113,6 @@ as $$
      set attempts = e.attempts + 1, last_error = left(error, 2000),
          not_before = now() + least(interval '1 hour', interval '10 seconds' * power(2, e.attempts))
    where e.memory_id = fail_embedding.memory_id
+     and (e.tenant = pgmem.current_tenant() or pgmem._is_admin())
 $$;
 comment on function pgmem.fail_embedding(bigint, text) is 'Records a failed embedding attempt; the memory is retried later with exponential backoff (max 1 hour).';

@@ -8,6 +8,7 @@ of the test cluster is the one pg_cron lives in (cron.database_name).
 """
 from __future__ import annotations
 
+import fcntl
 import os
 import uuid
 from pathlib import Path
@@ -20,7 +21,9 @@ from pgmem import migrate
 from pgmem.cluster import Cluster, SUPERUSER
 
 ROOT = Path(__file__).resolve().parent.parent
-TEMPLATE = "pgmem_template"
+# One template per pytest process, so that concurrent runs against the same cluster (two
+# terminals, parallel workers) never drop each other's template.
+TEMPLATE = f"pgmem_template_{os.getpid()}"
 CRON_DB = "pgmem"
 
 
@@ -33,15 +36,28 @@ def cluster() -> Cluster:
         cron_database=CRON_DB,
         settings={"fsync": "off", "shared_buffers": "'256MB'", "max_connections": "200"},
     )
-    c.init()
-    started = c.start()
-    c.wait_ready()
-    c.ensure_database(CRON_DB, tenant=None)
-    migrate.upgrade(c.dsn(CRON_DB))
+    c.home.mkdir(parents=True, exist_ok=True)
+    # Every session holds a shared lock while it uses the cluster; the last one out stops it.
+    lock = open(c.home / ".sessions.lock", "w")
+    fcntl.flock(lock, fcntl.LOCK_SH)
+    with open(c.home / ".startup.lock", "w") as startup:
+        fcntl.flock(startup, fcntl.LOCK_EX)  # one session at a time creates/starts/migrates
+        c.init()
+        c.start()
+        c.wait_ready()
+        c.ensure_database(CRON_DB, tenant=None)
+        migrate.upgrade(c.dsn(CRON_DB))
     _build_template(c)
     yield c
-    if started and not os.environ.get("PGMEM_TEST_KEEP_CLUSTER"):
-        c.stop()
+    _janitor(c, TEMPLATE).drop()
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        if not os.environ.get("PGMEM_TEST_KEEP_CLUSTER"):
+            c.stop()
+    except BlockingIOError:
+        pass  # another test session still uses the cluster
+    finally:
+        lock.close()
 
 
 def _janitor(c: Cluster, dbname: str, template: str | None = None) -> DatabaseJanitor:

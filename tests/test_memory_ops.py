@@ -238,9 +238,6 @@ def test_revert_needs_a_before_state(conn):
         conn.execute("select pgmem.revert(%s)", (add_id,))
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "BUG: update_memory can change user_id, agent_id and session_id, but revert() does not set them "
-    "back: reverting such an update silently does nothing (and records nothing)"))
 def test_revert_restores_scope_fields(conn):
     mid = remember(conn, "Alice works at Initech", user_id="alice", session_id="s1")["memory_id"]
     conn.execute("select pgmem.update_memory(%s, %s)", (mid, Jsonb({"user_id": "bob", "agent_id": "a7",
@@ -580,9 +577,6 @@ def test_emotional_intensity_and_processing_depth(conn):
         pytest.approx(0.35 * 0.7 + 0.30 * 0.4 + 0.25 * 0.5 + 0.10 * 0.5)
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "BUG: a queued memory that gets its embedding from update_memory (or a direct UPDATE) stays in "
-    "pgmem.embedding_queue, so the worker later re-embeds it and overwrites the caller's vector/model"))
 def test_embedding_given_by_update_dequeues(conn):
     mid = remember(conn, "Zebra migration patterns observed")["memory_id"]
     assert queued(conn) == [mid]

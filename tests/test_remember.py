@@ -221,10 +221,6 @@ def test_exact_duplicate_is_case_and_whitespace_insensitive(conn):
     assert scalar(conn, "select count(*) from pgmem.links") == 0
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "BUG: the duplicate key trims with btrim(content), which strips only spaces, before collapsing "
-    "whitespace: a leading tab or trailing newline leaves an extra ' ' in the normalised text, so "
-    "'User lives in Paris\\n' is not an exact duplicate of 'User lives in Paris'"))
 @pytest.mark.parametrize("variant", ["User lives in Paris\n", "\tuser lives in paris", "User lives in Paris\r\n"])
 def test_exact_duplicate_ignores_leading_and_trailing_tabs_and_newlines(conn, variant):
     first = remember(conn, "User lives in Paris", category="fact")

@@ -50,6 +50,12 @@ comment on schema pgmem is 'pgmem: long-term memory for LLM agents (tables, func
 create function pgmem._words(text[]) returns text
   language sql immutable parallel safe strict
   return array_to_string($1, ' ');
+create function pgmem._content_key(text) returns text
+  language sql immutable parallel safe strict
+  return lower(btrim(regexp_replace($1, '\s+', ' ', 'g')));
+comment on function pgmem._content_key(text) is
+  'The exact-duplicate key of a content: whitespace runs (tabs, newlines) collapsed to one space, trimmed, lower-cased.';
+
 comment on function pgmem._words(text[]) is
   'Joins a text array with spaces. array_to_string is only STABLE in general (other element types) but is immutable for text[]; used by the generated tsvector.';
 
@@ -131,7 +137,7 @@ create table pgmem.memories (
                      setweight(to_tsvector('simple'::regconfig, coalesce(who, '') || ' ' || coalesce(location, '')), 'D')
                    ) stored,
   -- exact-duplicate key: case- and whitespace-insensitive
-  content_hash     uuid generated always as (md5(lower(regexp_replace(btrim(content), '\s+', ' ', 'g')))::uuid) stored,
+  content_hash     uuid generated always as (md5(pgmem._content_key(content))::uuid) stored,
   metadata         jsonb not null default '{}' check (jsonb_typeof(metadata) = 'object'),
   token_count      integer not null default 0 check (token_count >= 0),
   access_count     integer not null default 0 check (access_count >= 0),
