@@ -94,7 +94,7 @@ def build_parser() -> argparse.ArgumentParser:
     st.add_argument("--json", action="store_true")
     st.set_defaults(func=cmd_db_status)
     ps = dbs.add_parser("psql", help="open psql on the embedded database")
-    ps.add_argument("psql_args", nargs=argparse.REMAINDER)
+    ps.add_argument("psql_args", nargs="*", help="arguments for psql (e.g. -c 'select ...')")
     ps.set_defaults(func=cmd_db_psql)
 
     mg = sub.add_parser("migrate", help="install or upgrade pgmem in the database (PGMEM_DSN or embedded)")
@@ -111,7 +111,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    extra: list[str] = []
+    if "psql" in argv and argv[max(0, argv.index("psql") - 1)] == "db":
+        i = argv.index("psql")  # everything after `db psql` goes to psql untouched
+        argv, extra = argv[: i + 1], argv[i + 1:]
     args = parser.parse_args(argv)
+    if extra:
+        args.psql_args = extra
     if getattr(args, "tenant", "unset") is None:
         args.tenant = os.environ.get("PGMEM_TENANT", "default")
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="pgmem: %(message)s")

@@ -1,0 +1,545 @@
+"""SQLAlchemy 2.x table metadata for pgmem's tables (schema ``pgmem``).
+
+pgmem's tables are created and changed by its own Alembic revisions
+(``migrations/versions/``, run by ``pgmem db upgrade`` / :func:`pgmem.migrate.upgrade`);
+this module *describes* them so that applications can query them with SQLAlchemy Core
+or the ORM, declare foreign keys to ``pgmem.memories`` from their own tables, and let
+their own Alembic autogenerate know that these tables exist. ``tests/test_models.py``
+checks it against a freshly migrated database (reflection, Alembic's
+``compare_metadata`` and the catalog of a copy created from this metadata), so it
+follows the revisions exactly.
+
+What is described, and what is not:
+
+* every table of schema ``pgmem``, with exact column names, types, nullability,
+  server defaults (as PostgreSQL stores them), identity columns, primary keys, foreign
+  keys (with their ``ON DELETE``) and the check constraints, named as PostgreSQL names
+  them (``<table>_<column>_check``). Check constraints are informational here: Alembic's
+  autogenerate does not compare them, the database enforces them.
+* the generated columns ``memories.tsv`` and ``memories.content_hash`` are declared
+  ``Computed(..., persisted=True)``, so neither Core inserts nor the ORM ever write them.
+* **not** described: indexes (HNSW on the embedding, GIN on tsv, partial and expression
+  indexes), views, functions and triggers. They belong to the migrations and to
+  ``sql/*.sql``; ``metadata.create_all()`` therefore does not make a working pgmem
+  (install with ``pgmem.migrate.upgrade(dsn)``), it is only good for scratch copies.
+* the embedding dimension is fixed at install (setting ``embedding_dim`` in
+  ``pgmem.settings``, default 384). :data:`metadata` uses 384; for another dimension
+  build your own with :func:`make_metadata` (``select value from pgmem.settings where
+  tenant = '*' and key = 'embedding_dim'`` tells an installation's dimension).
+
+Writing to the tables directly bypasses pgmem's functions but not its triggers:
+``pgmem.tenant`` must be set on the session (``SET pgmem.tenant = '...'``) and
+``tenant`` may be left out on insert (a trigger fills it). Prefer the SQL API
+(``pgmem.remember(...)``, ``pgmem.search(...)``) or :class:`pgmem.MemoryClient` for
+writes; the tables are fine to read.
+
+Using it from your application's Alembic ``env.py``
+----------------------------------------------------
+
+Your migrations must never create, alter or drop pgmem's tables, and your autogenerate
+must not propose to. Two pitfalls: with ``include_schemas=True`` autogenerate sees
+schema ``pgmem`` and, if the tables are not in ``target_metadata``, proposes to drop
+them; and it sees pgmem's version table ``public.pgmem_alembic_version`` and proposes to
+drop that too. Pass pgmem's metadata next to yours (so foreign keys to
+``pgmem.memories`` resolve) and filter pgmem out with the two hooks of this module::
+
+    import pgmem.models
+    from myapp.models import Base
+
+    target_metadata = [Base.metadata, pgmem.models.metadata]
+
+    def run_migrations_online():
+        ...
+        context.configure(
+            connection=connection,
+            target_metadata=target_metadata,
+            include_schemas=True,                        # or False: see below
+            include_name=pgmem.models.include_name,      # don't reflect schema pgmem
+            include_object=pgmem.models.include_object,  # nor emit ops for its tables
+        )
+
+``include_name`` keeps autogenerate from reflecting schema ``pgmem`` and the
+``pgmem_alembic_version`` table; ``include_object`` drops every object of schema pgmem
+(table, column, index, constraint, foreign key), whether it comes from the database or
+from ``target_metadata`` (without it, a pgmem table in ``target_metadata`` but filtered
+out of the reflection would be proposed as "add table"). If you write your own hooks,
+chain to these: ``return pgmem.models.include_object(obj, name, type_, reflected,
+compare_to) and my_rule(...)``. With ``include_schemas=False`` (Alembic's default)
+only the default schema is compared, so schema pgmem is not touched, but the version
+table in ``public`` still is: keep ``include_name``.
+
+A foreign key from your table to a memory::
+
+    sa.Column("memory_id", sa.BigInteger,
+              sa.ForeignKey("pgmem.memories.id", ondelete="CASCADE"))
+
+This module imports SQLAlchemy and pgvector only (never torch or sentence-transformers).
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import uuid as _uuid
+from typing import Any, Optional
+
+from pgvector.sqlalchemy import Vector
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    CheckConstraint,
+    Column,
+    Computed,
+    ForeignKey,
+    Identity,
+    Integer,
+    MetaData,
+    PrimaryKeyConstraint,
+    REAL,
+    TIMESTAMP,
+    Table,
+    Text,
+    text,
+)
+from sqlalchemy.dialects.postgresql import ARRAY, JSONB, TSVECTOR, UUID
+from sqlalchemy.orm import DeclarativeBase, Mapped, column_property
+
+from .migrate import VERSION_TABLE
+
+__all__ = [
+    "SCHEMA", "DEFAULT_EMBEDDING_DIM", "VERSION_TABLE", "TABLE_NAMES", "GENERATED_COLUMNS",
+    "make_metadata", "metadata", "include_name", "include_object",
+    "settings", "tenants", "categories", "profiles", "memories", "links", "accesses",
+    "history", "embedding_queue", "job_runs",
+    "Base", "Setting", "Tenant", "Category", "Profile", "Memory", "Link", "Access",
+    "HistoryEntry", "EmbeddingQueueEntry", "JobRun",
+]
+
+SCHEMA = "pgmem"
+DEFAULT_EMBEDDING_DIM = 384
+TABLE_NAMES = ("settings", "tenants", "categories", "profiles", "memories", "links",
+               "accesses", "history", "embedding_queue", "job_runs")
+#: (table, column) of the generated (``GENERATED ALWAYS AS ... STORED``) columns.
+GENERATED_COLUMNS = frozenset({("memories", "tsv"), ("memories", "content_hash")})
+
+# Expressions of the generated columns, as in migration 0001 (functions schema-qualified,
+# so that they do not depend on search_path).
+TSV_EXPRESSION = (
+    "setweight(to_tsvector('english'::regconfig, coalesce(pgmem._words(topics), '') || ' ' "
+    "|| coalesce(pgmem._words(entities), '')), 'A') || "
+    "setweight(to_tsvector('english'::regconfig, content), 'B') || "
+    "setweight(to_tsvector('english'::regconfig, coalesce(summary, '') || ' ' || coalesce(why, '') "
+    "|| ' ' || coalesce(how, '')), 'C') || "
+    "setweight(to_tsvector('simple'::regconfig, coalesce(who, '') || ' ' || coalesce(location, '')), 'D')"
+)
+CONTENT_HASH_EXPRESSION = "md5(pgmem._content_key(content))::uuid"
+
+_TSTZ = TIMESTAMP(timezone=True)
+_NOW = text("now()")
+_EMPTY_JSON = text("'{}'::jsonb")
+_ALL_TENANTS = text("'*'::text")
+
+
+def _unit(table: str, column: str) -> CheckConstraint:
+    """``column between 0 and 1`` (as PostgreSQL stores it), named as PostgreSQL names it."""
+    return CheckConstraint(f"{column} >= 0::double precision AND {column} <= 1::double precision",
+                           name=f"{table}_{column}_check")
+
+
+def _in(table: str, column: str, values: tuple[str, ...]) -> CheckConstraint:
+    listed = ", ".join(f"'{v}'::text" for v in values)
+    return CheckConstraint(f"{column} = ANY (ARRAY[{listed}])", name=f"{table}_{column}_check")
+
+
+def _is_object(table: str, column: str) -> CheckConstraint:
+    return CheckConstraint(f"jsonb_typeof({column}) = 'object'::text", name=f"{table}_{column}_check")
+
+
+def make_metadata(embedding_dim: int = DEFAULT_EMBEDDING_DIM) -> MetaData:
+    """A new ``MetaData(schema="pgmem")`` holding every pgmem table, with
+    ``memories.embedding`` declared ``vector(embedding_dim)``."""
+    if not isinstance(embedding_dim, int) or not 1 <= embedding_dim <= 16000:
+        raise ValueError(f"embedding_dim must be an int in 1..16000 (pgvector's limit), not {embedding_dim!r}")
+    md = MetaData(schema=SCHEMA)
+
+    # Settings: key/value; tenant '*' = installation default, a tenant may override a key.
+    Table(
+        "settings", md,
+        Column("tenant", Text, nullable=False, server_default=_ALL_TENANTS),
+        Column("key", Text, nullable=False),
+        Column("value", JSONB, nullable=False),
+        Column("description", Text),
+        Column("updated_at", _TSTZ, nullable=False, server_default=_NOW),
+        PrimaryKeyConstraint("tenant", "key", name="settings_pkey"),
+    )
+
+    Table(
+        "tenants", md,
+        Column("tenant", Text, nullable=False),
+        Column("description", Text),
+        Column("created_at", _TSTZ, nullable=False, server_default=_NOW),
+        PrimaryKeyConstraint("tenant", name="tenants_pkey"),
+        CheckConstraint("tenant ~ '^[A-Za-z0-9][A-Za-z0-9_.:@-]{0,63}$'::text", name="tenants_tenant_check"),
+    )
+
+    # Engram's categories and their importance weights.
+    Table(
+        "categories", md,
+        Column("tenant", Text, nullable=False, server_default=_ALL_TENANTS),
+        Column("category", Text, nullable=False),
+        Column("weight", REAL, nullable=False),
+        Column("description", Text),
+        PrimaryKeyConstraint("tenant", "category", name="categories_pkey"),
+        CheckConstraint("category ~ '^[a-z][a-z0-9_]{0,31}$'::text", name="categories_category_check"),
+        _unit("categories", "weight"),
+    )
+
+    # Named weight/threshold sets for the ranking functions.
+    Table(
+        "profiles", md,
+        Column("tenant", Text, nullable=False, server_default=_ALL_TENANTS),
+        Column("name", Text, nullable=False),
+        Column("method", Text, nullable=False),
+        Column("weights", JSONB, nullable=False, server_default=_EMPTY_JSON),
+        Column("params", JSONB, nullable=False, server_default=_EMPTY_JSON),
+        Column("description", Text),
+        Column("builtin", Boolean, nullable=False, server_default=text("false")),
+        Column("updated_at", _TSTZ, nullable=False, server_default=_NOW),
+        PrimaryKeyConstraint("tenant", "name", name="profiles_pkey"),
+        CheckConstraint("name ~ '^[a-z][a-z0-9_-]{0,62}$'::text", name="profiles_name_check"),
+        _in("profiles", "method", ("search", "activate", "recall", "write")),
+        _is_object("profiles", "weights"),
+        _is_object("profiles", "params"),
+    )
+
+    Table(
+        "memories", md,
+        Column("id", BigInteger, Identity(always=False), nullable=False),
+        Column("tenant", Text, nullable=False),  # filled from pgmem.tenant by a trigger when omitted
+        Column("user_id", Text),
+        Column("agent_id", Text),
+        Column("session_id", Text),
+        Column("tier", Text, nullable=False, server_default=text("'episodic'::text")),
+        Column("category", Text, nullable=False, server_default=text("'episode'::text")),
+        Column("content", Text, nullable=False),
+        Column("summary", Text),
+        # 5W1H; "when"/"where" are SQL keywords, hence happened_at and location
+        Column("who", Text),
+        Column("what", Text),
+        Column("happened_at", _TSTZ),
+        Column("location", Text),
+        Column("why", Text),
+        Column("how", Text),
+        Column("topics", ARRAY(Text), nullable=False, server_default=text("'{}'::text[]")),
+        Column("entities", ARRAY(Text), nullable=False, server_default=text("'{}'::text[]")),
+        Column("valence", REAL),
+        Column("arousal", REAL),
+        Column("dominance", REAL),
+        Column("importance", REAL, nullable=False, server_default=text("0.5")),
+        Column("salience", REAL),
+        Column("surprise", REAL),
+        Column("gate", JSONB, nullable=False, server_default=_EMPTY_JSON),
+        Column("embedding", Vector(embedding_dim)),
+        Column("embedding_model", Text),
+        Column("embedded_at", _TSTZ),
+        Column("tsv", TSVECTOR, Computed(TSV_EXPRESSION, persisted=True)),
+        Column("content_hash", UUID(as_uuid=True), Computed(CONTENT_HASH_EXPRESSION, persisted=True)),
+        Column("metadata", JSONB, nullable=False, server_default=_EMPTY_JSON),
+        Column("token_count", Integer, nullable=False, server_default=text("0")),
+        Column("access_count", Integer, nullable=False, server_default=text("0")),
+        Column("last_accessed_at", _TSTZ),
+        Column("created_at", _TSTZ, nullable=False, server_default=_NOW),
+        Column("updated_at", _TSTZ, nullable=False, server_default=_NOW),
+        Column("expires_at", _TSTZ),
+        Column("state", Text, nullable=False, server_default=text("'active'::text")),
+        Column("state_changed_at", _TSTZ),
+        Column("merged_into", BigInteger, ForeignKey("pgmem.memories.id", ondelete="SET NULL",
+                                                     name="memories_merged_into_fkey")),
+        Column("merged_from", ARRAY(BigInteger), nullable=False, server_default=text("'{}'::bigint[]")),
+        Column("cluster_id", BigInteger),
+        Column("event_key", Text),
+        Column("seq", Integer),
+        PrimaryKeyConstraint("id", name="memories_pkey"),
+        _in("memories", "tier", ("episodic", "semantic", "procedural", "working", "insight")),
+        CheckConstraint("content ~ '\\S'::text", name="memories_content_check"),
+        *(_unit("memories", c) for c in ("valence", "arousal", "dominance", "importance",
+                                         "salience", "surprise")),
+        _is_object("memories", "metadata"),
+        CheckConstraint("token_count >= 0", name="memories_token_count_check"),
+        CheckConstraint("access_count >= 0", name="memories_access_count_check"),
+        _in("memories", "state", ("active", "archived", "merged", "deleted")),
+        comment="One row per memory: 5W1H fields, embedding, lexical vector, importance, "
+                "salience, usage and lifecycle state.",
+    )
+
+    Table(
+        "links", md,
+        Column("tenant", Text, nullable=False),
+        Column("src_id", BigInteger, ForeignKey("pgmem.memories.id", ondelete="CASCADE",
+                                                name="links_src_id_fkey"), nullable=False),
+        Column("dst_id", BigInteger, ForeignKey("pgmem.memories.id", ondelete="CASCADE",
+                                                name="links_dst_id_fkey"), nullable=False),
+        Column("kind", Text, nullable=False),
+        Column("weight", REAL, nullable=False, server_default=text("1")),
+        Column("count", Integer, nullable=False, server_default=text("1")),
+        Column("metadata", JSONB, nullable=False, server_default=_EMPTY_JSON),
+        Column("created_at", _TSTZ, nullable=False, server_default=_NOW),
+        Column("updated_at", _TSTZ, nullable=False, server_default=_NOW),
+        PrimaryKeyConstraint("src_id", "dst_id", "kind", name="links_pkey"),
+        _in("links", "kind", ("temporal", "semantic", "causal", "co_access", "merged", "concept")),
+        CheckConstraint("weight >= 0::double precision", name="links_weight_check"),
+        CheckConstraint("src_id <> dst_id", name="links_check"),
+    )
+
+    Table(
+        "accesses", md,
+        Column("id", BigInteger, Identity(always=True), nullable=False),
+        Column("tenant", Text, nullable=False),
+        Column("memory_id", BigInteger, ForeignKey("pgmem.memories.id", ondelete="CASCADE",
+                                                   name="accesses_memory_id_fkey"), nullable=False),
+        Column("accessed_at", _TSTZ, nullable=False, server_default=_NOW),
+        Column("kind", Text, nullable=False, server_default=text("'search'::text")),
+        Column("query_id", UUID(as_uuid=True)),
+        Column("rank", Integer),
+        Column("score", REAL),
+        PrimaryKeyConstraint("id", name="accesses_pkey"),
+    )
+
+    # Every change to a memory. No foreign key on memory_id: history outlives purges.
+    Table(
+        "history", md,
+        Column("id", BigInteger, Identity(always=True), nullable=False),
+        Column("tenant", Text, nullable=False),
+        Column("memory_id", BigInteger),
+        Column("op", Text, nullable=False),
+        Column("at", _TSTZ, nullable=False, server_default=text("clock_timestamp()")),
+        Column("actor", Text, nullable=False, server_default=text("CURRENT_USER")),
+        Column("before", JSONB),
+        Column("after", JSONB),
+        Column("details", JSONB, nullable=False, server_default=_EMPTY_JSON),
+        Column("job_run_id", BigInteger),
+        PrimaryKeyConstraint("id", name="history_pkey"),
+        _in("history", "op", ("add", "update", "embed", "merge", "unmerge", "archive", "delete",
+                              "restore", "reject", "duplicate", "purge", "erase")),
+    )
+
+    # Memories waiting for an embedding (the worker takes rows FOR UPDATE SKIP LOCKED).
+    Table(
+        "embedding_queue", md,
+        Column("memory_id", BigInteger, ForeignKey("pgmem.memories.id", ondelete="CASCADE",
+                                                   name="embedding_queue_memory_id_fkey"), nullable=False),
+        Column("tenant", Text, nullable=False),
+        Column("queued_at", _TSTZ, nullable=False, server_default=_NOW),
+        Column("attempts", Integer, nullable=False, server_default=text("0")),
+        Column("last_error", Text),
+        Column("not_before", _TSTZ, nullable=False, server_default=_NOW),
+        PrimaryKeyConstraint("memory_id", name="embedding_queue_pkey"),
+    )
+
+    Table(
+        "job_runs", md,
+        Column("id", BigInteger, Identity(always=True), nullable=False),
+        Column("tenant", Text),
+        Column("job", Text, nullable=False),
+        Column("params", JSONB, nullable=False, server_default=_EMPTY_JSON),
+        Column("started_at", _TSTZ, nullable=False, server_default=text("clock_timestamp()")),
+        Column("finished_at", _TSTZ),
+        Column("status", Text, nullable=False, server_default=text("'running'::text")),
+        Column("examined", BigInteger, nullable=False, server_default=text("0")),
+        Column("changed", BigInteger, nullable=False, server_default=text("0")),
+        Column("error", Text),
+        Column("details", JSONB, nullable=False, server_default=_EMPTY_JSON),
+        PrimaryKeyConstraint("id", name="job_runs_pkey"),
+        _in("job_runs", "status", ("running", "ok", "failed", "skipped")),
+    )
+    return md
+
+
+metadata: MetaData = make_metadata(DEFAULT_EMBEDDING_DIM)
+
+settings: Table = metadata.tables["pgmem.settings"]
+tenants: Table = metadata.tables["pgmem.tenants"]
+categories: Table = metadata.tables["pgmem.categories"]
+profiles: Table = metadata.tables["pgmem.profiles"]
+memories: Table = metadata.tables["pgmem.memories"]
+links: Table = metadata.tables["pgmem.links"]
+accesses: Table = metadata.tables["pgmem.accesses"]
+history: Table = metadata.tables["pgmem.history"]
+embedding_queue: Table = metadata.tables["pgmem.embedding_queue"]
+job_runs: Table = metadata.tables["pgmem.job_runs"]
+
+
+# --- Alembic autogenerate filters ------------------------------------------------------
+
+def include_name(name: str | None, type_: str, parent_names: dict[str, Any]) -> bool:
+    """Alembic ``include_name`` hook: skip schema ``pgmem`` and pgmem's version table."""
+    if type_ == "schema":
+        return name != SCHEMA
+    if type_ == "table":
+        return parent_names.get("schema_name") != SCHEMA and name != VERSION_TABLE
+    return True
+
+
+def include_object(obj: Any, name: str | None, type_: str, reflected: bool, compare_to: Any) -> bool:
+    """Alembic ``include_object`` hook: skip every object of schema ``pgmem`` (tables and
+    their columns, indexes, constraints, foreign keys) and pgmem's version table."""
+    table = obj if type_ == "table" else getattr(obj, "table", None)
+    if getattr(table, "schema", None) == SCHEMA:
+        return False
+    if type_ == "table" and name == VERSION_TABLE:
+        return False
+    return True
+
+
+# --- Typed declarative classes (embedding dimension 384; mapped onto the tables above) ---
+#
+# Attribute names are the column names, except ``metadata`` (reserved by declarative),
+# which is ``metadata_``. Generated and identity columns are never written by the ORM.
+
+class Base(DeclarativeBase):
+    metadata = metadata
+
+
+class Setting(Base):
+    __table__ = settings
+    tenant: Mapped[str]
+    key: Mapped[str]
+    value: Mapped[Any]
+    description: Mapped[Optional[str]]
+    updated_at: Mapped[_dt.datetime]
+
+
+class Tenant(Base):
+    __table__ = tenants
+    tenant: Mapped[str]
+    description: Mapped[Optional[str]]
+    created_at: Mapped[_dt.datetime]
+
+
+class Category(Base):
+    __table__ = categories
+    tenant: Mapped[str]
+    category: Mapped[str]
+    weight: Mapped[float]
+    description: Mapped[Optional[str]]
+
+
+class Profile(Base):
+    __table__ = profiles
+    tenant: Mapped[str]
+    name: Mapped[str]
+    method: Mapped[str]
+    weights: Mapped[dict[str, Any]]
+    params: Mapped[dict[str, Any]]
+    description: Mapped[Optional[str]]
+    builtin: Mapped[bool]
+    updated_at: Mapped[_dt.datetime]
+
+
+class Memory(Base):
+    __table__ = memories
+    id: Mapped[int]
+    tenant: Mapped[str]
+    user_id: Mapped[Optional[str]]
+    agent_id: Mapped[Optional[str]]
+    session_id: Mapped[Optional[str]]
+    tier: Mapped[str]
+    category: Mapped[str]
+    content: Mapped[str]
+    summary: Mapped[Optional[str]]
+    who: Mapped[Optional[str]]
+    what: Mapped[Optional[str]]
+    happened_at: Mapped[Optional[_dt.datetime]]
+    location: Mapped[Optional[str]]
+    why: Mapped[Optional[str]]
+    how: Mapped[Optional[str]]
+    topics: Mapped[list[str]]
+    entities: Mapped[list[str]]
+    valence: Mapped[Optional[float]]
+    arousal: Mapped[Optional[float]]
+    dominance: Mapped[Optional[float]]
+    importance: Mapped[float]
+    salience: Mapped[Optional[float]]
+    surprise: Mapped[Optional[float]]
+    gate: Mapped[dict[str, Any]]
+    embedding: Mapped[Optional[Any]]  # numpy array (pgvector) or None
+    embedding_model: Mapped[Optional[str]]
+    embedded_at: Mapped[Optional[_dt.datetime]]
+    tsv: Mapped[Optional[str]]
+    content_hash: Mapped[Optional[_uuid.UUID]]
+    metadata_: Mapped[dict[str, Any]] = column_property(memories.c.metadata)
+    token_count: Mapped[int]
+    access_count: Mapped[int]
+    last_accessed_at: Mapped[Optional[_dt.datetime]]
+    created_at: Mapped[_dt.datetime]
+    updated_at: Mapped[_dt.datetime]
+    expires_at: Mapped[Optional[_dt.datetime]]
+    state: Mapped[str]
+    state_changed_at: Mapped[Optional[_dt.datetime]]
+    merged_into: Mapped[Optional[int]]
+    merged_from: Mapped[list[int]]
+    cluster_id: Mapped[Optional[int]]
+    event_key: Mapped[Optional[str]]
+    seq: Mapped[Optional[int]]
+
+
+class Link(Base):
+    __table__ = links
+    tenant: Mapped[str]
+    src_id: Mapped[int]
+    dst_id: Mapped[int]
+    kind: Mapped[str]
+    weight: Mapped[float]
+    count: Mapped[int]
+    metadata_: Mapped[dict[str, Any]] = column_property(links.c.metadata)
+    created_at: Mapped[_dt.datetime]
+    updated_at: Mapped[_dt.datetime]
+
+
+class Access(Base):
+    __table__ = accesses
+    id: Mapped[int]
+    tenant: Mapped[str]
+    memory_id: Mapped[int]
+    accessed_at: Mapped[_dt.datetime]
+    kind: Mapped[str]
+    query_id: Mapped[Optional[_uuid.UUID]]
+    rank: Mapped[Optional[int]]
+    score: Mapped[Optional[float]]
+
+
+class HistoryEntry(Base):
+    __table__ = history
+    id: Mapped[int]
+    tenant: Mapped[str]
+    memory_id: Mapped[Optional[int]]
+    op: Mapped[str]
+    at: Mapped[_dt.datetime]
+    actor: Mapped[str]
+    before: Mapped[Optional[dict[str, Any]]]
+    after: Mapped[Optional[dict[str, Any]]]
+    details: Mapped[dict[str, Any]]
+    job_run_id: Mapped[Optional[int]]
+
+
+class EmbeddingQueueEntry(Base):
+    __table__ = embedding_queue
+    memory_id: Mapped[int]
+    tenant: Mapped[str]
+    queued_at: Mapped[_dt.datetime]
+    attempts: Mapped[int]
+    last_error: Mapped[Optional[str]]
+    not_before: Mapped[_dt.datetime]
+
+
+class JobRun(Base):
+    __table__ = job_runs
+    id: Mapped[int]
+    tenant: Mapped[Optional[str]]
+    job: Mapped[str]
+    params: Mapped[dict[str, Any]]
+    started_at: Mapped[_dt.datetime]
+    finished_at: Mapped[Optional[_dt.datetime]]
+    status: Mapped[str]
+    examined: Mapped[int]
+    changed: Mapped[int]
+    error: Mapped[Optional[str]]
+    details: Mapped[dict[str, Any]]
