@@ -22,10 +22,8 @@ declare
   v_params jsonb := (pgmem._profile('shadow', 'activate')).params;
   v float8;
 begin
-  if to_regclass('pgmem.thresholds') is not null then
-    execute 'select threshold from pgmem.thresholds where tenant = $1 and context_type = $2'
-      into v using pgmem.current_tenant(), context_type;
-  end if;
+  select t.threshold into v from pgmem.thresholds t
+   where t.tenant = pgmem.current_tenant() and t.context_type = context_threshold.context_type;
   if v is null then
     v := (v_params->'thresholds'->>context_type)::float8;
   end if;
@@ -38,7 +36,7 @@ end $$;
 comment on function pgmem.context_threshold(text) is
   'The activation threshold of a context type for the current tenant: its tuned value (pgmem.thresholds) or the Shadow default.';
 
-create or replace function pgmem.activate(
+create or replace function pgmem._activate(
   query_text text default null,
   query_embedding vector default null,
   context_type text default 'conversation',
@@ -118,5 +116,43 @@ begin
   using coalesce(filters, '{}'::jsonb), v_tenant, v_as_of, query_embedding, v_tsq, v_n, v_keys, v_sum_tokens,
         v_profile.params, v_w, v_thr, k;
 end $$;
-comment on function pgmem.activate(text, vector, text, text[], text[], text, float8, integer, jsonb, timestamptz, jsonb) is
+drop function if exists pgmem.activate(text, vector, text, text[], text[], text, float8, integer, jsonb, timestamptz, jsonb);
+
+create or replace function pgmem.activate(
+  query_text text default null,
+  query_embedding vector default null,
+  context_type text default 'conversation',
+  topics text[] default null,
+  entities text[] default null,
+  summary text default null,
+  threshold float8 default null,
+  k integer default 50,
+  filters jsonb default '{}',
+  as_of timestamptz default null,
+  weights jsonb default null,
+  query_id uuid default null)
+returns table (id bigint, score float8, activated boolean, relevance_type text, confidence float8, threshold_used float8,
+               embedding_sim float8, metadata_sim float8, summary_sim float8, temporal float8,
+               memory_summary text, content text, who text, category text, created_at timestamptz)
+  language plpgsql volatile
+  set search_path = pgmem, public, pg_temp
+as $$
+begin
+  if query_id is null then
+    return query select * from pgmem._activate(query_text, query_embedding, context_type, topics, entities, summary,
+                                               threshold, k, filters, as_of, weights);
+    return;
+  end if;
+  -- with a query_id, what was shown is logged so that pgmem.feedback() can refer to it
+  return query
+  with r as (select * from pgmem._activate(query_text, query_embedding, context_type, topics, entities, summary,
+                                           threshold, k, filters, as_of, weights)),
+  logged as (
+    insert into pgmem.activation_log (tenant, query_id, memory_id, context_type, score, threshold, activated)
+    select pgmem.current_tenant(), activate.query_id, r.id, coalesce(activate.context_type, 'conversation'),
+           r.score, r.threshold_used, r.activated from r
+    on conflict on constraint activation_log_pkey do nothing)
+  select * from r;
+end $$;
+comment on function pgmem.activate(text, vector, text, text[], text[], text, float8, integer, jsonb, timestamptz, jsonb, uuid) is
   'Shadow activation: every candidate memory with its activation score (0.6 embedding + 0.2 metadata + 0.15 summary + 0.05 temporal), activated = score >= the context type''s threshold (query .75, task .8, conversation .3, document .6, mixed .65, or threshold =>), relevance_type and confidence.';

@@ -328,3 +328,121 @@ def register(sub) -> None:
     p.add_argument("--poll", type=float, default=1.0, help="seconds between polls of an empty queue")
     p.add_argument("--only-tenant", help="embed only this tenant's memories (default: all; needs pgmem_admin)")
     p.set_defaults(func=cmd_worker)
+
+    register_jobs(sub)
+
+
+# ------------------------------------------------------------------------------ jobs
+JOB_COLUMNS = {
+    "merge": ["survivor_id", "merged_id", "similarity", "same_category", "method", "applied"],
+    "prune": ["memory_id", "reason", "decayed_importance", "applied"],
+    "archive": ["memory_id", "age_days", "last_accessed_at", "best_recent_score", "applied"],
+    "tune": ["tenant_id", "context_type", "old_value", "new_value", "false_positive_rate", "false_negative_rate", "feedback_count"],
+    "purge": ["memory_id", "deleted_at", "applied"],
+}
+
+
+def _params(pairs: list[str]) -> dict:
+    out = {}
+    for p in pairs or []:
+        if "=" not in p:
+            raise PgmemError(f"--param {p!r} is not NAME=VALUE")
+        k, v = p.split("=", 1)
+        out[k.strip()] = v
+    return out
+
+
+def cmd_jobs_run(args) -> int:
+    from .client import MemoryClient
+
+    mem = MemoryClient(args.dsn, tenant=args.tenant, embedder=None)
+    params = _params(args.param)
+    if args.dry_run:
+        params["dry_run"] = True
+    rows = mem.run_job(args.job, **params)
+    print_table(rows, JOB_COLUMNS[args.job])
+    print(f"\n{len(rows)} row(s){' (dry run: nothing changed)' if args.dry_run else ''}")
+    return 0
+
+
+def _cron_connection(dsn):
+    """A connection to the database pg_cron lives in (cron.database_name) on the same server."""
+    import psycopg.conninfo as ci
+
+    from .migrate import connect, resolve_dsn
+
+    dsn = resolve_dsn(dsn)
+    with connect(dsn, autocommit=True) as c:
+        cron_db = c.execute("select current_setting('cron.database_name', true)").fetchone()[0]
+        here = c.execute("select current_database()").fetchone()[0]
+    if not cron_db:
+        raise PgmemError("pg_cron is not loaded on this server (cron.database_name is unset): "
+                         "add pg_cron to shared_preload_libraries, or run jobs by hand with 'pgmem jobs run'")
+    params = ci.conninfo_to_dict(dsn)
+    params["dbname"] = cron_db
+    return connect(ci.make_conninfo(**params), autocommit=True), here
+
+
+def cmd_jobs_schedule(args) -> int:
+    from .migrate import connect
+
+    cron, here = _cron_connection(args.dsn)
+    with connect(args.dsn, autocommit=True) as c:
+        cmds = c.execute("select * from pgmem.job_schedule_commands(merge => %s, prune => %s, archive => %s, "
+                         "tune => %s, purge => %s)", (args.merge, args.prune, args.archive, args.tune, args.purge)).fetchall()
+    with cron:
+        for name, sched, command, db in cmds:
+            jobid = cron.execute("select cron.schedule_in_database(%s, %s, %s, %s)", (name, sched, command, db)).fetchone()[0]
+            print(f"scheduled {name:<28} {sched:<14} {command}  (pg_cron job {jobid})")
+    return 0
+
+
+def cmd_jobs_unschedule(args) -> int:
+    cron, here = _cron_connection(args.dsn)
+    with cron:
+        rows = cron.execute("select cron.unschedule(jobid), jobname from cron.job where jobname like 'pgmem-%%' and database = %s",
+                            (here,)).fetchall()
+    print(f"removed {len(rows)} schedule(s): {', '.join(r[1] for r in rows) or '-'}")
+    return 0
+
+
+def cmd_jobs_status(args) -> int:
+    from psycopg.rows import dict_row
+
+    from .migrate import connect
+
+    with connect(args.dsn, autocommit=True) as c:
+        rows = c.cursor(row_factory=dict_row).execute("select * from pgmem.job_status order by job, tenant").fetchall()
+    print_table(rows, ["job", "tenant", "last_status", "last_started_at", "last_duration_s", "last_examined",
+                       "last_changed", "failures_7d", "last_error"], {"last_error": 50})
+    try:
+        cron, here = _cron_connection(args.dsn)
+        with cron:
+            sched = cron.execute("select jobname, schedule, command, active from cron.job where database = %s "
+                                 "and jobname like 'pgmem-%%' order by jobname", (here,)).fetchall()
+        print("\nschedules:" if sched else "\nno pg_cron schedules (pgmem jobs schedule installs them)")
+        for s in sched:
+            print(f"  {s[0]:<28} {s[1]:<14} {s[2]}{'' if s[3] else '  (inactive)'}")
+    except PgmemError as e:
+        print(f"\n({e})")
+    return 0
+
+
+def register_jobs(sub) -> None:
+    p = sub.add_parser("jobs", help="maintenance jobs: run now, schedule with pg_cron, status")
+    js = p.add_subparsers(dest="jobs_command", required=True)
+    r = js.add_parser("run", help="run a job now (one batch; CALL pgmem.run_job for a full run)")
+    r.add_argument("job", choices=sorted(JOB_COLUMNS))
+    r.add_argument("--dry-run", action="store_true", help="list what would change, change nothing")
+    r.add_argument("--param", action="append", metavar="NAME=VALUE", help="job argument, e.g. threshold=0.8")
+    r.add_argument("--tenant", default=None)
+    r.set_defaults(func=cmd_jobs_run)
+    s = js.add_parser("schedule", help="install pg_cron schedules (also from another database than pg_cron's)")
+    s.add_argument("--merge", default="0 * * * *")
+    s.add_argument("--prune", default="15 3 * * *")
+    s.add_argument("--archive", default="30 3 * * *")
+    s.add_argument("--tune", default="45 3 * * *")
+    s.add_argument("--purge", default=None)
+    s.set_defaults(func=cmd_jobs_schedule)
+    js.add_parser("unschedule", help="remove pgmem's pg_cron schedules").set_defaults(func=cmd_jobs_unschedule)
+    js.add_parser("status", help="latest run of each job, and the schedules").set_defaults(func=cmd_jobs_status)

@@ -68,10 +68,17 @@ compare_to) and my_rule(...)``. With ``include_schemas=False`` (Alembic's defaul
 only the default schema is compared, so schema pgmem is not touched, but the version
 table in ``public`` still is: keep ``include_name``.
 
-A foreign key from your table to a memory::
+A foreign key from your table to a memory: a string foreign key is resolved within one
+``MetaData``, so either copy pgmem's tables into yours (the hooks above still keep them out
+of autogenerate) ::
+
+    pgmem.models.add_to_metadata(Base.metadata)   # once, before your models are used
+    sa.Column("memory_id", sa.BigInteger, sa.ForeignKey("pgmem.memories.id", ondelete="CASCADE"))
+
+(and then ``target_metadata = Base.metadata`` is enough), or refer to the column object::
 
     sa.Column("memory_id", sa.BigInteger,
-              sa.ForeignKey("pgmem.memories.id", ondelete="CASCADE"))
+              sa.ForeignKey(pgmem.models.memories.c.id, ondelete="CASCADE"))
 
 This module imports SQLAlchemy and pgvector only (never torch or sentence-transformers).
 """
@@ -106,17 +113,20 @@ from .migrate import VERSION_TABLE
 
 __all__ = [
     "SCHEMA", "DEFAULT_EMBEDDING_DIM", "VERSION_TABLE", "TABLE_NAMES", "GENERATED_COLUMNS",
-    "make_metadata", "metadata", "include_name", "include_object",
+    "make_metadata", "metadata", "add_to_metadata", "include_name", "include_object",
     "settings", "tenants", "categories", "profiles", "memories", "links", "accesses",
-    "history", "embedding_queue", "job_runs",
+    "history", "embedding_queue", "job_runs", "thresholds", "threshold_changes", "activation_log",
+    "feedback", "job_state",
     "Base", "Setting", "Tenant", "Category", "Profile", "Memory", "Link", "Access",
-    "HistoryEntry", "EmbeddingQueueEntry", "JobRun",
+    "HistoryEntry", "EmbeddingQueueEntry", "JobRun", "Threshold", "ThresholdChange",
+    "ActivationLogEntry", "Feedback", "JobState",
 ]
 
 SCHEMA = "pgmem"
 DEFAULT_EMBEDDING_DIM = 384
 TABLE_NAMES = ("settings", "tenants", "categories", "profiles", "memories", "links",
-               "accesses", "history", "embedding_queue", "job_runs")
+               "accesses", "history", "embedding_queue", "job_runs",          # 0001
+               "thresholds", "threshold_changes", "activation_log", "feedback", "job_state")  # 0002
 #: (table, column) of the generated (``GENERATED ALWAYS AS ... STORED``) columns.
 GENERATED_COLUMNS = frozenset({("memories", "tsv"), ("memories", "content_hash")})
 
@@ -350,6 +360,77 @@ def make_metadata(embedding_dim: int = DEFAULT_EMBEDDING_DIM) -> MetaData:
         PrimaryKeyConstraint("id", name="job_runs_pkey"),
         _in("job_runs", "status", ("running", "ok", "failed", "skipped")),
     )
+
+    # --- revision 0002 (lifecycle) ---
+    # Adaptive activation thresholds per tenant and context type (override the profile).
+    Table(
+        "thresholds", md,
+        Column("tenant", Text, nullable=False),
+        Column("context_type", Text, nullable=False),
+        Column("threshold", REAL, nullable=False),
+        Column("updated_at", _TSTZ, nullable=False, server_default=_NOW),
+        PrimaryKeyConstraint("tenant", "context_type", name="thresholds_pkey"),
+        CheckConstraint("context_type ~ '^[a-z][a-z0-9_]{0,31}$'::text", name="thresholds_context_type_check"),
+        _unit("thresholds", "threshold"),
+    )
+
+    Table(
+        "threshold_changes", md,
+        Column("id", BigInteger, Identity(always=True), nullable=False),
+        Column("tenant", Text, nullable=False),
+        Column("context_type", Text, nullable=False),
+        Column("old_value", REAL),
+        Column("new_value", REAL, nullable=False),
+        Column("false_positive_rate", REAL),
+        Column("false_negative_rate", REAL),
+        Column("feedback_count", Integer),
+        Column("reason", Text, nullable=False),
+        Column("job_run_id", BigInteger),
+        Column("changed_at", _TSTZ, nullable=False, server_default=_NOW),
+        PrimaryKeyConstraint("id", name="threshold_changes_pkey"),
+    )
+
+    # What activate(..., query_id => ...) showed: the rows feedback refers to.
+    Table(
+        "activation_log", md,
+        Column("tenant", Text, nullable=False),
+        Column("query_id", UUID(as_uuid=True), nullable=False),
+        Column("memory_id", BigInteger, ForeignKey("pgmem.memories.id", ondelete="CASCADE",
+                                                   name="activation_log_memory_id_fkey"), nullable=False),
+        Column("context_type", Text, nullable=False),
+        Column("score", REAL, nullable=False),
+        Column("threshold", REAL, nullable=False),
+        Column("activated", Boolean, nullable=False),
+        Column("logged_at", _TSTZ, nullable=False, server_default=_NOW),
+        PrimaryKeyConstraint("query_id", "memory_id", name="activation_log_pkey"),
+    )
+
+    Table(
+        "feedback", md,
+        Column("id", BigInteger, Identity(always=True), nullable=False),
+        Column("tenant", Text, nullable=False),
+        Column("memory_id", BigInteger, ForeignKey("pgmem.memories.id", ondelete="CASCADE",
+                                                   name="feedback_memory_id_fkey"), nullable=False),
+        Column("query_id", UUID(as_uuid=True)),
+        Column("relevant", Boolean, nullable=False),
+        Column("context_type", Text),
+        Column("activated", Boolean),
+        Column("score", REAL),
+        Column("created_at", _TSTZ, nullable=False, server_default=_NOW),
+        Column("tuned_at", _TSTZ),
+        PrimaryKeyConstraint("id", name="feedback_pkey"),
+    )
+
+    # Where incremental jobs resume.
+    Table(
+        "job_state", md,
+        Column("tenant", Text, nullable=False),
+        Column("job", Text, nullable=False),
+        Column("cursor_at", _TSTZ),
+        Column("cursor_id", BigInteger),
+        Column("updated_at", _TSTZ, nullable=False, server_default=_NOW),
+        PrimaryKeyConstraint("tenant", "job", name="job_state_pkey"),
+    )
     return md
 
 
@@ -365,6 +446,20 @@ accesses: Table = metadata.tables["pgmem.accesses"]
 history: Table = metadata.tables["pgmem.history"]
 embedding_queue: Table = metadata.tables["pgmem.embedding_queue"]
 job_runs: Table = metadata.tables["pgmem.job_runs"]
+thresholds: Table = metadata.tables["pgmem.thresholds"]
+threshold_changes: Table = metadata.tables["pgmem.threshold_changes"]
+activation_log: Table = metadata.tables["pgmem.activation_log"]
+feedback: Table = metadata.tables["pgmem.feedback"]
+job_state: Table = metadata.tables["pgmem.job_state"]
+
+
+def add_to_metadata(target: MetaData, embedding_dim: int = DEFAULT_EMBEDDING_DIM) -> dict[str, Table]:
+    """Copy pgmem's tables (schema ``pgmem`` kept) into ``target``, so that string foreign
+    keys such as ``ForeignKey("pgmem.memories.id")`` in ``target`` resolve. Tables already
+    in ``target`` are kept. Returns ``{table name: Table in target}``."""
+    source = metadata if embedding_dim == DEFAULT_EMBEDDING_DIM else make_metadata(embedding_dim)
+    return {t.name: target.tables[t.key] if t.key in target.tables else t.to_metadata(target)
+            for t in source.sorted_tables}
 
 
 # --- Alembic autogenerate filters ------------------------------------------------------
@@ -543,3 +638,61 @@ class JobRun(Base):
     changed: Mapped[int]
     error: Mapped[Optional[str]]
     details: Mapped[dict[str, Any]]
+
+
+class Threshold(Base):
+    __table__ = thresholds
+    tenant: Mapped[str]
+    context_type: Mapped[str]
+    threshold: Mapped[float]
+    updated_at: Mapped[_dt.datetime]
+
+
+class ThresholdChange(Base):
+    __table__ = threshold_changes
+    id: Mapped[int]
+    tenant: Mapped[str]
+    context_type: Mapped[str]
+    old_value: Mapped[Optional[float]]
+    new_value: Mapped[float]
+    false_positive_rate: Mapped[Optional[float]]
+    false_negative_rate: Mapped[Optional[float]]
+    feedback_count: Mapped[Optional[int]]
+    reason: Mapped[str]
+    job_run_id: Mapped[Optional[int]]
+    changed_at: Mapped[_dt.datetime]
+
+
+class ActivationLogEntry(Base):
+    __table__ = activation_log
+    tenant: Mapped[str]
+    query_id: Mapped[_uuid.UUID]
+    memory_id: Mapped[int]
+    context_type: Mapped[str]
+    score: Mapped[float]
+    threshold: Mapped[float]
+    activated: Mapped[bool]
+    logged_at: Mapped[_dt.datetime]
+
+
+class Feedback(Base):
+    __table__ = feedback
+    id: Mapped[int]
+    tenant: Mapped[str]
+    memory_id: Mapped[int]
+    query_id: Mapped[Optional[_uuid.UUID]]
+    relevant: Mapped[bool]
+    context_type: Mapped[Optional[str]]
+    activated: Mapped[Optional[bool]]
+    score: Mapped[Optional[float]]
+    created_at: Mapped[_dt.datetime]
+    tuned_at: Mapped[Optional[_dt.datetime]]
+
+
+class JobState(Base):
+    __table__ = job_state
+    tenant: Mapped[str]
+    job: Mapped[str]
+    cursor_at: Mapped[Optional[_dt.datetime]]
+    cursor_id: Mapped[Optional[int]]
+    updated_at: Mapped[_dt.datetime]
