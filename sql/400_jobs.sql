@@ -548,9 +548,9 @@ comment on function pgmem.tune_thresholds(integer, float8, float8, text) is
   'Shadow adaptive thresholds: per tenant and context type with at least min_feedback new feedback rows, false-positive rate > 0.2 raises the threshold by 0.1, else false-negative rate > 0.2 lowers it; bounded to [0,1]; conversation kept <= query; every change in pgmem.threshold_changes.';
 
 -- ------------------------------------------------------------------ runs and schedules
+-- (no SET search_path here: a procedure with SET clauses cannot COMMIT; every name is qualified)
 create or replace procedure pgmem.run_job(job text, params jsonb default '{}', max_batches integer default 1000)
   language plpgsql
-  set search_path = pgmem, public, pg_temp
 as $$
 declare
   v_fn text;
