@@ -623,7 +623,7 @@ end $$;
 comment on procedure pgmem.run_job(text, jsonb, integer) is
   'Runs a job (merge, prune, archive, tune, purge) to completion in batches, committing between them (short transactions); params are the job function''s named arguments. This is what pg_cron calls.';
 
-create or replace view pgmem.job_status with (security_invoker = true) as
+create or replace view pgmem.job_status as
 select distinct on (r.job, r.tenant)
        r.job, r.tenant, r.id as last_run_id, r.status as last_status, r.started_at as last_started_at,
        r.finished_at as last_finished_at, extract(epoch from (r.finished_at - r.started_at)) as last_duration_s,
@@ -633,7 +633,7 @@ select distinct on (r.job, r.tenant)
        (select count(*) from pgmem.job_runs f where f.job = r.job and f.tenant is not distinct from r.tenant
            and f.started_at > now() - interval '7 days') as runs_7d
   from pgmem.job_runs r
- where r.status <> 'skipped'
+ where r.status <> 'skipped' and (r.tenant = pgmem.current_tenant() or pgmem._is_admin())
  order by r.job, r.tenant, r.id desc;
 comment on view pgmem.job_status is 'The latest run of each job (per tenant; NULL = all tenants): status, duration, counts, error, and failures in the last 7 days.';
 

@@ -1,0 +1,64 @@
+-- Privacy (layered-memory-architecture.md, privacy intent: show and delete what is stored
+-- about a user). Both functions work on the current tenant only.
+
+create or replace function pgmem.export_user(user_id text) returns jsonb
+  language sql stable
+  set search_path = pgmem, public, pg_temp
+as $$
+  with t as (select pgmem._require_tenant() as tenant),
+  mem as (select m.* from pgmem.memories m, t where m.tenant = t.tenant and m.user_id = export_user.user_id)
+  select jsonb_build_object(
+    'tenant', (select tenant from t),
+    'user_id', export_user.user_id,
+    'exported_at', now(),
+    'memories', coalesce((select jsonb_agg(pgmem._snapshot(m) order by m.id) from mem m), '[]'),
+    'history', coalesce((select jsonb_agg(to_jsonb(h) order by h.id) from pgmem.history h, t
+                          where h.tenant = t.tenant and (h.memory_id in (select id from mem)
+                                or h.after->>'user_id' = export_user.user_id)), '[]'),
+    'links', coalesce((select jsonb_agg(to_jsonb(l)) from pgmem.links l
+                        where l.src_id in (select id from mem) or l.dst_id in (select id from mem)), '[]'),
+    'accesses', coalesce((select jsonb_agg(jsonb_build_object('memory_id', a.memory_id, 'accessed_at', a.accessed_at, 'kind', a.kind))
+                           from pgmem.accesses a where a.memory_id in (select id from mem)), '[]'),
+    'feedback', coalesce((select jsonb_agg(to_jsonb(f)) from pgmem.feedback f where f.memory_id in (select id from mem)), '[]'))
+$$;
+comment on function pgmem.export_user(text) is
+  'Everything stored about a user in the current tenant, as one JSON document: memories (all states), their history, links, accesses and feedback.';
+
+-- SECURITY DEFINER, audited: history is append-only for pgmem_app, so erasing content from
+-- it needs the owner's rights. Every statement below filters on v_tenant, the caller's
+-- tenant (pgmem._require_tenant(): never NULL), and the given user_id; nothing else is read
+-- or written. Tested in tests/test_tenancy.py.
+create or replace function pgmem.erase_user(user_id text)
+returns table (memories bigint, history_scrubbed bigint, links bigint, accesses bigint, feedback bigint)
+  language plpgsql volatile security definer
+  set search_path = pgmem, public, pg_temp
+as $$
+#variable_conflict use_variable
+declare
+  v_tenant text := pgmem._require_tenant();
+  v_ids bigint[];
+begin
+  if user_id is null or btrim(user_id) = '' then
+    perform pgmem._bad_input('erase_user needs a user_id');
+  end if;
+  v_ids := array(select m.id from pgmem.memories m where m.tenant = v_tenant and m.user_id = erase_user.user_id);
+  select count(*) into links from pgmem.links l where l.tenant = v_tenant and (l.src_id = any(v_ids) or l.dst_id = any(v_ids));
+  select count(*) into accesses from pgmem.accesses a where a.tenant = v_tenant and a.memory_id = any(v_ids);
+  select count(*) into feedback from pgmem.feedback f where f.tenant = v_tenant and f.memory_id = any(v_ids);
+  -- content leaves history: rows about these memories and rejected/duplicate candidates of this user
+  update pgmem.history h
+     set before = case when h.before is null then null else jsonb_build_object('id', h.memory_id, 'erased', true) end,
+         after = case when h.after is null then null else jsonb_build_object('id', h.memory_id, 'erased', true) end,
+         details = jsonb_build_object('erased', true, 'op_details_removed', true)
+   where h.tenant = v_tenant and (h.memory_id = any(v_ids) or h.after->>'user_id' = erase_user.user_id
+                                   or h.before->>'user_id' = erase_user.user_id);
+  get diagnostics history_scrubbed = row_count;
+  update pgmem.memories m set merged_into = null where m.tenant = v_tenant and m.merged_into = any(v_ids);
+  perform pgmem._set_op('erase', jsonb_build_object('erased_user', true));
+  delete from pgmem.memories m where m.tenant = v_tenant and m.id = any(v_ids);  -- links, accesses, feedback cascade
+  get diagnostics memories = row_count;
+  perform pgmem._set_op(null);
+  return next;
+end $$;
+comment on function pgmem.erase_user(text) is
+  'Deletes everything stored about a user in the current tenant for good (memories, links, accesses, feedback) and removes the content from history, leaving content-free tombstones; returns the counts. SECURITY DEFINER, tenant-filtered.';

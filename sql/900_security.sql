@@ -1,0 +1,76 @@
+-- Tenancy and least privilege. Applied last, after every object exists.
+--
+-- Row-level security on every table with a tenant column: roles pgmem_app and pgmem_reader
+-- see and write only rows of their session's tenant (SET pgmem.tenant); with no tenant set
+-- they see nothing, and writes fail with a message. pgmem_admin sees every tenant. The
+-- table owner (the role that ran the migrations) is not subject to RLS; the API functions
+-- filter on the tenant themselves as well, so even an owner session stays in its tenant.
+--
+-- Roles: pgmem_app uses the API; pgmem_reader reads the documented views (BI tools);
+-- pgmem_admin runs jobs, schedules and purge. Grant them to login roles:
+--   create role my_service login password '...'; grant pgmem_app to my_service;
+-- No function is SECURITY DEFINER except pgmem.erase_user (audited; see 500_privacy.sql).
+
+do $$
+declare
+  t text;
+  tenant_tables text[] := array['memories', 'links', 'accesses', 'history', 'embedding_queue', 'job_runs',
+                                'thresholds', 'threshold_changes', 'activation_log', 'feedback', 'job_state'];
+  shared_tables text[] := array['settings', 'categories', 'profiles'];
+begin
+  foreach t in array tenant_tables || shared_tables || array['tenants'] loop
+    execute format('alter table pgmem.%I enable row level security', t);
+    execute format('drop policy if exists tenant_rows on pgmem.%I', t);
+    execute format('drop policy if exists admin_rows on pgmem.%I', t);
+    execute format('drop policy if exists shared_rows on pgmem.%I', t);
+    execute format('create policy admin_rows on pgmem.%I to pgmem_admin using (true) with check (true)', t);
+  end loop;
+  foreach t in array tenant_tables loop
+    execute format('create policy tenant_rows on pgmem.%I to pgmem_app, pgmem_reader
+                      using (tenant = pgmem.current_tenant()) with check (tenant = pgmem.current_tenant())', t);
+  end loop;
+  -- installation defaults ('*') are readable by everyone; a tenant writes only its own overrides
+  foreach t in array shared_tables loop
+    execute format('create policy shared_rows on pgmem.%I to pgmem_app, pgmem_reader
+                      using (tenant in (''*'', pgmem.current_tenant())) with check (tenant = pgmem.current_tenant())', t);
+  end loop;
+  execute 'create policy tenant_rows on pgmem.tenants to pgmem_app, pgmem_reader using (tenant = pgmem.current_tenant())';
+end $$;
+
+-- privileges: nothing for PUBLIC, then exactly what each role needs
+revoke all on all tables in schema pgmem from public;
+revoke all on all functions in schema pgmem from public;
+revoke all on all procedures in schema pgmem from public;
+revoke all on all sequences in schema pgmem from public;
+grant usage on schema pgmem to pgmem_app, pgmem_reader, pgmem_admin;
+
+-- admin: everything
+grant all on all tables in schema pgmem to pgmem_admin;
+grant all on all sequences in schema pgmem to pgmem_admin;
+grant execute on all functions in schema pgmem to pgmem_admin;
+grant execute on all procedures in schema pgmem to pgmem_admin;
+
+-- app: the API. Functions run with the caller's rights (SECURITY INVOKER), so the app role
+-- needs the table rights the API uses; RLS keeps those rights inside its tenant.
+grant select, insert, update on pgmem.memories, pgmem.links, pgmem.embedding_queue to pgmem_app;
+grant delete on pgmem.links, pgmem.embedding_queue to pgmem_app;
+grant select, insert on pgmem.history, pgmem.accesses, pgmem.activation_log, pgmem.feedback to pgmem_app;
+grant update on pgmem.feedback to pgmem_app;
+grant select on pgmem.settings, pgmem.categories, pgmem.profiles, pgmem.thresholds, pgmem.tenants to pgmem_app;
+grant insert, update on pgmem.categories, pgmem.profiles to pgmem_app;  -- a tenant's own (RLS: own tenant only)
+grant select on pgmem.job_runs, pgmem.threshold_changes to pgmem_app;
+grant usage on all sequences in schema pgmem to pgmem_app;
+grant execute on all functions in schema pgmem to pgmem_app;
+-- ...but not the jobs, schedules and purge: those are pgmem_admin's
+revoke execute on function pgmem.merge_duplicates(float8, float8, boolean, integer, text, integer, boolean),
+  pgmem.unmerge(bigint), pgmem.prune(text, boolean, integer, text, float8, float8, timestamptz),
+  pgmem.purge(interval, boolean, integer, text), pgmem.archive_stale(interval, float8, boolean, integer, text, timestamptz),
+  pgmem.tune_thresholds(integer, float8, float8, text), pgmem.schedule_jobs(text, text, text, text, text),
+  pgmem.unschedule_jobs() from pgmem_app;
+
+-- reader: the documented views (they filter on the tenant themselves) and the functions they call
+grant select on pgmem.memory_health, pgmem.category_stats, pgmem.tenant_stats, pgmem.job_status to pgmem_reader;
+grant execute on function pgmem.current_tenant(), pgmem._is_admin(), pgmem.age_days(timestamptz, timestamptz),
+  pgmem.exp_decay(float8, float8), pgmem.linear_recency(timestamptz, timestamptz, float8),
+  pgmem.access_boost(integer), pgmem.decayed_importance(float8, timestamptz, integer, timestamptz, float8),
+  pgmem.fragment_strength(float8, timestamptz, timestamptz[], timestamptz) to pgmem_reader;
