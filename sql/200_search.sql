@@ -262,7 +262,7 @@ begin
   select max(m.access_count) into v_max_access from pgmem.memories m where m.tenant = v_tenant;
   if not p_exact then
     perform set_config('hnsw.iterative_scan', 'relaxed_order', true);
-    perform set_config('hnsw.ef_search', greatest(v_n, pgmem._setting_num('hnsw_ef_search', 100)::int)::text, true);
+    perform set_config('hnsw.ef_search', least(1000, greatest(v_n, pgmem._setting_num('hnsw_ef_search', 100)::int))::text, true);  -- pgvector's maximum is 1000; iterative scan goes further
   end if;
   return query execute pgmem._search_sql(v_filter, p_exact)
     using coalesce(filters, '{}'::jsonb), v_tenant, v_as_of, query_embedding, v_tsq, v_n, k, v_weights,
@@ -348,10 +348,11 @@ begin
     select row_number() over () as rk, x.*
       from pgmem.search(query_text, query_embedding, k, explain_search.actor, explain_search.location,
                         explain_search.profile, explain_search.weights, filters, as_of) x)
-  select h.rk, h.id, h.score, s.name, s.val, (v_w->>s.name)::float8, coalesce(s.val, 0) * (v_w->>s.name)::float8, h.content
+  select h.rk, h.id, h.score, s.name, s.val, coalesce((v_w->>s.name)::float8, 0),
+         coalesce(s.val, 0) * coalesce((v_w->>s.name)::float8, 0), h.content
     from h cross join lateral (values ('semantic', h.semantic), ('lexical', h.lexical), ('recency', h.recency),
                                       ('actor', h.actor), ('spatial', h.spatial), ('usage', h.usage)) s(name, val)
-   order by h.rk, (coalesce(s.val, 0) * (v_w->>s.name)::float8) desc;
+   order by h.rk, (coalesce(s.val, 0) * coalesce((v_w->>s.name)::float8, 0)) desc;
 end $$;
 comment on function pgmem.explain_search(text, vector, integer, text, text, text, jsonb, jsonb, timestamptz) is
   'Why each memory ranked where it did: one row per (memory, signal) with the signal value, its effective weight and its contribution to the score (contributions add up to the score).';

@@ -39,7 +39,7 @@ begin
   v_w := pgmem.check_weights(coalesce(weights, v_profile.weights), array['relevance', 'importance', 'recency', 'access_frequency']);
   v_n := greatest(pgmem._setting_num('candidate_pool', 200)::int, k);
   perform set_config('hnsw.iterative_scan', 'relaxed_order', true);
-  perform set_config('hnsw.ef_search', greatest(v_n, pgmem._setting_num('hnsw_ef_search', 100)::int)::text, true);
+  perform set_config('hnsw.ef_search', least(1000, greatest(v_n, pgmem._setting_num('hnsw_ef_search', 100)::int))::text, true);  -- pgvector's maximum is 1000; iterative scan goes further
   return query execute format($q$
     with cand as (
       (select m.id from pgmem.memories m where $4 is not null and m.embedding is not null and %1$s
