@@ -1,0 +1,191 @@
+"""Generate docs/reference.md: every public pgmem function, procedure and view with its
+signature, its COMMENT, an example and the example's real output.
+
+    .venv/bin/python scripts/gen_reference.py            # uses the embedded cluster
+    PGMEM_DSN=... .venv/bin/python scripts/gen_reference.py
+
+It creates a scratch database, installs pgmem, loads a small fixture (text-only memories
+and two hand-made vectors, fixed timestamps, as_of pinned) so the outputs are reproducible,
+runs each example and writes the page. tests/test_reference.py checks that every public
+object has an entry.
+"""
+from __future__ import annotations
+
+import sys
+import uuid
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "python"))
+
+import psycopg  # noqa: E402
+import psycopg.conninfo as ci  # noqa: E402
+
+from pgmem import migrate  # noqa: E402
+
+AS_OF = "2026-11-01 12:00:00+00"
+V1 = "array_fill(0.0::real, array[384])"
+
+
+def vec(i: int, j: int | None = None, w: float = 0.8) -> str:
+    """A unit 384-d vector along axis i (or mixing axes i and j), as SQL."""
+    if j is None:
+        return f"(select ('[' || string_agg(case when g = {i} then '1' else '0' end, ',' order by g) || ']')::vector from generate_series(1, 384) g)"
+    b = (1 - w * w) ** 0.5
+    return (f"(select ('[' || string_agg(case when g = {i} then '{w}' when g = {j} then '{b:.6f}' else '0' end, ',' order by g)"
+            f" || ']')::vector from generate_series(1, 384) g)")
+
+
+FIXTURE = f"""
+set pgmem.tenant = 'acme';
+select pgmem.remember('I am allergic to peanuts', who => 'user', user_id => 'maya', category => 'fact',
+       session_id => 's1', location => 'chat:web/maya', created_at => '2026-10-01 09:00+00', event_key => 'e1',
+       embedding => {vec(1)});
+select pgmem.remember('I switched from VS Code to Neovim', who => 'user', user_id => 'maya', category => 'preference',
+       session_id => 's1', location => 'chat:web/maya', created_at => '2026-10-01 09:05+00', event_key => 'e2',
+       embedding => {vec(2)});
+select pgmem.remember('Deploy of orders-service failed: too many connections', who => 'tool:shell', user_id => 'maya',
+       session_id => 's2', location => '/srv/orders/deploy.log', created_at => '2026-10-20 14:00+00', event_key => 'e3',
+       embedding => {vec(3)}, valence => 0.1, arousal => 0.9);
+select pgmem.remember('Booked a flight to Lisbon for the wedding on 10 October', who => 'user', user_id => 'maya',
+       session_id => 's2', created_at => '2026-10-20 14:10+00', event_key => 'e4', embedding => {vec(4)});
+select pgmem.remember('Remember: maya cannot eat peanuts', who => 'assistant', user_id => 'maya', category => 'fact',
+       created_at => '2026-10-25 08:00+00', event_key => 'e5', embedding => {vec(1, 5, 0.95)}, force => true);
+"""
+
+# name -> (example SQL, description of what it shows). Examples run in order on one connection.
+EXAMPLES: list[tuple[str, str]] = [
+    ("current_tenant", "select pgmem.current_tenant()"),
+    ("remember", "select memory_id, decision, round(surprise::numeric, 3) as surprise, round(importance::numeric, 3) as importance, round(salience::numeric, 3) as salience, nearest_id from pgmem.remember('Maya prefers window seats on flights', who => 'user', user_id => 'maya', category => 'preference', created_at => '2026-10-26 10:00+00')"),
+    ("remember_many", """select ord, memory_id, decision, round(surprise::numeric, 3) as surprise from pgmem.remember_many('[{"content": "Tom is vegetarian", "who": "user", "user_id": "tom", "category": "fact"}, {"content": "tom is  vegetarian", "who": "user", "user_id": "tom"}]')"""),
+    ("surprise", "select round(surprise::numeric, 3) as surprise, round(keyword_novelty::numeric, 3) as keyword_novelty, round(rarity::numeric, 3) as rarity, nearest_id, duplicate_id from pgmem.surprise('I am allergic to peanuts and shellfish', category => 'fact', user_id => 'maya')"),
+    ("get_memory", "select id, who, category, content, state from pgmem.get_memory(1)"),
+    ("update_memory", """select id, importance, content from pgmem.update_memory(2, '{"importance": 0.95}', 'confirmed by the user')"""),
+    ("history", "select id, op, actor, after->>'importance' as importance, details->>'reason' as reason from pgmem.history(2)"),
+    ("revert", "select id, importance from pgmem.revert((select max(id) from pgmem.history(2) where op = 'update'))"),
+    ("forget", "select id, state from pgmem.forget(4, 'user asked')"),
+    ("restore", "select id, state from pgmem.restore(4)"),
+    ("search", f"select id, round(score::numeric, 3) as score, round(semantic::numeric, 3) as semantic, round(lexical::numeric, 3) as lexical, round(recency::numeric, 3) as recency, actor, content from pgmem.search('peanut allergy', query_embedding => {vec(1, 6, 0.9)}, k => 3, actor => 'user', as_of => '{AS_OF}')"),
+    ("search_exact", f"select id, round(score::numeric, 3) as score, content from pgmem.search_exact('peanut allergy', query_embedding => {vec(1, 6, 0.9)}, k => 3, as_of => '{AS_OF}')"),
+    ("explain_search", f"select rank, id, signal, round(value::numeric, 3) as value, round(weight::numeric, 3) as weight, round(contribution::numeric, 3) as contribution from pgmem.explain_search('peanut allergy', k => 1, as_of => '{AS_OF}')"),
+    ("touch", "select pgmem.touch(array[1, 5], 'demo')"),
+    ("activate", f"select id, round(score::numeric, 3) as score, activated, relevance_type, round(embedding_sim::numeric, 3) as embedding_sim, left(content, 40) as content from pgmem.activate('peanut allergy', {vec(1, 6, 0.9)}, context_type => 'conversation', k => 3, as_of => '{AS_OF}')"),
+    ("context_threshold", "select pgmem.context_threshold('query') as query, pgmem.context_threshold('conversation') as conversation"),
+    ("recall", f"select id, round(score::numeric, 3) as score, round(relevance::numeric, 3) as relevance, round(decayed_importance::numeric, 3) as decayed_importance, round(recency::numeric, 3) as recency, left(content, 40) as content from pgmem.recall('peanut allergy', {vec(1, 6, 0.9)}, k => 2, as_of => '{AS_OF}')"),
+    ("memory_strength", f"select round(pgmem.memory_strength(1, '{AS_OF}')::numeric, 4) as strength"),
+    ("feedback", "select pgmem.feedback(1, gen_random_uuid(), true, context_type => 'conversation', activated => true)"),
+    ("tune_thresholds", "select * from pgmem.tune_thresholds(min_feedback => 1)"),
+    ("merge_duplicates", "select survivor_id, merged_id, round(similarity::numeric, 3) as similarity, same_category, method, applied from pgmem.merge_duplicates(threshold => 0.9)"),
+    ("unmerge", "select id, state from pgmem.unmerge((select id from pgmem.memories where state = 'merged' limit 1))"),
+    ("prune", f"select memory_id, reason, round(decayed_importance::numeric, 4) as decayed_importance, applied from pgmem.prune('aggressive', dry_run => true, as_of => '{AS_OF}')"),
+    ("archive_stale", f"select memory_id, round(age_days::numeric, 1) as age_days, applied from pgmem.archive_stale(retention => '20 days', dry_run => true, as_of => '{AS_OF}')"),
+    ("purge", "select * from pgmem.purge(older_than => '0 seconds', dry_run => true)"),
+    ("run_job", "call pgmem.run_job('prune', '{\"mode\": \"gentle\"}')"),
+    ("job_schedule_commands", "select * from pgmem.job_schedule_commands()"),
+    ("schedule_jobs", "select * from pgmem.schedule_jobs()"),
+    ("unschedule_jobs", "select pgmem.unschedule_jobs()"),
+    ("claim_embeddings", "select memory_id, tenant, content from pgmem.claim_embeddings(2)"),
+    ("complete_embedding", f"select id, embedding_model, embedded_at is not null as embedded from pgmem.complete_embedding((select memory_id from pgmem.embedding_queue order by memory_id limit 1), {vec(7)}, 'demo-model')"),
+    ("fail_embedding", "select pgmem.fail_embedding((select memory_id from pgmem.embedding_queue order by memory_id limit 1), 'model timed out')"),
+    ("export_user", "select jsonb_array_length(pgmem.export_user('tom')->'memories') as memories, jsonb_array_length(pgmem.export_user('tom')->'history') as history_rows"),
+    ("erase_user", "select * from pgmem.erase_user('tom')"),
+    ("tokens", "select pgmem.tokens('User prefers TypeScript!')"),
+    ("jaccard", "select pgmem.jaccard(pgmem.tokens('user prefers typescript'), pgmem.tokens('user prefers dark mode'))"),
+    ("text_overlap", "select pgmem.text_overlap('peanut allergy', 'allergy to peanut butter')"),
+    ("estimate_tokens", "select pgmem.estimate_tokens('The quick brown fox jumps over the lazy dog')"),
+    ("cosine_sim", "select pgmem.cosine_sim('[1,0,0]', '[0.6,0.8,0]')"),
+    ("path_overlap", "select pgmem.path_overlap('/srv/orders/deploy.log', '/srv/orders/app.py')"),
+    ("query_tsquery", "select pgmem.query_tsquery('what is maya allergic to?')"),
+    ("check_weights", """select pgmem.check_weights('{"a": 0.25, "b": 0.75}', array['a', 'b'])"""),
+    ("age_days", "select pgmem.age_days('2026-10-01', '2026-10-31')"),
+    ("exp_decay", "select pgmem.exp_decay(0) as d0, pgmem.exp_decay(30) as d30, pgmem.exp_decay(60) as d60, pgmem.exp_decay(90) as d90"),
+    ("power_law_decay", "select round(pgmem.power_law_decay(1)::numeric, 4) as t1, round(pgmem.power_law_decay(30)::numeric, 4) as t30"),
+    ("access_boost", "select pgmem.access_boost(0) as n0, pgmem.access_boost(1) as n1, pgmem.access_boost(3) as n3, round(pgmem.access_boost(100)::numeric, 3) as n100"),
+    ("decayed_importance", "select round(pgmem.decayed_importance(0.8, '2026-10-02', 3, '2026-11-01')::numeric, 4)"),
+    ("linear_recency", "select round(pgmem.linear_recency('2026-10-02', '2026-11-01')::numeric, 4)"),
+    ("access_frequency", "select pgmem.access_frequency(10) as n10, pgmem.access_frequency(250) as n250"),
+    ("fragment_strength", "select round(pgmem.fragment_strength(0.8, '2026-10-31 12:00', array['2026-11-01 10:00'::timestamptz], '2026-11-01 12:00')::numeric, 4)"),
+    ("emotional_intensity", "select pgmem.emotional_intensity(0.9, 0.5)"),
+    ("salience", "select round(pgmem.salience(0.9, 1.0, null, 0.5)::numeric, 4)"),
+    ("processing_depth", "select round(pgmem.processing_depth('user', 'booked a flight', now(), null, 'wedding', null)::numeric, 4)"),
+    ("memory_health", f"select id, category, round(decayed_importance::numeric, 3) as decayed_importance, round(strength::numeric, 3) as strength, access_count, embedded from pgmem.memory_health order by id limit 4"),
+    ("category_stats", "select category, state, memories, round(avg_importance::numeric, 3) as avg_importance from pgmem.category_stats order by category, state"),
+    ("tenant_stats", "select tenant, memories, active, archived, merged, deleted, users, embedding_queue from pgmem.tenant_stats"),
+    ("job_status", "select job, tenant, last_status, last_examined, last_changed from pgmem.job_status"),
+]
+
+
+def render(cur) -> str:
+    if cur.description is None:
+        return cur.statusmessage or "OK"
+    cols = [d.name for d in cur.description]
+    rows = [["" if v is None else str(v) for v in r] for r in cur.fetchall()]
+    w = [max([len(c)] + [len(r[i]) for r in rows]) for i, c in enumerate(cols)]
+    out = [" | ".join(c.ljust(w[i]) for i, c in enumerate(cols)), "-+-".join("-" * x for x in w)]
+    out += [" | ".join(v.ljust(w[i]) for i, v in enumerate(r)) for r in rows]
+    out.append(f"({len(rows)} row{'s' if len(rows) != 1 else ''})")
+    return "\n".join(out)
+
+
+def main() -> int:
+    dsn = migrate.resolve_dsn(None)
+    name = f"pgmem_reference_{uuid.uuid4().hex[:8]}"
+    params = ci.conninfo_to_dict(dsn)
+    with psycopg.connect(ci.make_conninfo(**{**params, "dbname": "postgres"}), autocommit=True) as admin:
+        admin.execute(f'create database "{name}"')
+    target = ci.make_conninfo(**{**params, "dbname": name})
+    try:
+        migrate.upgrade(target)
+        objects = {}
+        with psycopg.connect(target, autocommit=True) as conn:
+            for r in conn.execute("""
+                select p.proname, p.oid::regprocedure::text, p.prokind::text, obj_description(p.oid, 'pg_proc'),
+                       pg_get_function_result(p.oid)
+                  from pg_proc p join pg_namespace n on n.oid = p.pronamespace
+                 where n.nspname = 'pgmem' and p.proname !~ '^_'
+                union all
+                select c.relname::text, 'pgmem.' || c.relname, 'v', obj_description(c.oid, 'pg_class'), null
+                  from pg_class c join pg_namespace n on n.oid = c.relnamespace
+                 where n.nspname = 'pgmem' and c.relkind = 'v'"""):
+                objects.setdefault(r[0], []).append(r[1:])
+            cur = conn.cursor()
+            cur.execute(FIXTURE)
+            outputs = {}
+            for fname, sql in EXAMPLES:
+                try:
+                    cur.execute(sql)
+                    outputs[fname] = (sql, render(cur))
+                except psycopg.Error as e:
+                    outputs[fname] = (sql, f"ERROR:  {e.diag.message_primary}" + (f"\nHINT:  {e.diag.message_hint}" if e.diag.message_hint else ""))
+        missing = sorted(set(objects) - set(outputs))
+        lines = ["# pgmem SQL reference", "",
+                 "Generated by `scripts/gen_reference.py` from the installed schema: each entry is the object's",
+                 "signature and `COMMENT`, an example, and the output the example printed against a small fixture",
+                 f"(tenant `acme`, five memories of user maya, hand-made unit vectors, `as_of` = {AS_OF}).",
+                 "Regenerate after changing `sql/`.", "", "Fixture:", "", "```sql", FIXTURE.strip(), "```", ""]
+        kinds = {"f": "function", "p": "procedure", "v": "view"}
+        for fname in sorted(objects):
+            for sig, kind, comment, result in objects[fname]:
+                lines.append(f"## `{fname}`")
+                lines.append("")
+                lines.append(f"{kinds.get(kind, kind)} `{sig}`" + (f" → `{result}`" if result else ""))
+                lines.append("")
+                lines.append(comment or "(no comment)")
+                lines.append("")
+                break
+            if fname in outputs:
+                sql, out = outputs[fname]
+                lines += ["```sql", sql + ";", "```", "```", out, "```", ""]
+        (ROOT / "docs" / "reference.md").write_text("\n".join(lines) + "\n")
+        print(f"wrote docs/reference.md: {len(objects)} objects, {len(outputs)} examples")
+        if missing:
+            print("objects without an example:", ", ".join(missing))
+            return 1
+        return 0
+    finally:
+        with psycopg.connect(ci.make_conninfo(**{**params, "dbname": "postgres"}), autocommit=True) as admin:
+            admin.execute(f'drop database if exists "{name}" with (force)')
+
+
+if __name__ == "__main__":
+    sys.exit(main())
