@@ -11,7 +11,6 @@ import json
 import sys
 import time
 from collections import Counter
-from datetime import datetime
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent

@@ -108,7 +108,7 @@ EXAMPLES: list[tuple[str, str]] = [
     ("emotional_intensity", "select pgmem.emotional_intensity(0.9, 0.5)"),
     ("salience", "select round(pgmem.salience(0.9, 1.0, null, 0.5)::numeric, 4)"),
     ("processing_depth", "select round(pgmem.processing_depth('user', 'booked a flight', now(), null, 'wedding', null)::numeric, 4)"),
-    ("memory_health", f"select id, category, round(decayed_importance::numeric, 3) as decayed_importance, round(strength::numeric, 3) as strength, access_count, embedded from pgmem.memory_health order by id limit 4"),
+    ("memory_health", "select id, category, round(decayed_importance::numeric, 3) as decayed_importance, round(strength::numeric, 3) as strength, access_count, embedded from pgmem.memory_health order by id limit 4"),
     ("category_stats", "select category, state, memories, round(avg_importance::numeric, 3) as avg_importance from pgmem.category_stats order by category, state"),
     ("tenant_stats", "select tenant, memories, active, archived, merged, deleted, users, embedding_queue from pgmem.tenant_stats"),
     ("job_status", "select job, tenant, last_status, last_examined, last_changed from pgmem.job_status"),

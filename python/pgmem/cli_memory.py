@@ -173,8 +173,6 @@ def cmd_search(args) -> int:
     rows = [{"id": h.id, "score": h.score, **h.signals, "who": h.who, "content": h.content} for h in hits]
     print_table(rows, SEARCH_COLUMNS, {"content": 70, "who": 14})
     if args.explain:
-        from .client import MemoryClient
-
         print()
         ex = mem.explain_search(args.query, k=args.k, actor=args.actor, location=args.where, profile=args.profile)
         print_table(ex, ["id", "rank", "signal", "value", "weight", "contribution"])

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import random
 import sys
 import time
@@ -442,8 +441,6 @@ def _configure(conn) -> None:
         register_vector(conn)
     except Exception as e:  # pgmem not installed in this database
         raise PgmemError(f"the database has no vector type: run 'pgmem migrate' first ({e})") from None
-    if not conn.autocommit and conn.info.transaction_status == psycopg.pq.TransactionStatus.INTRANS:
-        pass
     conn._pgmem_configured = True
 
 
