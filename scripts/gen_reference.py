@@ -69,6 +69,7 @@ EXAMPLES: list[tuple[str, str]] = [
     ("search_exact", f"select id, round(score::numeric, 3) as score, content from pgmem.search_exact('peanut allergy', query_embedding => {vec(1, 6, 0.9)}, k => 3, as_of => '{AS_OF}')"),
     ("explain_search", f"select rank, id, signal, round(value::numeric, 3) as value, round(weight::numeric, 3) as weight, round(contribution::numeric, 3) as contribution from pgmem.explain_search('peanut allergy', k => 1, as_of => '{AS_OF}')"),
     ("touch", "select pgmem.touch(array[1, 5], 'demo')"),
+    ("build_context", f"select pick, id, selected, round(score::numeric, 3) as score, round(mmr_score::numeric, 3) as mmr_score, token_count, cumulative_tokens, left(content, 40) as content from pgmem.build_context('peanut allergy', {vec(1, 6, 0.9)}, token_budget => 20, candidates => 5)"),
     ("activate", f"select id, round(score::numeric, 3) as score, activated, relevance_type, round(embedding_sim::numeric, 3) as embedding_sim, left(content, 40) as content from pgmem.activate('peanut allergy', {vec(1, 6, 0.9)}, context_type => 'conversation', k => 3, as_of => '{AS_OF}')"),
     ("context_threshold", "select pgmem.context_threshold('query') as query, pgmem.context_threshold('conversation') as conversation"),
     ("recall", f"select id, round(score::numeric, 3) as score, round(relevance::numeric, 3) as relevance, round(decayed_importance::numeric, 3) as decayed_importance, round(recency::numeric, 3) as recency, left(content, 40) as content from pgmem.recall('peanut allergy', {vec(1, 6, 0.9)}, k => 2, as_of => '{AS_OF}')"),

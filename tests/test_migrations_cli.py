@@ -55,9 +55,10 @@ def test_downgrade_one_step_and_back(fresh_db):
     dsn = fresh_db(template=None)
     revs = _revisions()
     migrate.upgrade(dsn, "head")
-    migrate.downgrade(dsn, revs[-2])
+    migrate.downgrade(dsn, revs[0])
     with connect(dsn, tenant=None) as c:
         assert c.execute("select to_regclass('pgmem.feedback')").fetchone()[0] is None
+        assert c.execute("select to_regclass('pgmem.py_modules')").fetchone()[0] is None
         assert c.execute("select to_regclass('pgmem.memories')").fetchone()[0] is not None
     migrate.upgrade(dsn, "head")
     with connect(dsn, tenant=None) as c:

@@ -300,6 +300,16 @@ class _Base:
                          filters=json.dumps(filters, default=_jsonable) if filters else None, as_of=as_of),
             lambda rows: [_hit(r, RECALL_SIGNALS) for r in rows], conn)
 
+    def build_context(self, query: str | None = None, *, embedding: Any = None, token_budget: int | None = None,
+                      candidates: int = 50, lam: float = 0.5, profile: str | None = None, filters: dict | None = None,
+                      as_of: Any = None, conversation_tokens: int = 0, conn=None) -> list[dict]:
+        """JAM context building (pgmem.build_context): search candidates, MMR order, knapsack
+        into the token budget. Returns every candidate; ``selected`` ones first in MMR order."""
+        return self._do("build_context", dict(query_text=query, query_embedding=self._embed_query(query, embedding),
+                        token_budget=token_budget, candidates=candidates, **{"lambda": lam}, profile=profile,
+                        filters=json.dumps(filters, default=_jsonable) if filters else None, as_of=as_of,
+                        conversation_tokens=conversation_tokens), list, conn)
+
     def touch(self, ids: Sequence[int], kind: str = "touch", conn=None) -> int:
         return self._do("touch", dict(ids=list(ids), kind=kind), lambda rows: rows[0]["touch"], conn, setof=False)
 

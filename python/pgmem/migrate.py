@@ -192,9 +192,26 @@ def idempotent_files() -> list[Path]:
     return sorted(p for p in sql_dir().glob("*.sql"))
 
 
+def engine_modules() -> dict[str, str]:
+    """Source of the in-database Python modules (python/pgmem/engine/*.py, not __init__)."""
+    from .config import PACKAGE_DIR
+
+    return {p.stem: p.read_text() for p in sorted((PACKAGE_DIR / "engine").glob("*.py")) if p.stem != "__init__"}
+
+
 def apply_idempotent(connection) -> None:
-    """Run every sql/*.sql file (create-or-replace only) on a SQLAlchemy connection."""
+    """Store the engine modules in pgmem.py_modules, then run every sql/*.sql file
+    (create-or-replace only), on a SQLAlchemy connection."""
+    import hashlib
+
     raw = connection.connection.driver_connection
+    if raw.execute("select to_regclass('pgmem.py_modules')").fetchone()[0] is not None:
+        for name, src in engine_modules().items():
+            raw.execute(
+                "insert into pgmem.py_modules (name, source, sha256) values (%s, %s, %s) "
+                "on conflict (name) do update set source = excluded.source, sha256 = excluded.sha256, updated_at = now() "
+                "where pgmem.py_modules.sha256 <> excluded.sha256",
+                (name, src, hashlib.sha256(src.encode()).hexdigest()))
     for path in idempotent_files():
         try:
             raw.execute(path.read_text())

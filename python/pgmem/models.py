@@ -116,17 +116,18 @@ __all__ = [
     "make_metadata", "metadata", "add_to_metadata", "include_name", "include_object",
     "settings", "tenants", "categories", "profiles", "memories", "links", "accesses",
     "history", "embedding_queue", "job_runs", "thresholds", "threshold_changes", "activation_log",
-    "feedback", "job_state",
+    "feedback", "job_state", "py_modules",
     "Base", "Setting", "Tenant", "Category", "Profile", "Memory", "Link", "Access",
     "HistoryEntry", "EmbeddingQueueEntry", "JobRun", "Threshold", "ThresholdChange",
-    "ActivationLogEntry", "Feedback", "JobState",
+    "ActivationLogEntry", "Feedback", "JobState", "PyModule",
 ]
 
 SCHEMA = "pgmem"
 DEFAULT_EMBEDDING_DIM = 384
 TABLE_NAMES = ("settings", "tenants", "categories", "profiles", "memories", "links",
                "accesses", "history", "embedding_queue", "job_runs",          # 0001
-               "thresholds", "threshold_changes", "activation_log", "feedback", "job_state")  # 0002
+               "thresholds", "threshold_changes", "activation_log", "feedback", "job_state",  # 0002
+               "py_modules")  # 0003
 #: (table, column) of the generated (``GENERATED ALWAYS AS ... STORED``) columns.
 GENERATED_COLUMNS = frozenset({("memories", "tsv"), ("memories", "content_hash")})
 
@@ -431,6 +432,18 @@ def make_metadata(embedding_dim: int = DEFAULT_EMBEDDING_DIM) -> MetaData:
         Column("updated_at", _TSTZ, nullable=False, server_default=_NOW),
         PrimaryKeyConstraint("tenant", "job", name="job_state_pkey"),
     )
+
+    # Source of the in-database Python modules (0003): code, not tenant data.
+    Table(
+        "py_modules", md,
+        Column("name", Text, nullable=False),
+        Column("source", Text, nullable=False),
+        Column("sha256", Text, nullable=False),
+        Column("updated_at", _TSTZ, nullable=False, server_default=_NOW),
+        PrimaryKeyConstraint("name", name="py_modules_pkey"),
+        CheckConstraint("name ~ '^[a-z_][a-z0-9_]*$'::text", name="py_modules_name_check"),
+        comment="Source of the pure-Python engine modules that PL/Python functions import (code, not tenant data).",
+    )
     return md
 
 
@@ -451,6 +464,7 @@ threshold_changes: Table = metadata.tables["pgmem.threshold_changes"]
 activation_log: Table = metadata.tables["pgmem.activation_log"]
 feedback: Table = metadata.tables["pgmem.feedback"]
 job_state: Table = metadata.tables["pgmem.job_state"]
+py_modules: Table = metadata.tables["pgmem.py_modules"]
 
 
 def add_to_metadata(target: MetaData, embedding_dim: int = DEFAULT_EMBEDDING_DIM) -> dict[str, Table]:
@@ -695,4 +709,12 @@ class JobState(Base):
     job: Mapped[str]
     cursor_at: Mapped[Optional[_dt.datetime]]
     cursor_id: Mapped[Optional[int]]
+    updated_at: Mapped[_dt.datetime]
+
+
+class PyModule(Base):
+    __table__ = py_modules
+    name: Mapped[str]
+    source: Mapped[str]
+    sha256: Mapped[str]
     updated_at: Mapped[_dt.datetime]

@@ -1,0 +1,92 @@
+"""Context packing (jam-journalistic-agent-memory.md, Context Building Pipeline):
+Maximal Marginal Relevance for diversity, then 0/1 knapsack under a token budget.
+
+Runs inside PostgreSQL (PL/Python) and in the venv: standard library + numpy only.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+
+def token_budget(context_window: int = 8192, reserve_system: int = 512, reserve_output: int = 1024,
+                 conversation_tokens: int = 0) -> int:
+    """JAM Stage 3.1: available = window - system reserve - output reserve - current chat."""
+    return max(0, int(context_window) - int(reserve_system) - int(reserve_output) - int(conversation_tokens))
+
+
+def mmr(relevance, embeddings, lam: float = 0.5):
+    """JAM Stage 3.2, greedy MMR: repeatedly take the candidate maximising
+    λ·relevance − (1−λ)·max cosine similarity to those already taken.
+    Returns (order, mmr_scores): candidate indexes in selection order and, per candidate,
+    its MMR score at the moment it was taken. Embeddings may contain None rows (no vector):
+    such a candidate has similarity 0 to everything."""
+    rel = np.asarray(relevance, dtype=np.float64)
+    n = rel.shape[0]
+    if n == 0:
+        return [], np.zeros(0)
+    dim = next((len(e) for e in embeddings if e is not None), 1)
+    E = np.zeros((n, dim))
+    for i, e in enumerate(embeddings):
+        if e is not None:
+            v = np.asarray(e, dtype=np.float64)
+            norm = np.linalg.norm(v)
+            if norm > 0:
+                E[i] = v / norm
+    sims = E @ E.T
+    chosen: list[int] = []
+    scores = np.zeros(n)
+    max_sim = np.full(n, -np.inf)
+    remaining = set(range(n))
+    while remaining:
+        idx = np.array(sorted(remaining))
+        penalty = np.where(np.isfinite(max_sim[idx]), max_sim[idx], 0.0) if chosen else np.zeros(len(idx))
+        vals = lam * rel[idx] - (1.0 - lam) * penalty if chosen else rel[idx]
+        best = int(idx[int(np.argmax(vals))])  # ties: lowest index (argmax takes the first)
+        scores[best] = float(np.max(vals))
+        chosen.append(best)
+        remaining.discard(best)
+        max_sim = np.maximum(max_sim, sims[best])
+    return chosen, scores
+
+
+def knapsack(values, weights, budget: int):
+    """JAM Stage 3.3, 0/1 knapsack by dynamic programming: maximise Σ value·x subject to
+    Σ weight·x ≤ budget. Items with value ≤ 0 or weight > budget are never taken. Returns the
+    chosen indexes in ascending order. O(n·budget) time, O(n·budget) bits of memory."""
+    v = [float(x) for x in values]
+    w = [max(0, int(x)) for x in weights]
+    budget = max(0, int(budget))
+    n = len(v)
+    dp = np.zeros(budget + 1)
+    take = np.zeros((n, budget + 1), dtype=bool)
+    for i in range(n):
+        if v[i] <= 0 or w[i] > budget:
+            continue
+        if w[i] == 0:
+            dp += v[i]
+            take[i, :] = True
+            continue
+        cand = dp[: budget + 1 - w[i]] + v[i]
+        better = cand > dp[w[i]:] + 1e-12
+        new = dp.copy()
+        new[w[i]:][better] = cand[better]
+        take[i, w[i]:] = better
+        dp = new
+    chosen, cap = [], budget
+    for i in range(n - 1, -1, -1):
+        if take[i, cap]:
+            chosen.append(i)
+            cap -= w[i]
+    return sorted(chosen)
+
+
+def pack(relevance, embeddings, tokens, importance, budget: int, lam: float = 0.5, min_weight: float = 0.05):
+    """MMR, then knapsack with value = mmr_score × importance weight (JAM Stage 3.3:
+    value_i = mmr_score_i · importance_weight_i; the importance weight is the memory's
+    importance, floored at min_weight so that an unimportant but relevant memory still counts).
+    Returns (selected in MMR order, mmr_scores, values)."""
+    order, scores = mmr(relevance, embeddings, lam)
+    imp = np.maximum(np.asarray(importance, dtype=np.float64), min_weight)
+    values = scores * imp
+    chosen = set(knapsack(values, tokens, budget))
+    return [i for i in order if i in chosen], scores, values

@@ -1,0 +1,90 @@
+-- Context building (jam-journalistic-agent-memory.md, Context Building Pipeline):
+-- ranked memories -> token budget -> MMR diversity -> 0/1 knapsack packing.
+-- The ranking is pgmem.search (any search profile); MMR and the knapsack run in PL/Python
+-- with the module python/pgmem/engine/packing.py, stored in pgmem.py_modules.
+
+-- Loads an engine module into this session (cached in GD; a new session sees new code).
+create or replace function pgmem._py_check(module text) returns text
+  language plpython3u stable
+  set search_path = pgmem, public, pg_temp
+as $$
+rows = plpy.execute(plpy.prepare("select sha256 from pgmem.py_modules where name = $1", ["text"]), [module])
+if not rows:
+    plpy.error("engine module %r is not installed in pgmem.py_modules" % module,
+               hint="run pgmem migrate: it stores python/pgmem/engine/*.py in the database")
+return rows[0]["sha256"]
+$$;
+comment on function pgmem._py_check(text) is 'The sha256 of an installed engine module, or an error telling how to install it.';
+
+create or replace function pgmem._pack(relevance float8[], embeddings real[], dim integer, tokens integer[],
+                                       importance float8[], budget integer, lam float8)
+returns table (idx integer, mmr_score float8, value float8, selected boolean, pick integer)
+  language plpython3u immutable
+  set search_path = pgmem, public, pg_temp
+as $$
+mod = GD.get("pgmem.packing")
+if mod is None:
+    import types
+    src = plpy.execute("select source from pgmem.py_modules where name = 'packing'")[0]["source"]
+    mod = types.ModuleType("pgmem_packing"); exec(src, mod.__dict__); GD["pgmem.packing"] = mod
+embs = [embeddings[i * dim:(i + 1) * dim] if embeddings and any(embeddings[i * dim:(i + 1) * dim]) else None for i in range(len(relevance))]
+order, scores, values = mod.pack(relevance, embs, tokens, importance, budget, lam)
+pick = {i: r + 1 for r, i in enumerate(order)}
+return [(i, float(scores[i]), float(values[i]), i in pick, pick.get(i)) for i in range(len(relevance))]
+$$;
+comment on function pgmem._pack(float8[], real[], integer, integer[], float8[], integer, float8) is
+  'MMR + knapsack over candidate arrays (PL/Python, module packing). Internal to build_context.';
+
+create or replace function pgmem.build_context(
+  query_text text default null,
+  query_embedding vector default null,
+  token_budget integer default null,
+  candidates integer default 50,
+  lambda float8 default 0.5,
+  profile text default 'jam',
+  weights jsonb default null,
+  filters jsonb default '{}',
+  as_of timestamptz default null,
+  context_window integer default 8192,
+  reserve_system integer default 512,
+  reserve_output integer default 1024,
+  conversation_tokens integer default 0)
+returns table (pick integer, id bigint, selected boolean, score float8, mmr_score float8, value float8,
+               token_count integer, cumulative_tokens bigint, content text, who text, created_at timestamptz)
+  language plpgsql volatile
+  set search_path = pgmem, public, pg_temp
+as $$
+#variable_conflict use_column
+declare
+  v_budget integer := coalesce(token_budget, greatest(0, context_window - reserve_system - reserve_output - conversation_tokens));
+  v_dim integer := (pgmem._setting('embedding_dim'))::text::int;
+begin
+  perform pgmem._check_unit(lambda, 'lambda');
+  if v_budget < 0 or v_budget > 1000000 then
+    perform pgmem._bad_input(format('token budget must be between 0 and 1000000, got %s', v_budget));
+  end if;
+  if candidates is null or candidates < 1 or candidates > 500 then
+    perform pgmem._bad_input(format('candidates must be between 1 and 500, got %s', candidates));
+  end if;
+  return query
+  with c as (
+    select row_number() over (order by h.score desc, h.id) - 1 as i, h.id, h.score, m.token_count as tok,
+           m.importance::float8 as imp, m.embedding, h.content, h.who, h.created_at
+      from pgmem.search(query_text, query_embedding, candidates, null, null, profile, weights, filters, as_of) h
+      join pgmem.memories m on m.id = h.id),
+  arr as (
+    select array_agg(c.score order by c.i) filter (where o = 1) as rel,
+           array_agg(x order by c.i, o) as emb,
+           array_agg(c.tok order by c.i) filter (where o = 1) as toks,
+           array_agg(c.imp order by c.i) filter (where o = 1) as imps
+      from c cross join lateral unnest(coalesce(c.embedding::real[], array_fill(0::real, array[v_dim])))
+                                  with ordinality u(x, o)),
+  p as (select k.* from arr, pgmem._pack(arr.rel, arr.emb, v_dim, arr.toks, arr.imps, v_budget, lambda) k)
+  select p.pick, c.id, p.selected, c.score, p.mmr_score, p.value, c.tok,
+         case when p.selected then sum(c.tok) filter (where p.selected) over (order by p.pick nulls last) end,
+         c.content, c.who, c.created_at
+    from c join p on p.idx = c.i
+   order by p.selected desc, p.pick nulls last, c.score desc;
+end $$;
+comment on function pgmem.build_context(text, vector, integer, integer, float8, text, jsonb, jsonb, timestamptz, integer, integer, integer, integer) is
+  'JAM context building: the top candidates of pgmem.search, ordered by MMR (λ relevance vs diversity) and packed by 0/1 knapsack (value = MMR score × importance) into the token budget (default 8192 - 512 - 1024 - conversation_tokens). Every candidate is returned; selected ones first, in MMR order, with cumulative tokens.';
