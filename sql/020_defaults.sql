@@ -8,7 +8,7 @@ insert into pgmem.settings (tenant, key, value, description) values
   -- engram.md, Combine scores (step 5)
   ('*', 'surprise_weights', '{"semantic": 0.6, "keyword": 0.3, "rarity": 0.1}', 'surprise with an embedding'),
   ('*', 'surprise_weights_no_embedding', '{"keyword": 0.8, "rarity": 0.2}', 'surprise without an embedding'),
-  ('*', 'surprise_lexical_pool', '200', 'keyword novelty compares with at most this many lexical + semantic neighbours'),
+  ('*', 'surprise_lexical_pool', '20', 'keyword novelty compares with the 10 semantic neighbours and at most this many memories sharing a lexeme'),
   ('*', 'rarity_count_cap', '1024', 'category rarity counts at most this many memories (1/log2(2+n) barely moves past it)'),
   -- fragment-reconstructive-memory.md, Salience Formula
   ('*', 'salience_weights', '{"emotion": 0.35, "novelty": 0.30, "goal": 0.25, "depth": 0.10}', 'Fragment salience weights'),
@@ -30,7 +30,7 @@ insert into pgmem.profiles (tenant, name, method, weights, params, description, 
   -- jam-journalistic-agent-memory.md, Stage 2.3 Score Fusion (weights) and 2.2 (signals)
   ('*', 'jam', 'search',
    '{"semantic": 0.55, "lexical": 0.20, "recency": 0.10, "actor": 0.07, "spatial": 0.03, "usage": 0.05}',
-   '{"recency_half_life_days": 30, "actor_mismatch": 0.3, "usage_half_life_days": 30}',
+   '{"recency_half_life_days": 30, "actor_mismatch": 0.3, "usage_half_life_days": 30, "lexical": "coverage"}',
    'JAM six-signal fusion (default for search)', true),
   -- shadow-memory-system.md, Activation Score Formula and Default Thresholds by Context Type
   ('*', 'shadow', 'activate',

@@ -18,7 +18,7 @@ create or replace function pgmem.surprise(
   exclude_id bigint default null)
 returns table (surprise float8, semantic_novelty float8, keyword_novelty float8, rarity float8,
                nearest_id bigint, nearest_similarity float8, duplicate_id bigint)
-  language plpgsql stable
+  language plpgsql volatile
   set search_path = pgmem, public, pg_temp
   set hnsw.iterative_scan = strict_order
 as $$
@@ -27,7 +27,7 @@ declare
   v_tenant text := pgmem._require_tenant();
   v_scope text := pgmem._scope_key(user_id);
   v_tokens text[] := pgmem.tokens(content);
-  v_pool int := pgmem._setting_num('surprise_lexical_pool', 200)::int;
+  v_pool int := pgmem._setting_num('surprise_lexical_pool', 20)::int;
   v_cap int := pgmem._setting_num('rarity_count_cap', 1024)::int;
   v_w jsonb;
   v_kw_sim float8 := 0;
@@ -50,43 +50,42 @@ begin
   select exists (select 1 from pgmem.memories m where m.tenant = v_tenant and coalesce(m.user_id, '') = v_scope
                   and m.state = 'active' and m.id is distinct from exclude_id) into v_any;
 
-  -- 2. semantic novelty = 1 - max cosine similarity (first memory: 1.0)
+  -- 2. semantic novelty = 1 - max cosine similarity (first memory: 1.0). One HNSW query
+  --    gives the nearest neighbour and the 10 semantic candidates for keyword novelty.
+  create temp table if not exists _pgmem_neigh (id bigint, content text, sim float8, rk int) on commit drop;
+  truncate _pgmem_neigh;
   if embedding is not null and v_any then
-    perform set_config('hnsw.ef_search', pgmem._setting_num('hnsw_ef_search', 100)::int::text, true);
-    select m.id, 1 - (m.embedding <=> embedding) into nearest_id, nearest_similarity
-      from pgmem.memories m
-     where m.tenant = v_tenant and coalesce(m.user_id, '') = v_scope and m.state = 'active'
-       and m.embedding is not null and m.id is distinct from exclude_id
-     order by m.embedding <=> embedding limit 1;
+    perform set_config('hnsw.ef_search', greatest(40, pgmem._setting_num('hnsw_ef_search', 100)::int)::text, true);
+    insert into _pgmem_neigh
+    select m.id, m.content, 1 - (m.embedding <=> embedding), row_number() over ()
+      from (select m.id, m.content, m.embedding from pgmem.memories m
+             where m.tenant = v_tenant and coalesce(m.user_id, '') = v_scope and m.state = 'active'
+               and m.embedding is not null and m.id is distinct from exclude_id
+             order by m.embedding <=> embedding limit 10) m;
+    select n.id, n.sim into nearest_id, nearest_similarity from _pgmem_neigh n order by n.sim desc, n.id limit 1;
     semantic_novelty := case when nearest_id is null then 1.0
                              else 1.0 - greatest(0.0, least(1.0, nearest_similarity)) end;
   elsif embedding is not null then
     semantic_novelty := 1.0;
   end if;
 
-  -- 3. keyword novelty = 1 - max Jaccard over the neighbours (first memory: 1.0)
+  -- 3. keyword novelty = 1 - max Jaccard (first memory: 1.0). Engram takes the max over all
+  --    memories; pgmem over the 10 semantic neighbours and at most surprise_lexical_pool
+  --    memories sharing a lexeme (GIN): the memories with the highest Jaccard are among them.
   if v_any then
     v_query := nullif(replace(plainto_tsquery('english', content)::text, ' & ', ' | '), '')::tsquery;
+    insert into _pgmem_neigh
+    select m.id, m.content, null, null from pgmem.memories m
+     where v_query is not null and m.tsv @@ v_query and m.tenant = v_tenant
+       and coalesce(m.user_id, '') = v_scope and m.state = 'active' and m.id is distinct from exclude_id
+     limit v_pool;
     select coalesce(max(pgmem.jaccard(v_tokens, pgmem.tokens(c.content))), 0) into v_kw_sim
-      from (
-        (select m.content from pgmem.memories m
-          where v_query is not null and m.tsv @@ v_query and m.tenant = v_tenant
-            and coalesce(m.user_id, '') = v_scope and m.state = 'active' and m.id is distinct from exclude_id
-          limit v_pool)
-        union all
-        (select m.content from pgmem.memories m
-          where embedding is not null and m.tenant = v_tenant and coalesce(m.user_id, '') = v_scope
-            and m.state = 'active' and m.embedding is not null and m.id is distinct from exclude_id
-          order by m.embedding <=> embedding limit 10)
-      ) c;
+      from (select distinct on (n.id) n.content from _pgmem_neigh n) c;
     keyword_novelty := 1.0 - v_kw_sim;
     if nearest_id is null then
       -- without an embedding, the nearest memory is the best keyword match
-      select m.id, pgmem.jaccard(v_tokens, pgmem.tokens(m.content)) into nearest_id, nearest_similarity
-        from pgmem.memories m
-       where v_query is not null and m.tsv @@ v_query and m.tenant = v_tenant
-         and coalesce(m.user_id, '') = v_scope and m.state = 'active' and m.id is distinct from exclude_id
-       order by 2 desc, m.id limit 1;
+      select n.id, pgmem.jaccard(v_tokens, pgmem.tokens(n.content)) into nearest_id, nearest_similarity
+        from _pgmem_neigh n order by 2 desc, n.id limit 1;
     end if;
   else
     keyword_novelty := 1.0;
@@ -169,6 +168,7 @@ declare
   v_gate jsonb;
   v_importance_source text := 'surprise';
   v_new pgmem.memories;
+  v_new_numbers text[];
   res pgmem.remember_result;
 begin
   select null::bigint as id, null::integer as seq into v_prev;
@@ -244,6 +244,20 @@ begin
   v_gate := v_gate || jsonb_build_object('importance_source', v_importance_source,
                                          'emotion', v_emotion, 'novelty', v_novelty);
 
+  -- A restatement with different numbers (a moved date, a new price) is an update, not a
+  -- repeat: the gate keeps it (pgmem's addition to Engram; bench/EVAL.md found the gate
+  -- rejecting "Sat 29 Aug 08:00 -> Sat 05 Sep" at surprise .149 against the old entry).
+  if g.surprise < v_threshold and not force and g.nearest_id is not null then
+    select array(select t from unnest(pgmem.tokens(content)) t where t ~ '[0-9]'
+                 except
+                 select t from unnest(pgmem.tokens(m.content)) t)
+      into v_new_numbers from pgmem.memories m where m.id = g.nearest_id;
+    if cardinality(v_new_numbers) > 0 then
+      v_gate := v_gate || jsonb_build_object('kept_because', 'new numbers: ' || array_to_string(v_new_numbers, ' '));
+      force := true;
+    end if;
+  end if;
+
   if g.surprise < v_threshold and not force then
     res.memory_id := null;
     res.decision := 'rejected';
@@ -265,7 +279,8 @@ begin
        and m.state in ('active', 'archived') and m.created_at <= coalesce(created_at, now())
      order by m.created_at desc, m.id desc limit 1;
   end if;
-  res.details := v_gate || jsonb_build_object('decision', 'stored', 'forced', force and g.surprise < v_threshold);
+  res.details := v_gate || jsonb_build_object('decision', 'stored',
+    'forced', force and g.surprise < v_threshold and not v_gate ? 'kept_because');
   perform pgmem._set_op('add', res.details);
   insert into pgmem.memories as m (tenant, user_id, agent_id, session_id, tier, category, content, summary,
       who, what, happened_at, location, why, how, topics, entities, valence, arousal, dominance,

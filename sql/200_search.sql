@@ -9,7 +9,11 @@
 --
 -- Signals, each in [0,1] (NULL when the query does not give what it needs):
 --   semantic  1 - cosine_distance/2 = (1 + cos)/2            (JAM Stage 2.2, "similarity = 1 - distance/2")
---   lexical   ts_rank(tsv, q, 1) / max over the candidates   (JAM: normalised full-text rank; q = OR of the query's lexemes)
+--   lexical   share of the query's lexemes the memory contains (JAM: a normalised full-text
+--             score). An absolute scale: with JAM's literal reading, rank / max rank over the
+--             candidates (profile param "lexical": "rank"), any one-word match of a query
+--             scores 1.0 and unanswerable questions rank a greeting first (bench/EVAL.md).
+--             Lexical candidates are still taken in ts_rank order (q = OR of the lexemes).
 --   recency   e^(-ln2·age/30d)                               (JAM: exponential decay, 30-day half-life)
 --   actor     1.0 when who = actor, else 0.3                 (JAM: actor relevance)
 --   spatial   |common path components| / max(#components)    (JAM: spatial proximity; empty components dropped)
@@ -37,6 +41,13 @@ create or replace function pgmem.query_tsquery(p_text text) returns tsquery
   return nullif(replace(plainto_tsquery('english', coalesce(p_text, ''))::text, ' & ', ' | '), '')::tsquery;
 comment on function pgmem.query_tsquery(text) is
   'The lexical query for a natural-language text: its English lexemes OR-ed (a question need not contain every word of the answer). NULL when only stop words remain.';
+
+create or replace function pgmem.query_terms(p_text text) returns tsquery[]
+  language sql immutable parallel safe
+  return array(select distinct lex::tsquery from unnest(tsvector_to_array(to_tsvector('english', coalesce(p_text, '')))) lex
+                where lex <> '' order by 1);
+comment on function pgmem.query_terms(text) is
+  'The distinct English lexemes of a text, one single-term tsquery each: the lexical signal is the share of them a memory contains.';
 
 create or replace function pgmem._profile(p_name text, p_method text) returns pgmem.profiles
   language plpgsql stable
@@ -188,7 +199,11 @@ with cand as (%s),
 s as (
   select m.*,
     case when $4 is null then null else coalesce(1 - (m.embedding operator(public.<=>) $4) / 2, 0) end as sig_semantic,
-    case when $5 is null then null when m.tsv @@ $5 then ts_rank(m.tsv, $5, 1)::float8 else 0 end as lex_raw,
+    case when $5 is null then null
+         when coalesce($11->>'lexical', 'coverage') = 'rank' then
+           case when m.tsv @@ $5 then ts_rank(m.tsv, $5, 1)::float8 else 0 end
+         else (select count(*) from unnest($13::tsquery[]) t where m.tsv @@ t)::float8 / greatest(cardinality($13::tsquery[]), 1)
+    end as lex_raw,
     pgmem.exp_decay(pgmem.age_days(m.created_at, $3), ($11->>'recency_half_life_days')::float8) as sig_recency,
     case when $9 is null then null when m.who = $9 then 1.0 else ($11->>'actor_mismatch')::float8 end as sig_actor,
     case when $10 is null then null else pgmem.path_overlap(m.location, $10) end as sig_spatial,
@@ -199,6 +214,7 @@ s as (
 ),
 t as (
   select s.*, case when lex_raw is null then null
+                   when coalesce($11->>'lexical', 'coverage') <> 'rank' then lex_raw
                    when max(lex_raw) over () > 0 then lex_raw / max(lex_raw) over () else 0 end as sig_lexical
   from s
 )
@@ -266,7 +282,7 @@ begin
   end if;
   return query execute pgmem._search_sql(v_filter, p_exact)
     using coalesce(filters, '{}'::jsonb), v_tenant, v_as_of, query_embedding, v_tsq, v_n, k, v_weights,
-          actor, location, v_profile.params, coalesce(v_max_access, 0);
+          actor, location, v_profile.params, coalesce(v_max_access, 0), pgmem.query_terms(query_text);
 end $$;
 
 create or replace function pgmem.search(

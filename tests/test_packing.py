@@ -55,10 +55,17 @@ def test_pack_respects_budget_and_keeps_mmr_order():
     e = np.eye(4)
     sel, scores, values = pack([0.9, 0.8, 0.7, 0.6], list(e), [100, 50, 60, 10], [1, 1, 1, 1], budget=120)
     assert sum([100, 50, 60, 10][i] for i in sel) <= 120
-    # JAM's MMR: the first pick scores its relevance (0.9), later ones λ·rel − (1−λ)·max_sim
-    # (0.4, 0.35, 0.3 here): {0, 3} (110 tokens, 1.2) beats {1, 2, 3} (120 tokens, 1.05)
-    assert list(values) == pytest.approx([0.9, 0.4, 0.35, 0.3])
-    assert sel == [0, 3]
+    # relevance is min-max scaled to 1, 2/3, 1/3, 0; JAM's MMR: the first pick scores its
+    # relevance, later ones λ·rel − (1−λ)·max_sim: 1, 1/3, 1/6, 0 (the last is never worth taking)
+    assert list(values) == pytest.approx([1.0, 1 / 3, 1 / 6, 0.0])
+    assert sel == [0]  # {0} (100 tokens, value 1) beats {1, 2} (110 tokens, 0.5)
+
+
+def test_normalise():
+    from pgmem.engine.packing import normalise
+
+    assert list(normalise([0.5, 0.7, 0.6])) == pytest.approx([0.0, 1.0, 0.5])
+    assert list(normalise([0.3, 0.3])) == [1.0, 1.0]
 
 
 # ------------------------------------------------------------------ in the database
