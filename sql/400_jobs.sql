@@ -42,6 +42,11 @@ begin
     values (p_tenant, p_job, p_params, 'skipped', clock_timestamp(), 'skipped: already running');
     return null;
   end if;
+  -- jobs that change memories wait for each other (one at a time per database): merge and
+  -- prune lock rows in different orders and would otherwise deadlock
+  if p_job in ('merge', 'prune', 'archive', 'purge') then
+    perform pg_advisory_xact_lock(hashtextextended('pgmem-maintenance', 0));
+  end if;
   insert into pgmem.job_runs (tenant, job, params) values (p_tenant, p_job, p_params) returning job_runs.id into id;
   return id;
 end $$;
@@ -96,6 +101,8 @@ declare
   gone pgmem.memories;
   v_links jsonb;
   v_text_cursor record;
+  v_horizon timestamptz;
+  v_survivor_of jsonb := '{}';  -- dry run: merged id -> survivor id, as the real run would do
 begin
   perform pgmem._check_unit(threshold, 'threshold'), pgmem._check_unit(cross_category_threshold, 'cross_category_threshold');
   if batch is null or batch < 1 or batch > 100000 then
@@ -117,16 +124,24 @@ begin
   create temp table if not exists _pgmem_batch (id bigint, at timestamptz, kind text) on commit drop;
   truncate _pgmem_batch;
 
+  -- Only rows older than the oldest transaction still open: a memory written by a
+  -- transaction that started earlier but commits later must not fall behind the cursor.
+  select least(now(), min(a.xact_start)) into v_horizon from pg_stat_activity a
+   where a.datname = current_database() and a.pid <> pg_backend_pid() and a.xact_start is not null;
+  v_horizon := coalesce(v_horizon, now());
+
   -- this batch: memories embedded since the cursor, then memories still without an embedding
   insert into _pgmem_batch
   select m.id, m.embedded_at, 'embedded' from pgmem.memories m
    where m.embedding is not null and m.state = 'active' and (v_tenant is null or m.tenant = v_tenant)
      and (full_scan or v_cursor.cursor_at is null or (m.embedded_at, m.id) > (v_cursor.cursor_at, v_cursor.cursor_id))
+     and m.embedded_at < v_horizon
    order by m.embedded_at, m.id limit batch;
   insert into _pgmem_batch
   select m.id, m.created_at, 'text' from pgmem.memories m
    where m.embedding is null and m.state = 'active' and (v_tenant is null or m.tenant = v_tenant)
      and (full_scan or v_text_cursor.cursor_at is null or (m.created_at, m.id) > (v_text_cursor.cursor_at, v_text_cursor.cursor_id))
+     and m.created_at < v_horizon
    order by m.created_at, m.id limit batch;
   select count(*) into v_examined from _pgmem_batch;
 
@@ -154,19 +169,30 @@ begin
 
   for p in select * from (select distinct on (pp.a, pp.b) pp.* from _pgmem_pairs pp order by pp.a, pp.b, pp.sim desc) q
             order by q.sim desc, q.a, q.b loop
-    -- resolve both sides to their current survivors (earlier merges in this batch or before)
-    select * into a from pgmem.memories where id = p.a;
+    -- resolve both sides to their current survivors (earlier merges in this batch or before;
+    -- in a dry run, the merges this run would have made)
+    select * into a from pgmem.memories where id = coalesce((v_survivor_of->>p.a::text)::bigint, p.a);
     while a.state = 'merged' and a.merged_into is not null loop select * into a from pgmem.memories where id = a.merged_into; end loop;
-    select * into b from pgmem.memories where id = p.b;
+    select * into b from pgmem.memories where id = coalesce((v_survivor_of->>p.b::text)::bigint, p.b);
     while b.state = 'merged' and b.merged_into is not null loop select * into b from pgmem.memories where id = b.merged_into; end loop;
     if a.id = b.id or a.state <> 'active' or b.state <> 'active' then continue; end if;
+    if not dry_run then
+      -- lock both in id order, then look again: a concurrent forget/merge may have won
+      perform 1 from pgmem.memories where id in (a.id, b.id) order by id for update;
+      select * into a from pgmem.memories where id = a.id;
+      select * into b from pgmem.memories where id = b.id;
+      if a.state <> 'active' or b.state <> 'active' then continue; end if;
+    end if;
     if a.importance > b.importance or (a.importance = b.importance and a.id < b.id) then keep := a; gone := b;
     else keep := b; gone := a; end if;
     survivor_id := keep.id; merged_id := gone.id; similarity := p.sim; same_category := p.same_cat;
     method := p.method; applied := not dry_run;
+    if dry_run then
+      v_survivor_of := (select coalesce(jsonb_object_agg(k, case when v::text::bigint = gone.id then to_jsonb(keep.id) else v end), '{}')
+                          from jsonb_each(v_survivor_of) e(k, v))
+                       || jsonb_build_object(gone.id::text, keep.id);
+    end if;
     if not dry_run then
-      select * into keep from pgmem.memories where id = keep.id for update;
-      select * into gone from pgmem.memories where id = gone.id for update;
       -- the merged memory's links, as they were: unmerge puts them back
       select coalesce(jsonb_agg(to_jsonb(l)), '[]') into v_links
         from pgmem.links l where l.src_id = gone.id or l.dst_id = gone.id;
@@ -299,36 +325,42 @@ begin
   for r in
     with scored as (
       select m.id, m.tenant, m.expires_at,
-             pgmem.decayed_importance(m.importance, m.created_at, m.access_count, v_as_of) as di,
-             percent_rank() over (partition by m.tenant order by pgmem.decayed_importance(m.importance, m.created_at, m.access_count, v_as_of), m.id) as pr
+             pgmem.decayed_importance(m.importance, m.created_at, m.access_count, v_as_of) as di
         from pgmem.memories m
-       where m.state = 'active' and (v_tenant is null or m.tenant = v_tenant))
+       where m.state = 'active' and (v_tenant is null or m.tenant = v_tenant)),
+    ranked as (
+      -- engram.md: the bottom floor(n × 10%) by decayed importance, per tenant
+      select s.*, row_number() over (partition by s.tenant order by s.di, s.id) as rn,
+             count(*) over (partition by s.tenant) as n
+        from scored s)
     select s.id, s.di,
            case when s.expires_at is not null and s.expires_at < v_as_of then 'expired'
                 when mode in ('normal', 'aggressive') and s.di < min_importance then 'decayed'
-                when mode = 'aggressive' and s.pr < bottom_fraction then 'bottom'
+                when mode = 'aggressive' and s.rn <= floor(s.n * bottom_fraction) then 'bottom'
            end as why
-      from scored s
+      from ranked s
      where (s.expires_at is not null and s.expires_at < v_as_of)
         or (mode in ('normal', 'aggressive') and s.di < min_importance)
-        or (mode = 'aggressive' and s.pr < bottom_fraction)
+        or (mode = 'aggressive' and s.rn <= floor(s.n * bottom_fraction))
      order by s.di, s.id
-     limit batch
+     -- the bottom fraction is a share of one snapshot: aggressive mode takes it in one call
+     limit case when mode = 'aggressive' then null else batch end
   loop
     memory_id := r.id; reason := r.why; decayed_importance := r.di; applied := not dry_run;
     if not dry_run then
       perform pgmem._set_op('delete', jsonb_build_object('job', 'prune', 'mode', mode, 'reason', r.why,
                                                         'decayed_importance', r.di, 'job_run_id', v_run));
-      update pgmem.memories m set state = 'deleted' where m.id = r.id;
+      update pgmem.memories m set state = 'deleted' where m.id = r.id and m.state = 'active';
+      if not found then continue; end if;  -- merged or deleted meanwhile
       v_changed := v_changed + 1;
     end if;
     return next;
   end loop;
   perform pgmem._set_op(null);
-  perform pgmem._job_end(v_run, v_examined, v_changed, jsonb_build_object('more', v_changed >= batch));
+  perform pgmem._job_end(v_run, v_examined, v_changed, jsonb_build_object('more', mode <> 'aggressive' and v_changed >= batch));
 end $$;
 comment on function pgmem.prune(text, boolean, integer, text, float8, float8, timestamptz) is
-  'Engram pruning: gentle = expired; normal = expired or decayed importance < 0.01; aggressive = also the bottom 10% by decayed importance. Soft delete (state deleted, restorable); dry_run lists what it would prune.';
+  'Engram pruning: gentle = expired; normal = expired or decayed importance < 0.01; aggressive = also the bottom floor(n × 10%) by decayed importance, per tenant (in one call: batch applies to gentle/normal). Soft delete (state deleted, restorable); dry_run lists what it would prune.';
 
 -- The only path that destroys memories: rows soft-deleted longer than older_than.
 create or replace function pgmem.purge(older_than interval default '30 days', dry_run boolean default false,
@@ -357,7 +389,9 @@ begin
     if not dry_run then
       update pgmem.memories m set merged_into = null where m.merged_into = r.id;
       perform pgmem._set_op('purge', jsonb_build_object('job_run_id', v_run, 'older_than', older_than::text));
-      delete from pgmem.memories m where m.id = r.id;
+      delete from pgmem.memories m where m.id = r.id and m.state = 'deleted'
+         and coalesce(m.state_changed_at, m.updated_at) < now() - older_than;
+      if not found then continue; end if;  -- restored meanwhile
       v_changed := v_changed + 1;
     end if;
     return next;
@@ -418,7 +452,8 @@ begin
     memory_id := r.id; age_days := r.age; last_accessed_at := r.la; best_recent_score := r.best; applied := not dry_run;
     if not dry_run then
       perform pgmem._set_op('archive', jsonb_build_object('job', 'archive', 'retention', retention::text, 'job_run_id', v_run));
-      update pgmem.memories m set state = 'archived' where m.id = r.id;
+      update pgmem.memories m set state = 'archived' where m.id = r.id and m.state = 'active';
+      if not found then continue; end if;
       v_changed := v_changed + 1;
     end if;
     return next;

@@ -1,0 +1,381 @@
+"""Lifecycle jobs under concurrency: nothing is lost.
+
+The workload: four writer threads store 2,000 memories through pgmem.remember (500 random base
+vectors, each written four times with a little noise by four different writers at about the
+same moment; some copies have exactly the same text, some nearly the same words; some memories
+are touched in the transaction that stores them), while two job threads keep calling
+merge_duplicates(batch => 200) and prune('aggressive') until the writers are done; then merge
+runs to completion. Afterwards every memory remember() reported is accounted for.
+
+The row-lock races the workload runs into are also reproduced one by one, deterministically:
+a third connection holds a row lock so that two operations interleave in a known order.
+"""
+from __future__ import annotations
+
+import math
+import random
+import threading
+import time
+import uuid
+from collections import Counter, defaultdict
+
+import numpy as np
+import psycopg
+import pytest
+from psycopg.rows import dict_row
+
+from conftest import TEMPLATE, _janitor, connect
+
+DIM = 384
+N_BASE = 500
+COPIES = 4
+WRITERS = 4
+NOISE = 0.0165  # per component: cosine ~0.95 to the base vector, ~0.90 between two copies
+
+WORDS = ("amber basil cedar delta ember fjord garnet harbor indigo juniper kestrel lagoon marble nectar "
+         "onyx pepper quartz raven saffron tundra umber velvet willow yarrow zephyr acorn bramble cobalt "
+         "dune eagle fern glacier hazel iris jasper kelp lotus meadow nutmeg orchid pebble quill reed "
+         "sorrel thistle upland violet walnut yew zinnia").split()
+
+
+# ---------------------------------------------------------------------------- the workload
+def _items(seed: int = 20261122) -> dict[int, list]:
+    """writer -> [(base, copy, text, vector)]; copy k of base i goes to writer (i + k) % 4, so the
+    four copies of a base are written by four writers at about the same moment."""
+    rng = np.random.default_rng(seed)
+    rnd = random.Random(seed)
+    base = rng.standard_normal((N_BASE, DIM))
+    base /= np.linalg.norm(base, axis=1, keepdims=True)
+    per_writer: dict[int, list] = defaultdict(list)
+    for i in range(N_BASE):
+        words = rnd.sample(WORDS, 6)
+        for k in range(COPIES):
+            v = base[i] + rng.standard_normal(DIM) * NOISE
+            v = (v / np.linalg.norm(v)).astype(np.float32)
+            if i % 10 == 0:    # exactly the same text: the later copies are 'duplicate'
+                text = f"Exact duplicate note {i}: " + " ".join(words)
+            elif i % 10 == 5:  # nearly the same words and meaning: low surprise, mostly 'rejected'
+                text = f"Near copy note {i}: " + " ".join(words) + ("" if k == 0 else f" v{k}")
+            else:              # the same meaning (vector) in other words: stored, a merge candidate
+                text = f"Note {i} copy {k}: " + " ".join(rnd.sample(WORDS, 8))
+            per_writer[(i + k) % WRITERS].append((i, k, text, v))
+    return per_writer
+
+
+def _run_workload(dsn: str) -> dict:
+    per_writer = _items()
+    assert sum(len(v) for v in per_writer.values()) == N_BASE * COPIES
+    errors: list[tuple[str, BaseException]] = []
+    results: list[dict] = []        # one per remember() call
+    touched: dict[int, int] = {}    # stored memory id -> touches made in the transaction that stored it
+    lock = threading.Lock()
+    writers_done = threading.Event()
+    job_stats: Counter = Counter()
+
+    def writer(w: int) -> None:
+        with connect(dsn, tenant="acme") as c:
+            for n, (i, k, text, v) in enumerate(per_writer[w]):
+                try:
+                    with c.transaction():
+                        r = c.cursor(row_factory=dict_row).execute(
+                            "select * from pgmem.remember(%s, embedding => %s::vector, category => 'fact')",
+                            (text, v)).fetchone()
+                        t = 0
+                        if r["decision"] == "stored" and (i + k) % 3 == 0:
+                            for _ in range(1 + (i + k) % 4):
+                                t += c.execute("select pgmem.touch(%s::bigint[])", ([r["memory_id"]],)).fetchone()[0]
+                except Exception as e:  # noqa: BLE001 - every error is a finding
+                    with lock:
+                        errors.append((f"writer {w} item {n}", e))
+                    continue
+                with lock:
+                    results.append({"writer": w, "base": i, "copy": k, **r})
+                    if r["decision"] == "stored":
+                        touched[r["memory_id"]] = t
+
+    def jobs(j: int) -> None:
+        with connect(dsn, tenant="acme") as c:
+            while not writers_done.is_set():
+                for what, sql in (("merge", "select * from pgmem.merge_duplicates(batch => 200)"),
+                                  ("prune", "select * from pgmem.prune('aggressive')")):
+                    try:
+                        n = len(c.execute(sql).fetchall())
+                        with lock:
+                            job_stats[f"{what} calls"] += 1
+                            job_stats[f"{what} rows"] += n
+                    except Exception as e:  # noqa: BLE001
+                        with lock:
+                            errors.append((f"job thread {j} {what}", e))
+                time.sleep(0.3)
+
+    def guarded(fn, *a):
+        try:
+            fn(*a)
+        except Exception as e:  # noqa: BLE001
+            with lock:
+                errors.append((f"{fn.__name__}{a}", e))
+
+    t0 = time.monotonic()
+    writers = [threading.Thread(target=guarded, args=(writer, w)) for w in range(WRITERS)]
+    job_threads = [threading.Thread(target=guarded, args=(jobs, j)) for j in range(2)]
+    for t in job_threads + writers:
+        t.start()
+    for t in writers:
+        t.join(900)
+    writers_done.set()
+    for t in job_threads:
+        t.join(300)
+    assert not any(t.is_alive() for t in writers + job_threads), "a thread hangs"
+    t_concurrent = time.monotonic() - t0
+
+    with connect(dsn, tenant="acme") as c:
+        c.execute("CALL pgmem.run_job('merge')")  # to completion
+        elapsed = time.monotonic() - t0
+        cur = c.cursor(row_factory=dict_row)
+        mems = {r["id"]: r for r in cur.execute(
+            "select id, state, merged_into, merged_from, access_count from pgmem.memories")}
+        hist: dict[int, list] = defaultdict(list)
+        for h in cur.execute("select id, memory_id, op, before, after, details from pgmem.history order by id"):
+            hist[h["memory_id"]].append(h)
+        runs = Counter(f"{r[0]} {r[1]}" for r in c.execute("select job, status from pgmem.job_runs"))
+        leftover = c.execute("select count(*) from pgmem.merge_duplicates(dry_run => true, full_scan => true)").fetchone()[0]
+
+    decisions = Counter(r["decision"] for r in results)
+    states = Counter(m["state"] for m in mems.values())
+    deadlocks = [x for x in errors if isinstance(x[1], psycopg.errors.DeadlockDetected)]
+    print(f"\nremember(): {dict(decisions)}; {len(touched)} stored, {sum(1 for v in touched.values() if v)} touched "
+          f"{sum(touched.values())} times")
+    print(f"memories: {dict(states)}; job threads: {dict(job_stats)}; job_runs: {dict(runs)}")
+    print(f"errors: {len(errors)} ({len(deadlocks)} deadlocks); pairs a full-scan merge would still find: {leftover}")
+    print(f"elapsed: {t_concurrent:.1f}s writes with jobs, {elapsed:.1f}s with the final merge")
+    return dict(results=results, touched=touched, errors=errors, deadlocks=deadlocks, mems=mems, hist=hist,
+                decisions=decisions, states=states)
+
+
+@pytest.fixture(scope="module")
+def workload(cluster):
+    """The workload runs once, in its own database; the tests below check different properties."""
+    name = f"t_{uuid.uuid4().hex[:12]}"
+    j = _janitor(cluster, name, TEMPLATE)
+    j.init()
+    try:
+        yield _run_workload(cluster.dsn(name))
+    finally:
+        j.drop()
+
+
+def _root(mems: dict, mid: int) -> int:
+    seen = []
+    while mems[mid]["state"] == "merged":
+        assert mid not in seen, f"merge cycle {seen}"
+        seen.append(mid)
+        assert mems[mid]["merged_into"] is not None, f"merged memory {mid} points nowhere"
+        mid = mems[mid]["merged_into"]
+    return mid
+
+
+def _state_changes(hist: dict, mid: int) -> list[dict]:
+    return [h for h in hist[mid] if h["before"] and h["after"] and h["before"]["state"] != h["after"]["state"]]
+
+
+def test_concurrent_writes_merges_and_prunes_lose_nothing(workload):
+    w = workload
+    results, mems, hist, decisions, states = w["results"], w["mems"], w["hist"], w["decisions"], w["states"]
+    # errors other than deadlocks (those are test_jobs_run_alongside_each_other_cleanly's)
+    others = [x for x in w["errors"] if not isinstance(x[1], psycopg.errors.DeadlockDetected)]
+    assert not others, others[:5]
+    assert len(results) + sum(1 for x in w["deadlocks"] if x[0].startswith("writer")) == N_BASE * COPIES
+    assert set(decisions) <= {"stored", "duplicate", "rejected"}
+    assert decisions["stored"] and decisions["duplicate"] and decisions["rejected"]
+
+    stored = [r["memory_id"] for r in results if r["decision"] == "stored"]
+    # every stored memory has a row, no id twice, no row that no call stored
+    assert len(stored) == len(set(stored))
+    assert set(stored) == set(mems)
+    for r in results:
+        if r["decision"] == "duplicate":
+            assert r["memory_id"] in mems, r
+        elif r["decision"] == "rejected":
+            assert r["memory_id"] is None, r
+
+    merged_into_pruned = 0
+    for mid in stored:
+        m = mems[mid]
+        assert m["state"] in ("active", "merged", "deleted"), m
+        root = _root(mems, mid)  # merge chains end, without cycles ...
+        assert mems[root]["state"] in ("active", "deleted")  # ... at an active survivor (or one pruned since)
+        if m["state"] == "merged":
+            assert m["merged_into"] == root, "merged memories point straight at their survivor"
+            assert mid in mems[root]["merged_from"]
+            assert _state_changes(hist, mid)[-1]["op"] == "merge"
+            merged_into_pruned += mems[root]["state"] == "deleted"
+        elif m["state"] == "deleted":
+            last = _state_changes(hist, mid)[-1]
+            assert last["op"] == "delete" and last["details"]["reason"] in ("bottom", "decayed", "expired"), hist[mid]
+    print(f"stored {decisions['stored']}, duplicate {decisions['duplicate']}, rejected {decisions['rejected']}; "
+          f"merged {states['merged']} ({merged_into_pruned} into a survivor pruned later), pruned {states['deleted']}, "
+          f"active {states['active']}")
+    assert states["merged"] > 0 and states["deleted"] > 0 and states["active"] > 0
+
+
+def test_jobs_run_alongside_each_other_cleanly(workload):
+    w = workload
+    mems, hist, touched = w["mems"], w["hist"], w["touched"]
+    problems = Counter()
+    problems["deadlocks"] = len(w["deadlocks"])
+    for mid, hs in hist.items():
+        for h in hs:
+            if h["op"] == "merge" and h["before"]["state"] not in ("active", "merged"):
+                problems[f"merge took a {h['before']['state']} memory ({h['details'].get('role')})"] += 1
+            if h["op"] in ("delete", "archive") and h["before"] and h["before"]["state"] == "merged":
+                problems[f"{h['op']} of a merged memory"] += 1
+    # access counts: a survivor holds its own touches plus those of everything merged into it;
+    # merged memories keep their own count and are not counted again
+    tree = defaultdict(list)
+    for mid in mems:
+        tree[_root(mems, mid)].append(mid)
+    problems["survivors with a wrong access count"] = sum(
+        1 for r, members in tree.items() if mems[r]["access_count"] != sum(touched[m] for m in members))
+    total = sum(m["access_count"] for m in mems.values() if m["state"] != "merged")
+    problems["access counts counted twice"] = total - sum(touched.values())
+    print(f"\nproblems: {dict(problems)}")
+    assert not +problems, dict(problems)
+
+
+# ---------------------------------------------------------------------------- the races, one by one
+DEADLOCK_TIMEOUT_S = 10
+
+
+def e(i: int) -> np.ndarray:
+    v = np.zeros(DIM, dtype=np.float32)
+    v[i] = 1.0
+    return v
+
+
+def at_cos(i: int, j: int, c: float) -> np.ndarray:
+    v = np.zeros(DIM, dtype=np.float32)
+    v[i] = c
+    v[j] = math.sqrt(1.0 - c * c)
+    return v
+
+
+def remember(conn, content: str, embedding, importance: float, created_at=None) -> int:
+    r = conn.cursor(row_factory=dict_row).execute(
+        "select * from pgmem.remember(%s, embedding => %s::vector, importance => %s, category => 'fact', "
+        "created_at => %s::timestamptz, force => true)", (content, embedding, importance, created_at)).fetchone()
+    assert r["decision"] == "stored"
+    return r["memory_id"]
+
+
+def state(conn, mid: int) -> dict | None:
+    return conn.cursor(row_factory=dict_row).execute("select * from pgmem.memories where id = %s", (mid,)).fetchone()
+
+
+class Background:
+    """Runs one SQL statement in its own connection and thread; waits until it blocks on a lock."""
+
+    def __init__(self, dsn: str, sql: str, params=()):
+        self.conn = connect(dsn)
+        self.pid = self.conn.info.backend_pid
+        self.result = None
+        self.error: BaseException | None = None
+        self.thread = threading.Thread(target=self._run, args=(sql, params))
+        self.thread.start()
+
+    def _run(self, sql, params):
+        try:
+            self.result = self.conn.execute(sql, params).fetchall()
+        except BaseException as e:  # noqa: BLE001
+            self.error = e
+
+    def wait_blocked(self, observer) -> None:
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            w = observer.execute("select wait_event_type from pg_stat_activity where pid = %s", (self.pid,)).fetchone()
+            if w and w[0] == "Lock":
+                return
+            if not self.thread.is_alive():
+                raise AssertionError(f"finished without blocking: {self.error or self.result}")
+            time.sleep(0.02)
+        raise AssertionError("did not block on a lock")
+
+    def join(self):
+        self.thread.join(DEADLOCK_TIMEOUT_S + 20)
+        assert not self.thread.is_alive()
+        self.conn.close()
+        return self
+
+
+def test_merge_and_prune_do_not_deadlock(dsn):
+    with connect(dsn) as c:
+        lo = remember(c, "Deploy window is Tuesday morning", e(0), 0.3)          # merged into hi, pruned first
+        mid = remember(c, "Unrelated memory pruned in between", e(5), 0.4)
+        hi = remember(c, "Deploys happen on Tuesday mornings", at_cos(0, 1, 0.9), 0.5)  # survivor, pruned last
+        with connect(dsn, autocommit=False) as holder:
+            holder.execute("select 1 from pgmem.memories where id = %s for update", (mid,))
+            prune = Background(dsn, "select * from pgmem.prune('normal', min_importance => 0.99)")
+            prune.wait_blocked(c)          # prune has deleted lo and waits for mid
+            merge = Background(dsn, "select * from pgmem.merge_duplicates()")
+            merge.wait_blocked(c)          # merge has locked hi and waits for lo
+            holder.commit()                # prune goes on to hi
+        prune.join(), merge.join()
+    errors = [x.error for x in (prune, merge) if x.error]
+    assert not errors, errors
+    with connect(dsn) as c:  # whichever went first, all three end up pruned or merged-then-pruned
+        assert {state(c, i)["state"] for i in (lo, mid, hi)} <= {"deleted", "merged"}
+
+
+@pytest.mark.parametrize("side", ["loser", "survivor"])
+def test_merge_does_not_merge_a_memory_deleted_meanwhile(dsn, side):
+    with connect(dsn) as c:
+        lo = remember(c, "Deploy window is Tuesday morning", e(0), 0.4)
+        hi = remember(c, "Deploys happen on Tuesday mornings", at_cos(0, 1, 0.90), 0.7)
+        victim, other = (lo, hi) if side == "loser" else (hi, lo)
+        with connect(dsn, autocommit=False) as tx:
+            tx.execute("select pgmem.forget(%s, 'deleted while merge runs')", (victim,))
+            merge = Background(dsn, "select * from pgmem.merge_duplicates()")
+            merge.wait_blocked(c)
+            tx.commit()
+        merge.join()
+        assert merge.error is None
+        assert state(c, victim)["state"] == "deleted"
+        assert state(c, other)["state"] == "active" and state(c, other)["merged_into"] is None
+
+
+@pytest.mark.parametrize("job", ["prune", "archive"])
+def test_prune_and_archive_leave_a_memory_merged_meanwhile_alone(dsn, job):
+    with connect(dsn) as c:
+        old = c.execute("select now() - interval '200 days'").fetchone()[0] if job == "archive" else None
+        lo = remember(c, "Deploy window is Tuesday morning", e(0), 0.3, created_at=old)
+        hi = remember(c, "Deploys happen on Tuesday mornings", at_cos(0, 1, 0.90), 0.9, created_at=old)
+        touches = 0
+        if job == "prune":  # (a recent access would keep it from being archived)
+            touches = c.execute("select pgmem.touch(%s::bigint[])", ([lo],)).fetchone()[0]
+        with connect(dsn, autocommit=False) as tx:
+            assert len(tx.execute("select * from pgmem.merge_duplicates()").fetchall()) == 1
+            sql = ("select * from pgmem.prune('normal', min_importance => 0.5)" if job == "prune"
+                   else "select * from pgmem.archive_stale()")
+            bg = Background(dsn, sql)
+            bg.wait_blocked(c)
+            tx.commit()
+        bg.join()
+        assert bg.error is None
+        m = state(c, lo)
+        assert (m["state"], m["merged_into"]) == ("merged", hi)
+        assert state(c, hi)["access_count"] == touches
+
+
+def test_purge_does_not_destroy_a_memory_restored_meanwhile(dsn):
+    with connect(dsn) as c:
+        m = remember(c, "A memory deleted by mistake", e(0), 0.5)
+        c.execute("select pgmem.forget(%s)", (m,))
+        time.sleep(1.2)
+        with connect(dsn, autocommit=False) as tx:
+            tx.execute("select pgmem.restore(%s, 'it was a mistake')", (m,))
+            purge = Background(dsn, "select * from pgmem.purge(older_than => '1 second')")
+            purge.wait_blocked(c)
+            tx.commit()
+        purge.join()
+        assert purge.error is None
+        row = state(c, m)
+        assert row is not None and row["state"] == "active"
