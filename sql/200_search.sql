@@ -44,7 +44,9 @@ comment on function pgmem.query_tsquery(text) is
 
 create or replace function pgmem.query_terms(p_text text) returns tsquery[]
   language sql immutable parallel safe
-  return array(select distinct lex::tsquery from unnest(tsvector_to_array(to_tsvector('english', coalesce(p_text, '')))) lex
+  -- each lexeme quoted: a URL's ':' or '/' must not be read as tsquery syntax
+  return array(select distinct ('''' || replace(replace(lex, '\', '\\'), '''', '''''') || '''')::tsquery
+                 from unnest(tsvector_to_array(to_tsvector('english', coalesce(p_text, '')))) lex
                 where lex <> '' order by 1);
 comment on function pgmem.query_terms(text) is
   'The distinct English lexemes of a text, one single-term tsquery each: the lexical signal is the share of them a memory contains.';
@@ -62,10 +64,18 @@ begin
     perform pgmem._bad_input(format('unknown profile "%s": known profiles for %s are %s', p_name, p_method,
       coalesce((select string_agg(distinct name, ', ' order by name) from pgmem.profiles
                  where method = p_method and tenant in (coalesce(pgmem.current_tenant(), '*'), '*')), 'none')),
-      'add one with: insert into pgmem.profiles (tenant, name, method, weights) values (...)');
+      'add one with: insert into pgmem.profiles (tenant, name, method, weights, params) values (...); params not given are taken from the built-in profile of the method');
   end if;
   if p.method <> p_method then
     perform pgmem._bad_input(format('profile "%s" is a %s profile, not a %s profile', p_name, p.method, p_method));
+  end if;
+  if not p.builtin then
+    -- a custom profile inherits the parameters (half-lives, thresholds) of its method's
+    -- built-in profile, overriding only those it sets
+    p.params := coalesce((select b.params from pgmem.profiles b
+                           where b.tenant = '*' and b.builtin and b.method = p_method
+                             and b.name = case p_method when 'search' then 'jam' when 'activate' then 'shadow'
+                                                        when 'recall' then 'engram' end), '{}') || p.params;
   end if;
   return p;
 end $$;
@@ -98,10 +108,11 @@ begin
   if abs(total - 1) > 0.000001 then
     perform pgmem._bad_input(format('weights must sum to 1, they sum to %s: %s', round(total, 6), weights::text));
   end if;
-  return weights;
+  -- every known signal present: those left out weigh 0
+  return (select jsonb_object_agg(kn, coalesce(weights->kn, '0'::jsonb)) from unnest(known) kn);
 end $$;
 comment on function pgmem.check_weights(jsonb, text[]) is
-  'Validates a weights object (known keys, numbers, non-negative, sum 1) and returns it; raises a clear error otherwise.';
+  'Validates a weights object (known keys, numbers, non-negative, sum 1) and returns it with every known signal (those left out weigh 0); raises a clear error otherwise.';
 
 -- Zero the weights of signals the query cannot have, and rescale the rest to sum to 1.
 create or replace function pgmem._effective_weights(p_weights jsonb, p_missing text[]) returns jsonb

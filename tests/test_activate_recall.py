@@ -274,9 +274,6 @@ def test_activate_text_only_and_custom_weights(conn, act):
     assert rows[0]["id"] == act["b"] and rows[0]["score"] == pytest.approx(1.0)
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: activate() multiplies by ($10->>'metadata')::float8 etc. without "
-                   "coalesce, so weights that leave a signal out (accepted by check_weights) give NULL scores and "
-                   "NULL activated")
 def test_activate_weights_may_leave_signals_out(conn, act):
     rows = activate(conn, weights={"summary": 1.0})
     by = {r["id"]: r for r in rows}
@@ -388,8 +385,6 @@ def test_recall_explicit_weights(conn, rec):
     assert [r["score"] for r in rows] == pytest.approx([1.0, 1 - 10 / 90, 0.5, 0.0])
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: recall() multiplies by ($8->>'relevance')::float8 etc. without "
-                   "coalesce, so weights that leave a signal out (accepted by check_weights) make every score NULL")
 def test_recall_weights_may_leave_signals_out(conn, rec):
     rows = call(conn, "recall", query_text=R_TEXT, query_embedding=R_VEC, as_of=T, weights={"recency": 1.0})
     assert [r["id"] for r in rows] == [rec["r2"], rec["r1"], rec["r4"], rec["r3"]]
@@ -476,9 +471,6 @@ def test_engram_full_ranking_example(conn):
     assert rows[0]["decayed_importance"] == pytest.approx(0.85 * 2 ** (-age_a / 30), abs=1e-6)
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: a custom recall profile inserted without params (as the 'unknown "
-                   "profile' hint suggests) makes half_life_days NULL, so decayed_importance and every score are "
-                   "NULL (and NULL scores sort first)")
 def test_recall_custom_profile_without_params(conn, rec):
     conn.execute("insert into pgmem.profiles (tenant, name, method, weights) values ('acme', 'bare', 'recall', %s)",
                  (Jsonb(ENGRAM),))
