@@ -56,6 +56,7 @@ create or replace function pgmem._setting_bool(p_key text) returns boolean
 -- ------------------------------------------------------------------ errors
 create or replace function pgmem._bad_input(p_message text, p_hint text default null) returns void
   language plpgsql immutable parallel safe
+  set search_path = pgmem, public, pg_temp
 as $$
 begin
   if p_hint is null then
@@ -155,6 +156,7 @@ comment on function pgmem._check_category(text) is 'The Engram importance weight
 
 create or replace function pgmem._check_unit(p_value float8, p_name text) returns float8
   language plpgsql immutable parallel safe
+  set search_path = pgmem, public, pg_temp
 as $$
 begin
   if p_value is not null and (p_value <> p_value or p_value < 0 or p_value > 1) then
@@ -165,6 +167,7 @@ end $$;
 
 create or replace function pgmem._check_time(p_value timestamptz, p_name text, p_allow_future boolean default false) returns timestamptz
   language plpgsql stable parallel safe
+  set search_path = pgmem, public, pg_temp
 as $$
 begin
   if p_value is null then return null; end if;

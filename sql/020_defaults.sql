@@ -8,10 +8,11 @@ insert into pgmem.settings (tenant, key, value, description) values
   -- engram.md, Combine scores (step 5)
   ('*', 'surprise_weights', '{"semantic": 0.6, "keyword": 0.3, "rarity": 0.1}', 'surprise with an embedding'),
   ('*', 'surprise_weights_no_embedding', '{"keyword": 0.8, "rarity": 0.2}', 'surprise without an embedding'),
-  ('*', 'surprise_lexical_pool', '20', 'keyword novelty compares with the 10 semantic neighbours and at most this many memories sharing a lexeme'),
+  ('*', 'surprise_lexical_pool', '20', 'keyword novelty compares with the 10 semantic neighbours, at most this many memories containing all the candidate''s lexemes, and this many most recent memories of the scope'),
   ('*', 'rarity_count_cap', '1024', 'category rarity counts at most this many memories (1/log2(2+n) barely moves past it)'),
   -- fragment-reconstructive-memory.md, Salience Formula
   ('*', 'salience_weights', '{"emotion": 0.35, "novelty": 0.30, "goal": 0.25, "depth": 0.10}', 'Fragment salience weights'),
+  ('*', 'max_content_bytes', '262144', 'largest content a memory may have (bytes); PostgreSQL''s tsvector caps at 1 MB of lexemes'),
   ('*', 'enforce_tenants', 'false', 'when true, a tenant must be registered in pgmem.tenants before it can write'),
   ('*', 'hnsw_ef_search', '100', 'hnsw.ef_search used by pgmem''s index scans'),
   ('*', 'candidate_pool', '200', 'search(): candidates taken from each index (HNSW, lexical) before fusion')

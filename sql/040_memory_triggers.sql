@@ -38,6 +38,11 @@ begin
   if new.content is null or new.content !~ '\S' then
     perform pgmem._bad_input('content is empty: a memory needs some text', 'pass the event text as content');
   end if;
+  if octet_length(new.content) > pgmem._setting_num('max_content_bytes', 262144) then
+    perform pgmem._bad_input(format('content is %s bytes, more than max_content_bytes (%s)', octet_length(new.content),
+                                    pgmem._setting_num('max_content_bytes', 262144)::bigint),
+      'store a summary and keep the full text elsewhere (metadata can hold a reference), or raise max_content_bytes in pgmem.settings');
+  end if;
   if tg_op = 'INSERT' or new.category is distinct from old.category then
     perform pgmem._check_category(new.category);
   end if;

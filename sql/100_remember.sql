@@ -34,6 +34,11 @@ declare
   v_count int;
   v_any boolean;
   v_query tsquery;
+  v_ids bigint[];
+  v_contents text[];
+  v_dist float8;
+  v_kw_id bigint;
+  v_kw_best float8;
 begin
   -- 1. exact duplicate (fast path): case- and whitespace-insensitive content hash
   select m.id into duplicate_id from pgmem.memories m
@@ -52,17 +57,16 @@ begin
 
   -- 2. semantic novelty = 1 - max cosine similarity (first memory: 1.0). One HNSW query
   --    gives the nearest neighbour and the 10 semantic candidates for keyword novelty.
-  create temp table if not exists _pgmem_neigh (id bigint, content text, sim float8, rk int) on commit drop;
-  truncate _pgmem_neigh;
   if embedding is not null and v_any then
     perform set_config('hnsw.ef_search', greatest(40, pgmem._setting_num('hnsw_ef_search', 100)::int)::text, true);
-    insert into _pgmem_neigh
-    select m.id, m.content, 1 - (m.embedding <=> embedding), row_number() over ()
-      from (select m.id, m.content, m.embedding from pgmem.memories m
+    select array_agg(n.id order by n.d, n.id), array_agg(n.content order by n.d, n.id), min(n.d)
+      into v_ids, v_contents, v_dist
+      from (select m.id, m.content, m.embedding <=> embedding as d from pgmem.memories m
              where m.tenant = v_tenant and coalesce(m.user_id, '') = v_scope and m.state = 'active'
                and m.embedding is not null and m.id is distinct from exclude_id
-             order by m.embedding <=> embedding limit 10) m;
-    select n.id, n.sim into nearest_id, nearest_similarity from _pgmem_neigh n order by n.sim desc, n.id limit 1;
+             order by m.embedding <=> embedding limit 10) n;
+    nearest_id := v_ids[1];
+    nearest_similarity := 1 - v_dist;
     semantic_novelty := case when nearest_id is null then 1.0
                              else 1.0 - greatest(0.0, least(1.0, nearest_similarity)) end;
   elsif embedding is not null then
@@ -70,22 +74,32 @@ begin
   end if;
 
   -- 3. keyword novelty = 1 - max Jaccard (first memory: 1.0). Engram takes the max over all
-  --    memories; pgmem over the 10 semantic neighbours and at most surprise_lexical_pool
-  --    memories sharing a lexeme (GIN): the memories with the highest Jaccard are among them.
+  --    memories; pgmem over bounded, index-driven candidates that hold the high-Jaccard ones:
+  --    the 10 semantic neighbours, up to surprise_lexical_pool memories containing every
+  --    lexeme of the candidate (GIN, AND query: a repeat or near-repeat), and the scope's
+  --    surprise_lexical_pool most recent memories. (An OR query would make GIN visit nearly
+  --    every row: O(n) per write.)
   if v_any then
-    v_query := nullif(replace(plainto_tsquery('english', content)::text, ' & ', ' | '), '')::tsquery;
-    insert into _pgmem_neigh
-    select m.id, m.content, null, null from pgmem.memories m
-     where v_query is not null and m.tsv @@ v_query and m.tenant = v_tenant
-       and coalesce(m.user_id, '') = v_scope and m.state = 'active' and m.id is distinct from exclude_id
-     limit v_pool;
-    select coalesce(max(pgmem.jaccard(v_tokens, pgmem.tokens(c.content))), 0) into v_kw_sim
-      from (select distinct on (n.id) n.content from _pgmem_neigh n) c;
-    keyword_novelty := 1.0 - v_kw_sim;
+    v_query := plainto_tsquery('english', content);
+    select max(x.j), (array_agg(x.id order by x.j desc, x.id))[1], (array_agg(x.j order by x.j desc, x.id))[1]
+      into v_kw_sim, v_kw_id, v_kw_best
+      from (select c.id, pgmem.jaccard(v_tokens, pgmem.tokens(c.content)) as j
+              from (select u.id, u.content from unnest(coalesce(v_ids, '{}'), coalesce(v_contents, '{}')) u(id, content)
+                    union
+                    (select m.id, m.content from pgmem.memories m
+                      where numnode(v_query) > 0 and m.tsv @@ v_query and m.tenant = v_tenant
+                        and coalesce(m.user_id, '') = v_scope and m.state = 'active' and m.id is distinct from exclude_id
+                      limit v_pool)
+                    union
+                    (select m.id, m.content from pgmem.memories m
+                      where m.tenant = v_tenant and coalesce(m.user_id, '') = v_scope and m.state = 'active'
+                        and m.id is distinct from exclude_id
+                      order by m.created_at desc limit v_pool)) c) x;
+    keyword_novelty := 1.0 - coalesce(v_kw_sim, 0);
     if nearest_id is null then
       -- without an embedding, the nearest memory is the best keyword match
-      select n.id, pgmem.jaccard(v_tokens, pgmem.tokens(n.content)) into nearest_id, nearest_similarity
-        from _pgmem_neigh n order by 2 desc, n.id limit 1;
+      nearest_id := v_kw_id;
+      nearest_similarity := v_kw_best;
     end if;
   else
     keyword_novelty := 1.0;
@@ -175,6 +189,11 @@ begin
   -- validation with messages for people (the triggers check again for plain INSERTs)
   if content is null or content !~ '\S' then
     perform pgmem._bad_input('content is empty: a memory needs some text', 'pass the event text as content');
+  end if;
+  if octet_length(content) > pgmem._setting_num('max_content_bytes', 262144) then
+    perform pgmem._bad_input(format('content is %s bytes, more than max_content_bytes (%s)', octet_length(content),
+                                    pgmem._setting_num('max_content_bytes', 262144)::bigint),
+      'store a summary and keep the full text elsewhere (metadata can hold a reference), or raise max_content_bytes in pgmem.settings');
   end if;
   embedding := pgmem._check_embedding(embedding);
   v_weight := pgmem._check_category(category);

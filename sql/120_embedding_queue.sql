@@ -19,6 +19,7 @@ returns table (memory_id bigint, tenant text, content text, who text, what text,
   language plpgsql volatile
   set search_path = pgmem, public, pg_temp
 as $$
+declare v_tenant text;
 begin
   if batch is null or batch < 1 or batch > 10000 then
     perform pgmem._bad_input(format('batch must be between 1 and 10000, got %s', batch));
@@ -26,11 +27,13 @@ begin
   if all_tenants and not pgmem._is_admin() then
     raise exception 'claim_embeddings(all_tenants => true) needs the pgmem_admin role' using errcode = '42501';
   end if;
+  -- resolved here, not in the query: a cached generic plan would evaluate it even when all_tenants
+  v_tenant := case when all_tenants then null else pgmem._require_tenant() end;
   return query
   with q as (
     select e.memory_id from pgmem.embedding_queue e
      where e.not_before <= now()
-       and (all_tenants or e.tenant = pgmem._require_tenant())
+       and (v_tenant is null or e.tenant = v_tenant)
      order by e.queued_at, e.memory_id
      limit batch
      for update skip locked)

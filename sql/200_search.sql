@@ -83,6 +83,7 @@ end $$;
 -- Weights: a JSON object of known signal names to non-negative numbers summing to 1.
 create or replace function pgmem.check_weights(weights jsonb, known text[]) returns jsonb
   language plpgsql immutable
+  set search_path = pgmem, public, pg_temp
 as $$
 declare
   k text;
@@ -117,6 +118,7 @@ comment on function pgmem.check_weights(jsonb, text[]) is
 -- Zero the weights of signals the query cannot have, and rescale the rest to sum to 1.
 create or replace function pgmem._effective_weights(p_weights jsonb, p_missing text[]) returns jsonb
   language plpgsql immutable
+  set search_path = pgmem, public, pg_temp
 as $$
 declare
   total float8;
@@ -139,6 +141,7 @@ end $$;
 -- the filters parameter ($1): nothing from the caller is ever pasted into the SQL text.
 create or replace function pgmem._filter_sql(p_filters jsonb) returns text
   language plpgsql immutable
+  set search_path = pgmem, public, pg_temp
 as $$
 declare
   k text;
@@ -165,7 +168,11 @@ begin
       if jsonb_typeof(v) <> 'string' then
         perform pgmem._bad_input(format('filter "%s" must be a timestamp string, got %s', k, v));
       end if;
-      perform (v->>0)::timestamptz;  -- reject a malformed timestamp now, with its own message
+      begin
+        perform (v #>> '{}')::timestamptz;
+      exception when others then
+        perform pgmem._bad_input(format('filter "%s" is not a timestamp: %s', k, v #>> '{}'));
+      end;
       parts := parts || format('m.created_at %s ($1->>%L)::timestamptz', case when k = 'created_after' then '>=' else '<' end, k);
     elsif k = 'metadata' then
       if jsonb_typeof(v) <> 'object' then

@@ -599,7 +599,10 @@ declare
   k text;
   v jsonb;
   v_prev_tenant text := current_setting('pgmem.tenant', true);
+  v_prev_path text := current_setting('search_path');
 begin
+  -- a procedure that commits cannot pin search_path with SET: it sets it for its run instead
+  perform set_config('search_path', 'pgmem, public, pg_temp', false);
   -- {"tenant": "*"}: every tenant (what pg_cron runs), whatever the session's default tenant
   if params->>'tenant' = '*' then
     perform set_config('pgmem.tenant', '', false);
@@ -616,7 +619,7 @@ begin
   end if;
   -- named arguments from the params object: names as identifiers, values as literals
   for k, v in select * from jsonb_each(params) loop
-    if not exists (select 1 from pg_proc p join pg_namespace n on n.oid = p.pronamespace
+    if not exists (select 1 from pg_catalog.pg_proc p join pg_catalog.pg_namespace n on n.oid = p.pronamespace
                     where n.nspname = 'pgmem' and p.proname = v_fn and k = any(p.proargnames)) then
       perform pgmem._bad_input(format('job %s has no parameter "%s"', job, k));
     end if;
@@ -627,6 +630,7 @@ begin
     insert into pgmem.job_runs (tenant, job, params, status, finished_at, error)
     values (v_tenant, job, params, 'skipped', clock_timestamp(), 'skipped: already running');
     commit;
+    perform set_config('search_path', v_prev_path, false);
     return;
   end if;
   loop
@@ -646,6 +650,7 @@ begin
       commit;
       perform pg_advisory_unlock(v_key);
       perform set_config('pgmem.tenant', coalesce(v_prev_tenant, ''), false);
+      perform set_config('search_path', v_prev_path, false);
       raise warning 'pgmem job % failed: %', job, v_err;
       return;
     end if;
@@ -654,6 +659,7 @@ begin
   end loop;
   perform pg_advisory_unlock(v_key);
   perform set_config('pgmem.tenant', coalesce(v_prev_tenant, ''), false);
+  perform set_config('search_path', v_prev_path, false);
 end $$;
 comment on procedure pgmem.run_job(text, jsonb, integer) is
   'Runs a job (merge, prune, archive, tune, purge) to completion in batches, committing between them (short transactions); params are the job function''s named arguments. This is what pg_cron calls.';
@@ -671,6 +677,17 @@ select distinct on (r.job, r.tenant)
  where r.status <> 'skipped' and (r.tenant = pgmem.current_tenant() or pgmem._is_admin())
  order by r.job, r.tenant, r.id desc;
 comment on view pgmem.job_status is 'The latest run of each job (per tenant; NULL = all tenants): status, duration, counts, error, and failures in the last 7 days.';
+
+-- cron.database_name is readable by superusers (and pg_read_all_settings) only
+create or replace function pgmem._cron_database() returns text
+  language plpgsql stable
+  set search_path = pgmem, public, pg_temp
+as $$
+begin
+  return current_setting('cron.database_name', true);
+exception when insufficient_privilege then
+  return 'unknown to this role';
+end $$;
 
 create or replace function pgmem.job_schedule_commands(
   merge text default '0 * * * *', prune text default '15 3 * * *', archive text default '30 3 * * *',
@@ -698,7 +715,7 @@ declare r record;
 begin
   if to_regnamespace('cron') is null then
     raise exception 'pg_cron is not installed in database "%" (it lives in the database named by cron.database_name: "%")',
-      current_database(), coalesce(current_setting('cron.database_name', true), 'unset')
+      current_database(), coalesce(pgmem._cron_database(), 'unset')
       using errcode = '55000',
             hint = 'in that database run the commands of: select * from pgmem.job_schedule_commands() with cron.schedule_in_database(job_name, schedule, command, database_name); `pgmem jobs schedule` does it for you';
   end if;

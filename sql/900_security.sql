@@ -50,6 +50,10 @@ grant all on all sequences in schema pgmem to pgmem_admin;
 grant execute on all functions in schema pgmem to pgmem_admin;
 grant execute on all procedures in schema pgmem to pgmem_admin;
 
+-- py_modules holds code that PL/Python (untrusted) executes: only the owner (migrations) writes it
+revoke insert, update, delete, truncate on pgmem.py_modules from pgmem_admin;
+grant select on pgmem.py_modules to pgmem_app;
+
 -- app: the API. Functions run with the caller's rights (SECURITY INVOKER), so the app role
 -- needs the table rights the API uses; RLS keeps those rights inside its tenant.
 grant select, insert, update on pgmem.memories, pgmem.links, pgmem.embedding_queue to pgmem_app;

@@ -52,20 +52,18 @@ def cmd_remember(args) -> int:
 
 
 def read_jsonl(path: str, err=sys.stderr):
-    """Yield (line_number, event) for good lines; report bad ones with their line number."""
+    """Yield (line_number, event) for good lines; report bad ones with their line number.
+    Lines are decoded one by one, so an invalid UTF-8 byte costs only its own line."""
     bad = 0
-    with (sys.stdin if path == "-" else open(path, encoding="utf-8", errors="strict")) as f:
-        n = 0
-        while True:
-            n += 1
+    f = sys.stdin.buffer if path == "-" else open(path, "rb")
+    try:
+        for n, raw in enumerate(f, 1):
             try:
-                line = f.readline()
+                line = raw.decode("utf-8")
             except UnicodeDecodeError as e:
                 bad += 1
-                print(f"pgmem: {path}:{n}: skipped, not valid UTF-8 ({e.reason})", file=err)
+                print(f"pgmem: {path}:{n}: skipped, not valid UTF-8 ({e.reason} at byte {e.start})", file=err)
                 continue
-            if not line:
-                break
             if not line.strip():
                 continue
             try:
@@ -84,7 +82,10 @@ def read_jsonl(path: str, err=sys.stderr):
                 print(f"pgmem: {path}:{n}: skipped, no \"content\" text", file=err)
                 continue
             yield n, ev
-    read_jsonl.bad = bad
+    finally:
+        if f is not sys.stdin.buffer:
+            f.close()
+        read_jsonl.bad = bad
 
 
 def cmd_ingest(args) -> int:
