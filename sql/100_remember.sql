@@ -18,7 +18,7 @@ create or replace function pgmem.surprise(
   exclude_id bigint default null)
 returns table (surprise float8, semantic_novelty float8, keyword_novelty float8, rarity float8,
                nearest_id bigint, nearest_similarity float8, duplicate_id bigint)
-  language plpgsql volatile
+  language plpgsql volatile security definer
   set search_path = pgmem, public, pg_temp
   set hnsw.iterative_scan = strict_order
 as $$

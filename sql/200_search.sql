@@ -259,7 +259,7 @@ create or replace function pgmem._search(
   p_exact boolean, query_text text, query_embedding vector, k integer, actor text, location text,
   profile text, weights jsonb, filters jsonb, as_of timestamptz, candidates integer)
 returns setof pgmem.search_hit
-  language plpgsql volatile
+  language plpgsql volatile security definer
   set search_path = pgmem, public, pg_temp
 as $$
 declare

@@ -51,7 +51,7 @@ create or replace function pgmem._activate(
 returns table (id bigint, score float8, activated boolean, relevance_type text, confidence float8, threshold_used float8,
                embedding_sim float8, metadata_sim float8, summary_sim float8, temporal float8,
                memory_summary text, content text, who text, category text, created_at timestamptz)
-  language plpgsql stable
+  language plpgsql stable security definer
   set search_path = pgmem, public, pg_temp
 as $$
 #variable_conflict use_column

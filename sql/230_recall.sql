@@ -17,7 +17,7 @@ create or replace function pgmem.recall(
   profile text default 'engram')
 returns table (id bigint, score float8, relevance float8, decayed_importance float8, recency float8, access_frequency float8,
                content text, summary text, who text, category text, importance real, access_count integer, created_at timestamptz)
-  language plpgsql stable
+  language plpgsql stable security definer
   set search_path = pgmem, public, pg_temp
 as $$
 #variable_conflict use_column
