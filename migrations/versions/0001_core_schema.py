@@ -158,6 +158,7 @@ comment on table pgmem.memories is 'One row per memory: 5W1H fields, embedding, 
 create index memories_embedding_hnsw on pgmem.memories using hnsw (embedding vector_cosine_ops) with (m = 16, ef_construction = 64);
 create index memories_tsv_gin on pgmem.memories using gin (tsv);
 create index memories_user_time on pgmem.memories (tenant, user_id, created_at desc);
+create index memories_scope_recent on pgmem.memories (tenant, (coalesce(user_id, '')), created_at desc) where state = 'active';
 create index memories_session_time on pgmem.memories (tenant, session_id, created_at desc);
 create index memories_user_category on pgmem.memories (tenant, (coalesce(user_id, '')), category) where state = 'active';
 create index memories_state_time on pgmem.memories (tenant, state, created_at desc);
