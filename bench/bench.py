@@ -1,0 +1,1307 @@
+#!/usr/bin/env python
+"""pgmem benchmark: `make bench` (BENCH_N=100000 by default).
+
+One run, against its own cluster (.pgmem/bench, port 54340, one database per N):
+
+  1. data: N synthetic agent memories (bench/corpus.py: real MiniLM vectors of a cached
+     sentence pool, derived memories; see that file for how) loaded with binary COPY
+     into pgmem.memories; load strategies are measured on calibration chunks and the
+     fastest correct one loads the rest; secondary indexes are (re)built after the load.
+  2. read path, same queries, warm cache, one client: pgmem.search (fused, k=10), raw
+     pgvector HNSW kNN (the floor), pgmem.search_exact (the exhaustive reference), and the
+     naive JAM approach (flat exact index in the client + full-text matches + numpy fusion);
+     overlap@10 of search vs search_exact; 8 concurrent clients.
+  3. write path: remember_many through MemoryClient with precomputed embeddings, and with
+     CPU embedding (Embedder) end to end.
+  4. jobs: merge_duplicates (incremental from an empty cursor = the whole table), prune,
+     archive_stale; each in a transaction that is rolled back, so the data set stays as
+     loaded and `--keep` can reuse it.
+  5. peak memory (server: PSS and RSS of the postgres processes sampled from /proc; client:
+     ru_maxrss), machine load, and bench/results/<ts>-<N>.json, latest.json, a table, and
+     bench/results/latency_vs_n.png.
+
+`--tune` adds the parameter sweeps recorded in bench/README.md.
+"""
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import math
+import os
+import platform
+import re
+import resource
+import secrets
+import shutil
+import struct
+import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime, timezone
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(ROOT / "python"))
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+import numpy as np  # noqa: E402
+import psycopg  # noqa: E402
+from psycopg.adapt import Dumper  # noqa: E402
+from psycopg.pq import Format  # noqa: E402
+
+import corpus as C  # noqa: E402
+
+RESULTS = HERE / "results"
+TENANT = "bench"
+PORT = 54340
+SEED = 20240601
+T_START = time.perf_counter()
+
+
+def log(msg: str) -> None:
+    print(f"[{time.perf_counter() - T_START:7.1f}s] {msg}", file=sys.stderr, flush=True)
+
+
+# ----------------------------------------------------------------------------- sampling
+class Sampler(threading.Thread):
+    """Samples the server's memory (sum of PSS and of RSS over the postgres processes) and
+    the machine load every `period` seconds; keeps the peak overall and per phase."""
+
+    def __init__(self, period: float = 0.5):
+        super().__init__(daemon=True)
+        self.period = period
+        self.postmaster: int | None = None
+        self.phase = "setup"
+        self.peak_pss = self.peak_rss = 0
+        self.phase_peak: dict[str, int] = {}
+        self.load_max = 0.0
+        self.load_samples: list[float] = []
+        self._stop = threading.Event()
+
+    @staticmethod
+    def _children(ppid: int) -> list[int]:
+        out = []
+        for d in os.listdir("/proc"):
+            if not d.isdigit():
+                continue
+            try:
+                with open(f"/proc/{d}/stat") as f:
+                    parts = f.read().rsplit(")", 1)[1].split()
+                if int(parts[1]) == ppid:
+                    out.append(int(d))
+            except (OSError, IndexError, ValueError):
+                pass
+        return out
+
+    def sample(self) -> tuple[int, int]:
+        if not self.postmaster:
+            return 0, 0
+        pss = rss = 0
+        for pid in [self.postmaster, *self._children(self.postmaster)]:
+            try:
+                with open(f"/proc/{pid}/smaps_rollup") as f:
+                    for line in f:
+                        if line.startswith("Rss:"):
+                            rss += int(line.split()[1]) * 1024
+                        elif line.startswith("Pss:"):
+                            pss += int(line.split()[1]) * 1024
+            except OSError:
+                pass
+        return pss, rss
+
+    def run(self) -> None:
+        while not self._stop.is_set():
+            pss, rss = self.sample()
+            self.peak_pss, self.peak_rss = max(self.peak_pss, pss), max(self.peak_rss, rss)
+            self.phase_peak[self.phase] = max(self.phase_peak.get(self.phase, 0), pss)
+            la = os.getloadavg()[0]
+            self.load_max = max(self.load_max, la)
+            self.load_samples.append(la)
+            self._stop.wait(self.period)
+
+    def stop(self) -> None:
+        self._stop.set()
+
+
+SAMPLER = Sampler()
+
+
+def phase(name: str) -> None:
+    SAMPLER.phase = name
+    log(f"== {name}")
+
+
+def pct(xs, p) -> float:
+    return float(np.percentile(np.asarray(xs, dtype=float), p)) if len(xs) else float("nan")
+
+
+def lat_summary(xs: list[float]) -> dict:
+    return {"p50_ms": round(pct(xs, 50), 3), "p95_ms": round(pct(xs, 95), 3), "p99_ms": round(pct(xs, 99), 3),
+            "mean_ms": round(float(np.mean(xs)), 3) if xs else None, "count": len(xs)}
+
+
+# ----------------------------------------------------------------------------- cluster
+SETTINGS = {
+    "shared_buffers": "4GB",
+    "maintenance_work_mem": "'2GB'",
+    "max_parallel_maintenance_workers": "2",
+    "work_mem": "'64MB'",
+    "fsync": "on",
+    "effective_cache_size": "'16GB'",
+    # a bulk load writes GBs of WAL: fewer forced checkpoints (see README, decision L4)
+    "max_wal_size": "'8GB'",
+    "checkpoint_timeout": "'30min'",
+    "max_connections": "50",
+}
+
+
+def make_cluster(dbname: str):
+    from pgmem.cluster import Cluster
+
+    return Cluster(ROOT / ".pgmem" / "bench", port=PORT, dbname=dbname, cron_database="postgres",
+                   settings=dict(SETTINGS))
+
+
+def connect(dsn: str, *, autocommit: bool = True, tenant: str | None = TENANT) -> psycopg.Connection:
+    from pgvector.psycopg import register_vector
+
+    opts = f"-c pgmem.tenant={tenant}" if tenant else ""
+    conn = psycopg.connect(dsn, autocommit=autocommit, options=opts)
+    register_vector(conn)
+    return conn
+
+
+class VectorBytesDumper(Dumper):
+    """COPY BINARY of a vector from bytes already in pgvector's wire format (one numpy
+    conversion for a whole chunk instead of one per row)."""
+    format = Format.BINARY
+
+    def dump(self, obj):
+        return obj
+
+
+COPY_COLS = [
+    ("id", "int8"), ("tenant", "text"), ("user_id", "text"), ("agent_id", "text"), ("session_id", "text"),
+    ("tier", "text"), ("category", "text"), ("content", "text"), ("who", "text"), ("what", "text"),
+    ("happened_at", "timestamptz"), ("location", "text"), ("why", "text"), ("how", "text"),
+    ("topics", "text[]"), ("entities", "text[]"), ("importance", "float4"), ("salience", "float4"),
+    ("surprise", "float4"), ("embedding", "vector"), ("embedding_model", "text"), ("embedded_at", "timestamptz"),
+    ("metadata", "jsonb"), ("token_count", "int4"), ("access_count", "int4"), ("last_accessed_at", "timestamptz"),
+    ("created_at", "timestamptz"), ("updated_at", "timestamptz"), ("seq", "int4"),
+]
+COPY_SQL = f"copy pgmem.memories ({', '.join(c for c, _ in COPY_COLS)}) from stdin (format binary)"
+# The set-based equivalent of the AFTER INSERT trigger's history row (040_memory_triggers.sql)
+HISTORY_SQL = """insert into pgmem.history (tenant, memory_id, op, after, details)
+select m.tenant, m.id, 'add', pgmem._snapshot(m), '{}' from pgmem.memories m where m.id between %s and %s order by m.id"""
+
+
+def vec_bytes(vecs: np.ndarray) -> list[bytes]:
+    head = struct.pack(">HH", vecs.shape[1], 0)
+    be = np.ascontiguousarray(vecs, dtype=">f4")
+    return [head + be[i].tobytes() for i in range(be.shape[0])]
+
+
+def copy_rows(conn, rows: list[dict], vecs: np.ndarray, *, replica: bool, commit: bool = True) -> float:
+    """COPY one chunk in one transaction; replica = skip triggers and write history set-based.
+    Returns seconds (COPY + history + commit)."""
+    vb = vec_bytes(vecs)
+    now = datetime.now(timezone.utc)
+    t = time.perf_counter()
+    tx = conn.transaction(force_rollback=not commit)
+    with tx:
+        with conn.cursor() as cur:
+            if replica:
+                cur.execute("set local session_replication_role = replica")
+            with cur.copy(COPY_SQL) as cp:
+                cp.set_types([t_ for _, t_ in COPY_COLS])
+                for r, v in zip(rows, vb):
+                    cp.write_row((r["id"], TENANT, r["user_id"], r["agent_id"], r["session_id"], r["tier"],
+                                  r["category"], r["content"], r["who"], r["what"], r["happened_at"], r["location"],
+                                  r["why"], r["how"], r["topics"], r["entities"], r["importance"], r["salience"],
+                                  r["surprise"], v, C.MODEL_ID, now, r["metadata"], r["token_count"],
+                                  r["access_count"], r["last_accessed_at"], r["created_at"], r["created_at"], r["seq"]))
+            if replica:
+                # what the BEFORE trigger would have refused: check the chunk set-based
+                bad = cur.execute(
+                    "select count(*) from pgmem.memories m where m.id between %s and %s and not exists "
+                    "(select 1 from pgmem.categories c where c.category = m.category and c.tenant in ('*', m.tenant))",
+                    (rows[0]["id"], rows[-1]["id"])).fetchone()[0]
+                if bad:
+                    raise RuntimeError(f"{bad} rows with an unknown category")
+                cur.execute(HISTORY_SQL, (rows[0]["id"], rows[-1]["id"]))
+    return time.perf_counter() - t
+
+
+# ----------------------------------------------------------------------------- load
+def load_dataset(c, admin_dsn: str, corpus: C.Corpus, n: int, now: datetime, meta: dict) -> dict:
+    phase("load")
+    conn = connect(admin_dsn, autocommit=True)
+    vec_oid = conn.execute("select 'vector'::regtype::oid").fetchone()[0]
+    conn.adapters.register_dumper(bytes, type("VB", (VectorBytesDumper,), {"oid": vec_oid}))
+    info: dict = {"strategies": {}}
+    calib = max(1000, min(10000, n // 20))
+    chunk = 20000
+    gen_s = 0.0
+
+    def rows_for(lo: int, hi: int):
+        nonlocal gen_s
+        t = time.perf_counter()
+        out_rows, out_vecs = [], []
+        for b in range(lo // C.BLOCK, (hi - 1) // C.BLOCK + 1):
+            r, v = C.derive_block(corpus, n, b, SEED, now, start=max(lo, b * C.BLOCK), stop=min(hi, (b + 1) * C.BLOCK))
+            out_rows += r
+            out_vecs.append(v)
+        gen_s += time.perf_counter() - t
+        return out_rows, np.concatenate(out_vecs)
+
+    pos = 0
+    copy_s = 0.0
+
+    def run(strategy: str, lo: int, hi: int, replica: bool) -> float:
+        nonlocal copy_s
+        rows, vecs = rows_for(lo, hi)
+        s = copy_rows(conn, rows, vecs, replica=replica)
+        copy_s += s
+        st = info["strategies"].setdefault(strategy, {"rows": 0, "seconds": 0.0})
+        st["rows"] += hi - lo
+        st["seconds"] += s
+        st["per_s"] = round(st["rows"] / st["seconds"], 1)
+        return s
+
+    # S1: COPY as a user would, triggers and every index of the migration in place
+    run("S1_triggers_all_indexes", 0, calib, False)
+    pos = calib
+    log(f"S1 (triggers, all indexes incl. HNSW): {info['strategies']['S1_triggers_all_indexes']['per_s']}/s")
+    defs = conn.execute("select indexname, indexdef from pg_indexes where schemaname = 'pgmem' and "
+                        "tablename = 'memories' and indexname <> 'memories_pkey' order by indexname").fetchall()
+    meta["index_defs"] = defs
+    save_meta(conn, meta)
+    for name, _ in defs:
+        conn.execute(f"drop index pgmem.{name}")
+    # S2: triggers, secondary indexes dropped (rebuilt after the load)
+    if pos < n:
+        hi = min(n, pos + calib)
+        run("S2_triggers_no_indexes", pos, hi, False)
+        pos = hi
+    # S3: session_replication_role = replica (no triggers) + the same history rows set-based
+    if pos < n:
+        hi = min(n, pos + calib)
+        run("S3_replica_sethistory_no_indexes", pos, hi, True)
+        pos = hi
+    s2 = info["strategies"].get("S2_triggers_no_indexes", {}).get("per_s", 0)
+    s3 = info["strategies"].get("S3_replica_sethistory_no_indexes", {}).get("per_s", 0)
+    best_replica = s3 > s2
+    best = "S3_replica_sethistory_no_indexes" if best_replica else "S2_triggers_no_indexes"
+    info["chosen"] = best
+    log(f"S2 (triggers, no indexes): {s2}/s; S3 (replica + set-based history): {s3}/s -> {best}")
+    last = time.perf_counter()
+    while pos < n:
+        hi = min(n, pos + chunk)
+        run(best, pos, hi, best_replica)
+        pos = hi
+        if time.perf_counter() - last > 15:
+            last = time.perf_counter()
+            st = info["strategies"][best]
+            log(f"  loaded {pos}/{n} ({st['per_s']}/s)")
+    conn.execute("select setval(pg_get_serial_sequence('pgmem.memories', 'id'), %s)", (n,))
+    info["copy_s"] = round(copy_s, 2)
+    info["generate_s"] = round(gen_s, 2)
+
+    # indexes back, exactly as the migration defined them
+    phase("index build")
+    idx_s = {}
+    est = n * (384 * 4 + 16 * 2 * 8 + 64)
+    mwm_mb = int(max(2048, min(8192, 1.5 * est / 2**20)))
+    info["hnsw_maintenance_work_mem_mb"] = mwm_mb
+    conn.execute(f"set maintenance_work_mem = '{mwm_mb}MB'")
+    conn.execute("set max_parallel_maintenance_workers = 2")
+    for name, ddl in sorted(defs, key=lambda d: "hnsw" in d[1]):  # HNSW last
+        t = time.perf_counter()
+        conn.execute(ddl)
+        idx_s[name] = round(time.perf_counter() - t, 2)
+        log(f"  {name}: {idx_s[name]} s")
+    info["index_build_s"] = idx_s
+    info["hnsw_build_s"] = idx_s.get("memories_embedding_hnsw")
+    info["index_build_total_s"] = round(sum(idx_s.values()), 2)
+
+    # the marginal cost of COPY into the live, fully indexed table (2000 rows, rolled back)
+    extra = min(2000, max(200, n // 50))
+    rows, vecs = C.derive_block(corpus, C.BLOCK, 0, SEED + 77, now)
+    rows, vecs = rows[:extra], vecs[:extra]
+    for i, r in enumerate(rows):
+        r["id"] = n + 1 + i
+    s = copy_rows(conn, rows, vecs, replica=False, commit=False)
+    info["strategies"]["S1_triggers_all_indexes_at_full_size"] = {"rows": extra, "seconds": round(s, 3),
+                                                                   "per_s": round(extra / s, 1)}
+    log(f"S1 at full size (triggers + all indexes incl. HNSW, {extra} rows, rolled back): {extra / s:.0f}/s")
+
+    phase("vacuum analyze")
+    t = time.perf_counter()
+    conn.execute("vacuum (analyze) pgmem.memories")
+    conn.execute("vacuum (analyze) pgmem.history")
+    info["vacuum_analyze_s"] = round(time.perf_counter() - t, 2)
+    info["load_total_s"] = round(copy_s + info["index_build_total_s"] + info["vacuum_analyze_s"], 2)
+    info["load_rate_per_s"] = round(n / (copy_s + info["index_build_total_s"]), 1)
+    hist = conn.execute("select count(*) from pgmem.history where tenant = %s and op = 'add'", (TENANT,)).fetchone()[0]
+    info["history_rows"] = hist
+    if hist != n:
+        raise RuntimeError(f"history has {hist} add rows for {n} memories")
+    conn.close()
+    return info
+
+
+def save_meta(conn, meta: dict) -> None:
+    conn.execute("create table if not exists public.bench_meta (key text primary key, value jsonb)")
+    conn.execute("insert into public.bench_meta values ('dataset', %s) on conflict (key) do update set value = excluded.value",
+                 (json.dumps(meta, default=str),))
+
+
+def read_meta(dsn: str) -> dict | None:
+    try:
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            if conn.execute("select to_regclass('public.bench_meta')").fetchone()[0] is None:
+                return None
+            row = conn.execute("select value from public.bench_meta where key = 'dataset'").fetchone()
+            return row[0] if row else None
+    except psycopg.OperationalError:
+        return None
+
+
+# ----------------------------------------------------------------------------- queries
+FUSED_SQL = ("select * from pgmem.search(query_text => %s, query_embedding => %s, k => 10, actor => %s, "
+             "location => %s, candidates => %s)")
+EXACT_SQL = ("select * from pgmem.search_exact(query_text => %s, query_embedding => %s, k => 10, actor => %s, "
+             "location => %s)")
+KNN_SQL = ("select id from pgmem.memories where tenant = %s and state = 'active' and embedding is not null "
+           "order by embedding <=> %s limit 10")
+
+
+def run_fused(cur, q, vec, candidates=None):
+    cur.execute(FUSED_SQL, (q["text"], vec, q["actor"], q["location"], candidates), prepare=True)
+    return [r[0] for r in cur.fetchall()]
+
+
+def run_exact(cur, q, vec):
+    cur.execute(EXACT_SQL, (q["text"], vec, q["actor"], q["location"]), prepare=True)
+    return [r[0] for r in cur.fetchall()]
+
+
+def run_knn(cur, q, vec):
+    cur.execute(KNN_SQL, (TENANT, vec), prepare=True)
+    return [r[0] for r in cur.fetchall()]
+
+
+def timed(fn, *a):
+    t = time.perf_counter()
+    out = fn(*a)
+    return (time.perf_counter() - t) * 1000, out
+
+
+def measure(cur, fn, queries, vecs, *, warm: bool = True, extra=()) -> tuple[list[float], list[list[int]]]:
+    if warm:
+        for q, v in zip(queries, vecs):
+            fn(cur, q, v, *extra)
+    lat, ids = [], []
+    for q, v in zip(queries, vecs):
+        ms, out = timed(fn, cur, q, v, *extra)
+        lat.append(ms)
+        ids.append(out)
+    return lat, ids
+
+
+def overlap(a: list[list[int]], b: list[list[int]], k: int = 10) -> float:
+    vals = [len(set(x[:k]) & set(y[:k])) / max(1, min(k, len(y))) for x, y in zip(a, b)]
+    return float(np.mean(vals)) if vals else float("nan")
+
+
+def interleaved(fns: dict, queries, vecs, *, limits: dict | None = None, warm: dict | None = None) -> dict:
+    """Run every fn on every query, rotating their order per query; returns {name: (latencies, ids)}.
+    limits: name -> (max queries, [time budget in ms]) (stops that fn after at least 20 queries
+    once its summed time exceeds the budget). warm: name -> warm-up queries (default: all)."""
+    limits, warm = limits or {}, warm or {}
+    names = list(fns)
+    for name in names:
+        nw = warm.get(name, len(queries))
+        for q, v in list(zip(queries, vecs))[:nw]:
+            fns[name](q, v)
+    out = {name: ([], []) for name in names}
+    spent = {name: 0.0 for name in names}
+    for i, (q, v) in enumerate(zip(queries, vecs)):
+        order = names[i % len(names):] + names[:i % len(names)]
+        for name in order:
+            if name in limits:
+                mx, bud = limits[name]
+                if len(out[name][0]) >= mx or (len(out[name][0]) >= 20 and spent[name] > bud[0]):
+                    continue
+            ms, ids = timed(fns[name], q, v)
+            spent[name] += ms
+            out[name][0].append(ms)
+            out[name][1].append(ids)
+    return out
+
+
+# ----------------------------------------------------------------------------- naive (JAM)
+class NaiveJAM:
+    """The source design's way (jam-journalistic-agent-memory.md): a flat exact vector index
+    held by the application (FAISS IndexFlat = every vector in memory, scored exhaustively),
+    the full-text engine for lexical matches (FTS5 there; the same tsvector + ts_rank here,
+    every match returned, as JAM's FTS query has no LIMIT), and the six signals computed and
+    fused in Python/numpy over every memory. Loaded once (not per query)."""
+
+    ROW = 2 + 4 + 8 + 4 + 4 + 384 * 4
+
+    def __init__(self, dsn: str, dim: int = 384):
+        t = time.perf_counter()
+        self.conn = connect(dsn, autocommit=True)
+        cur = self.conn.cursor()
+        n = cur.execute("select count(*) from pgmem.memories where tenant = %s and state = 'active' "
+                        "and embedding is not null", (TENANT,)).fetchone()[0]
+        self.n = n
+        self.ids = np.empty(n, dtype=np.int64)
+        self.M = np.empty((n, dim), dtype=np.float32)
+        row_dt = np.dtype([("nf", ">i2"), ("l1", ">i4"), ("id", ">i8"), ("l2", ">i4"), ("dim", ">i2"),
+                           ("unused", ">i2"), ("v", ">f4", (dim,))])
+        assert row_dt.itemsize == self.ROW
+        buf = bytearray()
+        got = 0
+        header_done = False
+        with cur.copy("copy (select id, embedding from pgmem.memories where tenant = %s and state = 'active' "
+                      "and embedding is not null order by id) to stdout (format binary)", (TENANT,)) as cp:
+            for data in cp:
+                buf += data
+                if not header_done and len(buf) >= 19:
+                    ext = struct.unpack(">i", buf[15:19])[0]
+                    del buf[:19 + ext]
+                    header_done = True
+                whole = min(len(buf) // self.ROW, n - got)
+                if whole:
+                    arr = np.frombuffer(bytes(buf[:whole * self.ROW]), dtype=row_dt)
+                    self.ids[got:got + whole] = arr["id"]
+                    self.M[got:got + whole] = arr["v"]
+                    got += whole
+                    del buf[:whole * self.ROW]
+        assert got == n, (got, n)
+        # the metadata JAM keeps next to the index (SQLite there): time, actor, place, usage
+        self.created = np.empty(n)
+        self.last = np.empty(n)
+        self.access = np.empty(n)
+        who_codes, loc_codes = {}, {}
+        self.who = np.empty(n, dtype=np.int32)
+        self.loc = np.empty(n, dtype=np.int32)
+        i = 0
+        with self.conn.transaction(), self.conn.cursor(name="naive_meta") as sc:
+            sc.itersize = 50000
+            sc.execute("select extract(epoch from created_at), extract(epoch from coalesce(last_accessed_at, created_at)), "
+                       "access_count, who, location from pgmem.memories where tenant = %s and state = 'active' "
+                       "and embedding is not null order by id", (TENANT,))
+            for cr, la, ac, who, loc in sc:
+                self.created[i], self.last[i], self.access[i] = cr, la, ac
+                self.who[i] = who_codes.setdefault(who, len(who_codes))
+                self.loc[i] = loc_codes.setdefault(loc, len(loc_codes))
+                i += 1
+        self.who_codes, self.loc_codes = who_codes, loc_codes
+        self.max_access = float(self.access.max()) if n else 0.0
+        # the profile search uses by default: weights and parameters as stored
+        self.weights, self.params = self.conn.execute(
+            "select weights, params from pgmem.profiles where name = 'jam' and tenant = '*'").fetchone()
+        self.load_s = time.perf_counter() - t
+        self.mem_bytes = self.M.nbytes + self.ids.nbytes + 3 * self.created.nbytes + 2 * self.who.nbytes
+
+    @staticmethod
+    def path_overlap(a: str | None, b: str | None) -> float:
+        if a is None or b is None:
+            return 0.0
+        ca, cb = [x for x in a.split("/") if x], [x for x in b.split("/") if x]
+        return len(set(ca) & set(cb)) / max(len(ca), len(cb), 1)
+
+    def search(self, q: dict, vec: np.ndarray, k: int = 10) -> list[int]:
+        """The six JAM signals over every memory, as pgmem defines them (200_search.sql), in numpy."""
+        now = time.time()
+        p = self.params
+        rank_mode = p.get("lexical", "coverage") == "rank"
+        if rank_mode:
+            rows = self.conn.execute(
+                "select id, ts_rank(tsv, pgmem.query_tsquery(%s), 1) from pgmem.memories where tenant = %s "
+                "and state = 'active' and tsv @@ pgmem.query_tsquery(%s)", (q["text"], TENANT, q["text"])).fetchall()
+            has_lex = self.conn.execute("select pgmem.query_tsquery(%s) is not null", (q["text"],)).fetchone()[0]
+        else:
+            # share of the query's lexemes each matching memory contains
+            nterms, has_lex = self.conn.execute(
+                "select greatest(cardinality(pgmem.query_terms(%s)), 1), pgmem.query_tsquery(%s) is not null",
+                (q["text"], q["text"])).fetchone()
+            rows = self.conn.execute(
+                "select id, (select count(*) from unnest(pgmem.query_terms(%s)) t where tsv @@ t) from pgmem.memories "
+                "where tenant = %s and state = 'active' and tsv @@ pgmem.query_tsquery(%s)",
+                (q["text"], TENANT, q["text"])).fetchall()
+        w = {a: float(b) for a, b in self.weights.items()}
+        missing = {"actor"} if q["actor"] is None else set()
+        if q["location"] is None:
+            missing.add("spatial")
+        if not has_lex:
+            missing.add("lexical")
+        tot = sum(b for a, b in w.items() if a not in missing)
+        w = {a: (0.0 if a in missing else b / tot) for a, b in w.items()}
+        score = w.get("semantic", 0) * (1 + self.M @ vec.astype(np.float32)) / 2  # flat exact index
+        if rows and w.get("lexical"):
+            lid = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+            lr = np.fromiter((float(r[1]) for r in rows), dtype=np.float64, count=len(rows))
+            pos = np.searchsorted(self.ids, lid)
+            ok = (pos < self.n) & (self.ids[np.minimum(pos, self.n - 1)] == lid)
+            norm = lr.max() if rank_mode else float(nterms)
+            if norm > 0:
+                score[pos[ok]] += w["lexical"] * lr[ok] / norm
+        hl_r = float(p.get("recency_half_life_days", 30))
+        hl_u = float(p.get("usage_half_life_days", 30))
+        score += w.get("recency", 0) * np.exp(-math.log(2) * np.maximum(now - self.created, 0) / 86400 / hl_r)
+        if w.get("actor"):
+            code = self.who_codes.get(q["actor"], -1)
+            score += w["actor"] * np.where(self.who == code, 1.0, float(p.get("actor_mismatch", 0.3)))
+        if w.get("spatial"):
+            table = np.array([self.path_overlap(loc, q["location"]) for loc in self.loc_codes])
+            score += w["spatial"] * table[self.loc]
+        if self.max_access > 0 and w.get("usage"):
+            score += w["usage"] * np.minimum(1.0, self.access / self.max_access) * \
+                np.exp(-math.log(2) * np.maximum(now - self.last, 0) / 86400 / hl_u)
+        top = np.argpartition(-score, k)[:k]
+        top = top[np.lexsort((self.ids[top], -score[top]))]
+        return self.ids[top].tolist()
+
+    def knn(self, vec: np.ndarray, k: int = 10) -> list[int]:
+        s = self.M @ vec.astype(np.float32)
+        top = np.argpartition(-s, k)[:k]
+        return self.ids[top[np.argsort(-s[top])]].tolist()
+
+
+# ----------------------------------------------------------------------------- phases
+def read_path(app_dsn: str, admin_dsn: str, corpus: C.Corpus, n: int, args, R: dict) -> dict:
+    phase("read path: single client")
+    qs, qv = corpus.queries[:args.queries], corpus.query_vecs[:args.queries]
+    conn = connect(app_dsn)
+    cur = conn.cursor()
+    cur.execute("set hnsw.ef_search = %s" % int(args.knn_ef))
+    cur.execute("set hnsw.iterative_scan = relaxed_order")
+    R["knn_plan"] = "\n".join(r[0] for r in cur.execute("explain " + KNN_SQL, (TENANT, qv[0])).fetchall())
+    phase("read path: naive JAM index load")
+    naive = NaiveJAM(app_dsn)
+    log(f"naive: flat index of {naive.n} vectors loaded in {naive.load_s:.1f} s ({naive.mem_bytes / 2**20:.0f} MiB)")
+    phase("read path: single client")
+    # every method on every query, interleaved (rotating order per query), so that a change of
+    # machine load during the run (other sessions share these 2 cores) hits all of them alike
+    n_exact = min(args.exact_queries or len(qs), len(qs))
+    budget = [args.exact_seconds * 1000.0]
+
+    def exact_fn(q, v):
+        return run_exact(cur, q, v)
+
+    owner = connect(admin_dsn)  # the table owner: row-level security does not apply to it
+    ocur = owner.cursor()
+    naive_owner = copy.copy(naive)  # the same flat index, its full-text query run as the owner
+    naive_owner.conn = owner
+    res = interleaved({"fused": lambda q, v: run_fused(cur, q, v), "knn": lambda q, v: run_knn(cur, q, v),
+                       "naive": naive.search, "exact": exact_fn,
+                       "fused_owner": lambda q, v: run_fused(ocur, q, v), "naive_owner": naive_owner.search}, qs, qv,
+                      limits={"exact": (n_exact, budget)}, warm={"exact": 2})
+    owner.close()
+    (fused_lat, fused_ids), (knn_lat, knn_ids) = res["fused"], res["knn"]
+    (naive_lat, naive_ids), (exact_lat, exact_ids) = res["naive"], res["exact"]
+    n_exact = len(exact_lat)
+    for name, (lat, _) in res.items():
+        log(f"{name:6s}: p50 {pct(lat, 50):8.2f} ms, p95 {pct(lat, 95):8.2f} ms over {len(lat)} queries")
+    if n_exact < len(qs):
+        log(f"search_exact: time budget of {args.exact_seconds:.0f} s reached after {n_exact} queries")
+    true_knn = [naive.knn(v) for v in qv]
+    out = {
+        "queries": len(qs), "exact_queries": n_exact,
+        "fused": lat_summary(fused_lat), "knn": lat_summary(knn_lat), "exact": lat_summary(exact_lat),
+        "naive": lat_summary(naive_lat), "fused_owner": lat_summary(res["fused_owner"][0]),
+        "naive_owner": lat_summary(res["naive_owner"][0]),
+        "fused_owner_same_ids": round(overlap(res["fused_owner"][1], fused_ids), 4),
+        "overlap_at_10": round(overlap(fused_ids[:n_exact], exact_ids), 4),
+        "overlap_naive_vs_exact": round(overlap(naive_ids[:n_exact], exact_ids), 4),
+        "knn_recall_at_10": round(overlap(knn_ids, true_knn), 4),
+        "naive_load_s": round(naive.load_s, 2), "naive_index_mib": round(naive.mem_bytes / 2**20, 1),
+    }
+    # the most naive version: fetch every memory's vector and fields for each query
+    nf = args.fetchall_queries if args.fetchall_queries is not None else (5 if n <= 200_000 else 2)
+    fa = []
+    for q, v in zip(qs[:nf], qv[:nf]):
+        t = time.perf_counter()
+        nv = NaiveJAM(app_dsn)
+        nv.search(q, v)
+        nv.conn.close()
+        del nv
+        fa.append((time.perf_counter() - t) * 1000)
+    out["naive_fetch_all"] = lat_summary(fa)
+    log(f"naive fetch-all-per-query: mean {np.mean(fa):.0f} ms over {nf} queries")
+    R["_ids"] = {"fused": fused_ids, "exact": exact_ids, "knn": knn_ids, "true_knn": true_knn}
+    R["_naive"] = naive
+    conn.close()
+    return out
+
+
+def concurrent(app_dsn: str, corpus: C.Corpus, args, which: str) -> dict:
+    phase(f"read path: {args.clients} clients ({which})")
+    qs, qv = corpus.queries[:args.queries], corpus.query_vecs[:args.queries]
+    fn = run_fused if which == "fused" else run_knn
+    barrier = threading.Barrier(args.clients + 1)
+    go = threading.Event()
+    stop_at = [0.0]
+    lats: list[list[float]] = [[] for _ in range(args.clients)]
+
+    def worker(i: int):
+        conn = connect(app_dsn)
+        cur = conn.cursor()
+        cur.execute("set hnsw.ef_search = %s" % int(args.knn_ef))
+        cur.execute("set hnsw.iterative_scan = relaxed_order")
+        for j in range(5):
+            fn(cur, qs[(i * 31 + j) % len(qs)], qv[(i * 31 + j) % len(qs)])
+        barrier.wait()
+        go.wait()
+        j = i * 31
+        while time.perf_counter() < stop_at[0]:
+            ms, _ = timed(fn, cur, qs[j % len(qs)], qv[j % len(qs)])
+            lats[i].append(ms)
+            j += 1
+        conn.close()
+
+    with ThreadPoolExecutor(args.clients) as ex:
+        futs = [ex.submit(worker, i) for i in range(args.clients)]
+        barrier.wait()
+        t0 = time.perf_counter()
+        stop_at[0] = t0 + args.duration
+        go.set()
+        for f in futs:
+            f.result()
+        el = time.perf_counter() - t0
+    allx = [x for l in lats for x in l]
+    log(f"{which} x{args.clients}: {len(allx) / el:.1f} qps, p95 {pct(allx, 95):.1f} ms")
+    return {"qps": round(len(allx) / el, 2), "seconds": round(el, 2), **lat_summary(allx)}
+
+
+class PrecomputedEmbedder:
+    """An Embedder stand-in that returns vectors computed beforehand (looked up by the exact
+    text the client would embed), so remember_many runs its normal path with the embedding
+    given and no model time."""
+
+    def __init__(self, table: dict[str, np.ndarray]):
+        self.table = table
+        self.model_name = C.MODEL_ID
+
+    def embed(self, text):
+        return self.table[text]
+
+    def embed_many(self, texts, batch_size=None, show_progress=False):
+        return np.stack([self.table[t] for t in texts])
+
+
+def write_path(app_dsn: str, corpus: C.Corpus, args, now: datetime) -> dict:
+    from pgmem.client import MemoryClient
+    from pgmem.embedding import Embedder, embedding_text
+
+    phase("write path: remember_many, precomputed embeddings")
+    events, vecs = C.fresh_events(corpus, args.ingest_max, SEED, now)
+    table = {embedding_text(content=e["content"], who=e["who"], where=e["where"], why=e["why"], how=e["how"]): v
+             for e, v in zip(events, vecs)}
+    out: dict = {}
+    mc = MemoryClient(app_dsn, tenant=TENANT, embedder=PrecomputedEmbedder(table), max_size=1)
+    conn = connect(app_dsn, autocommit=False)
+    decisions: dict[str, int] = {}
+    done = 0
+    t = time.perf_counter()
+    bs = 256
+    while done < len(events) and time.perf_counter() - t < args.ingest_seconds:
+        res = mc.remember_many(events[done:done + bs], batch_size=bs, extract=False, embed=True, progress=False, conn=conn)
+        for r in res:
+            decisions[r.decision] = decisions.get(r.decision, 0) + 1
+        done += len(res)
+    el = time.perf_counter() - t
+    conn.rollback()
+    conn.close()
+    out["precomputed"] = {"memories": done, "seconds": round(el, 2), "per_s": round(done / el, 1),
+                          "batch_size": bs, "decisions": decisions, "rolled_back": True}
+    log(f"remember_many (precomputed): {done / el:.1f}/s over {done} ({decisions})")
+
+    phase("write path: remember_many, CPU embedding")
+    emb = Embedder()
+    emb.embed("warm up the model")
+    ev2, _ = C.fresh_events(corpus, args.embed_n + args.ingest_max, SEED + 5, now)
+    ev2 = ev2[args.ingest_max:]  # not the texts above
+    mc2 = MemoryClient(app_dsn, tenant=TENANT, embedder=emb, max_size=1)
+    conn = connect(app_dsn, autocommit=False)
+    t = time.perf_counter()
+    res = mc2.remember_many(ev2, batch_size=64, extract=False, embed=True, progress=False, conn=conn)
+    el = time.perf_counter() - t
+    conn.rollback()
+    conn.close()
+    emb.cache_clear()
+    texts = [embedding_text(content=e["content"], who=e["who"], where=e["where"], why=e["why"], how=e["how"]) for e in ev2]
+    t2 = time.perf_counter()
+    emb.embed_many(texts)
+    el2 = time.perf_counter() - t2
+    out["embedded"] = {"memories": len(res), "seconds": round(el, 2), "per_s": round(len(res) / el, 1),
+                       "embed_only_per_s": round(len(texts) / el2, 1), "batch_size": 64, "rolled_back": True}
+    log(f"remember_many (CPU embedding): {len(res) / el:.1f}/s end to end; MiniLM alone {len(texts) / el2:.1f}/s")
+    mc.close()
+    mc2.close()
+    return out
+
+
+def jobs(admin_dsn: str, n: int, args) -> dict:
+    out: dict = {}
+    conn = connect(admin_dsn, autocommit=False)
+    cur = conn.cursor()
+
+    def last_run(job):
+        return cur.execute("select examined, changed, coalesce((details->>'more')::boolean, false) from pgmem.job_runs "
+                           "where job = %s order by id desc limit 1", (job,)).fetchone()
+
+    phase("jobs: merge")
+    total = n
+    with conn.transaction(force_rollback=True):
+        t = time.perf_counter()
+        examined = merged = batches = 0
+        while True:
+            cur.execute("select count(*) from pgmem.merge_duplicates(batch => %s)", (args.merge_batch,))
+            ex, ch, more = last_run("merge")
+            examined += ex
+            merged += ch
+            batches += 1
+            if not more or time.perf_counter() - t > args.job_seconds:
+                break
+        el = time.perf_counter() - t
+    complete = not more
+    out["merge"] = {"seconds": round(el, 2), "examined": examined, "merged": merged, "batches": batches,
+                    "batch": args.merge_batch, "complete": complete,
+                    "seconds_full": round(el if complete else el * total / max(examined, 1), 1),
+                    "how": ("merge_duplicates(batch) repeated from an empty cursor until nothing is left "
+                            "(= run_job('merge') on a fresh data set), in one transaction, rolled back"
+                            if complete else
+                            f"stopped after {el:.0f} s ({examined} of {total} memories examined); "
+                            "seconds_full extrapolates linearly"),
+                    "per_s": round(examined / el, 1)}
+    log(f"merge: {examined} examined, {merged} merged in {el:.1f} s "
+        f"({'complete' if complete else 'extrapolated: %.0f s' % out['merge']['seconds_full']})")
+
+    for job, call, count_sql in (
+        ("prune", "select count(*) from pgmem.prune(mode => 'normal', batch => %s)",
+         "select count(*) from pgmem.memories m where m.tenant = 'bench' and m.state = 'active' and "
+         "((m.expires_at is not null and m.expires_at < now()) or "
+         "pgmem.decayed_importance(m.importance, m.created_at, m.access_count, now()) < 0.01)"),
+        ("archive", "select count(*) from pgmem.archive_stale(retention => '90 days', batch => %s)",
+         "select count(*) from pgmem.memories m where m.tenant = 'bench' and m.state = 'active' and "
+         "m.created_at < now() - interval '90 days' and (m.last_accessed_at is null or "
+         "m.last_accessed_at < now() - interval '90 days')"),
+    ):
+        phase(f"jobs: {job}")
+        todo = cur.execute(count_sql).fetchone()[0]
+        conn.rollback()
+        with conn.transaction(force_rollback=True):
+            t = time.perf_counter()
+            changed = batches = 0
+            first_batch_s = None
+            while True:
+                tb = time.perf_counter()
+                cur.execute(call, (args.job_batch,))
+                _, ch, more = last_run(job)
+                if first_batch_s is None:
+                    first_batch_s = time.perf_counter() - tb
+                changed += ch
+                batches += 1
+                if not more or time.perf_counter() - t > args.job_seconds:
+                    break
+            el = time.perf_counter() - t
+        complete = not more
+        out[job] = {"seconds": round(el, 2), "changed": changed, "eligible": todo, "batches": batches,
+                    "batch": args.job_batch, "complete": complete, "first_batch_s": round(first_batch_s, 2),
+                    "seconds_full": round(el if complete else el * todo / max(changed, 1), 1),
+                    "per_s": round(changed / el, 1) if el else None, "rolled_back": True}
+        log(f"{job}: {changed} of {todo} eligible in {el:.1f} s "
+            f"({'complete' if complete else 'extrapolated: %.0f s' % out[job]['seconds_full']})")
+    conn.close()
+    phase("vacuum after jobs")
+    with connect(admin_dsn) as c2:
+        t = time.perf_counter()
+        c2.execute("vacuum (analyze) pgmem.memories")
+        out["vacuum_after_jobs_s"] = round(time.perf_counter() - t, 2)
+    log(f"vacuum after the rolled-back jobs: {out['vacuum_after_jobs_s']} s")
+    return out
+
+
+def db_facts(admin_dsn: str) -> dict:
+    with connect(admin_dsn) as conn:
+        sizes = {r[0]: r[1] for r in conn.execute(
+            "select c.relname, pg_relation_size(c.oid) from pg_class c join pg_namespace n on n.oid = c.relnamespace "
+            "where n.nspname = 'pgmem' and c.relname in ('memories', 'history', 'memories_embedding_hnsw', "
+            "'memories_tsv_gin', 'memories_pkey')").fetchall()}
+        sizes["memories_total"] = conn.execute("select pg_total_relation_size('pgmem.memories')").fetchone()[0]
+        sizes["history_total"] = conn.execute("select pg_total_relation_size('pgmem.history')").fetchone()[0]
+        sizes["database"] = conn.execute("select pg_database_size(current_database())").fetchone()[0]
+        ver = conn.execute("select version()").fetchone()[0]
+        vec = conn.execute("select extversion from pg_extension where extname = 'vector'").fetchone()[0]
+        st = {r[0]: r[1] for r in conn.execute(
+            "select name, current_setting(name) from pg_settings where name in ('shared_buffers', 'work_mem', "
+            "'maintenance_work_mem', 'max_parallel_maintenance_workers', 'fsync', 'max_wal_size', "
+            "'effective_cache_size', 'max_parallel_workers_per_gather', 'jit')").fetchall()}
+        pgm = {r[0]: r[1] for r in conn.execute(
+            "select key, value from pgmem.settings where tenant = '*' and key in ('candidate_pool', 'hnsw_ef_search')")}
+    return {"sizes_mib": {k: round(v / 2**20, 1) for k, v in sizes.items()}, "postgres": ver, "pgvector": vec,
+            "server_settings": st, "pgmem_settings": pgm}
+
+
+# ----------------------------------------------------------------------------- tuning
+def _knn_sweep(cur, sql, qv, true_knn, cast=""):
+    lat, ids = [], []
+    for v in qv[:10]:
+        cur.execute(sql, (TENANT, v), prepare=True)
+        cur.fetchall()
+    for v in qv:
+        t = time.perf_counter()
+        cur.execute(sql, (TENANT, v), prepare=True)
+        ids.append([r[0] for r in cur.fetchall()])
+        lat.append((time.perf_counter() - t) * 1000)
+    return {**lat_summary(lat), "recall_at_10": round(overlap(ids, true_knn), 4)}
+
+
+def tune(app_dsn: str, admin_dsn: str, corpus: C.Corpus, n: int, args, ids: dict, naive) -> dict:
+    """The sweeps behind the decisions in bench/README.md. Nothing here changes the product:
+    experiments on the schema run on a copy table or inside transactions that roll back."""
+    T: dict = {}
+    qs, qv = corpus.queries[:args.queries], corpus.query_vecs[:args.queries]
+    n_exact = len(ids["exact"])
+    true_knn = ids["true_knn"]
+    conn = connect(app_dsn)
+    cur = conn.cursor()
+
+    phase("tune: ef_search and iterative scan of raw kNN (interleaved)")
+    conns = {}
+    fns = {}
+    for label, ef, mode in [(f"ef{e}", e, "relaxed_order") for e in (40, 64, 100, 200, 400)] + \
+            [("ef40_iterative_off", 40, "off"), ("ef40_strict_order", 40, "strict_order")]:
+        cx = connect(app_dsn)
+        cx.execute(f"set hnsw.ef_search = {ef}")
+        cx.execute(f"set hnsw.iterative_scan = {mode}")
+        conns[label] = cx
+        fns[label] = (lambda cc: (lambda q, v: run_knn(cc.cursor(), q, v)))(cx)
+    res = interleaved(fns, qs, qv)
+    T["knn_ef_search"] = {k: {**lat_summary(lat), "recall_at_10": round(overlap(got, true_knn), 4)}
+                          for k, (lat, got) in res.items()}
+    for k, v_ in T["knn_ef_search"].items():
+        log(f"  {k}: p50 {v_['p50_ms']} p95 {v_['p95_ms']} recall@10 {v_['recall_at_10']}")
+    for cx in conns.values():
+        cx.close()
+
+    phase("tune: candidates of pgmem.search (interleaved)")
+    fns = {c_: (lambda cc: (lambda q, v: run_fused(cur, q, v, cc)))(c_) for c_ in (10, 25, 50, 100, 200, 400)}
+    res = interleaved(fns, qs, qv)
+    T["fused_candidates"] = {k: {**lat_summary(lat), "overlap_at_10": round(overlap(got[:n_exact], ids["exact"]), 4)}
+                             for k, (lat, got) in res.items()}
+    for k, v_ in T["fused_candidates"].items():
+        log(f"  candidates {k}: p50 {v_['p50_ms']} p95 {v_['p95_ms']} overlap@10 {v_['overlap_at_10']}")
+
+    phase("tune: where the fused time goes")
+    # the two candidate branches alone, as _search_sql runs them (200 each, ef_search 200)
+    hn = ("select m.id from pgmem.memories m where m.embedding is not null and m.state = 'active' and m.tenant = %s "
+          "order by m.embedding <=> %s limit 200")
+    lx = ("select m.id from pgmem.memories m where m.tsv @@ pgmem.query_tsquery(%s) and m.state = 'active' and "
+          "m.tenant = %s order by ts_rank(m.tsv, pgmem.query_tsquery(%s), 1) desc, m.id limit 200")
+    cur.execute("set hnsw.ef_search = 200")
+    matches = []
+    res = interleaved({"hnsw": lambda q, v: cur.execute(hn, (TENANT, v), prepare=True).fetchall(),
+                       "lexical": lambda q, v: cur.execute(lx, (q["text"], TENANT, q["text"]), prepare=True).fetchall()},
+                      qs, qv)
+    h_lat, l_lat = res["hnsw"][0], res["lexical"][0]
+    for q in qs[:50]:
+        matches.append(cur.execute("select count(*) from pgmem.memories m where m.tsv @@ pgmem.query_tsquery(%s) "
+                                   "and m.tenant = %s", (q["text"], TENANT)).fetchone()[0])
+    cur.execute("set hnsw.ef_search = 40")
+    T["branch_hnsw_200"] = lat_summary(h_lat)
+    T["branch_lexical_200"] = lat_summary(l_lat)
+    T["lexical_matches_per_query"] = {"mean": round(float(np.mean(matches)), 1), "p95": pct(matches, 95),
+                                      "max": int(max(matches)), "fraction_of_n_mean": round(float(np.mean(matches)) / n, 4)}
+    log(f"  HNSW branch p95 {pct(h_lat, 95):.2f} ms, lexical branch p95 {pct(l_lat, 95):.2f} ms, "
+        f"lexical matches mean {np.mean(matches):.0f}")
+    # the plpgsql wrapper: the same statement as a prepared statement, without _search();
+    # and the same statement carrying only the columns it returns instead of m.* (proposal)
+    inner = conn.execute("select pgmem._search_sql(pgmem._filter_sql('{}'), false)").fetchone()[0]
+    casts = {1: "jsonb", 2: "text", 3: "timestamptz", 4: "vector", 5: "tsquery", 6: "int", 7: "int", 8: "jsonb",
+             9: "text", 10: "text", 11: "jsonb", 12: "float8", 13: "tsquery[]"}
+    inner = inner.replace("%", "%%")
+    inner = re.sub(r"\$(\d+)", lambda m_: f"%(p{m_.group(1)})s::{casts[int(m_.group(1))]}", inner)
+    narrow_cols = ("m.id, m.content, m.summary, m.who, m.what, m.happened_at, m.location, m.why, m.how, m.category, "
+                   "m.tier, m.user_id, m.agent_id, m.session_id, m.created_at, m.access_count, m.importance, m.metadata,")
+    variants = {"as_is": inner}
+    if "select m.*," in inner:
+        variants["narrow_columns"] = inner.replace("select m.*,", "select " + narrow_cols, 1)
+    jam_w = conn.execute("select weights, params from pgmem.profiles where name = 'jam' and tenant = '*'").fetchone()
+    max_acc = conn.execute("select max(access_count) from pgmem.memories where tenant = %s", (TENANT,)).fetchone()[0]
+    plist = {}
+    for q, v in zip(qs, qv):
+        missing = [s_ for s_, x in (("actor", q["actor"]), ("spatial", q["location"])) if x is None]
+        tsq, ew, terms = conn.execute(
+            "select pgmem.query_tsquery(%s)::text, pgmem._effective_weights(pgmem.check_weights(%s::jsonb, "
+            "array['semantic', 'lexical', 'recency', 'actor', 'spatial', 'usage']), %s::text[]), pgmem.query_terms(%s)::text",
+            (q["text"], json.dumps(jam_w[0]), missing, q["text"])).fetchone()
+        plist[q["text"]] = dict(p1="{}", p2=TENANT, p3=datetime.now(timezone.utc), p4=v, p5=tsq, p6=200, p7=10,
+                                p8=json.dumps(ew), p9=q["actor"], p10=q["location"], p11=json.dumps(jam_w[1]),
+                                p12=float(max_acc or 0), p13=terms)
+    conn.execute("set hnsw.ef_search = 200")
+    conn.execute("set hnsw.iterative_scan = relaxed_order")
+    admin = connect(admin_dsn)
+    fns = {name: (lambda sq: (lambda q, v: [r[0] for r in conn.execute(sq, plist[q["text"]], prepare=True).fetchall()]))(sql)
+           for name, sql in variants.items()}
+    fns["search_app_role"] = lambda q, v: run_fused(cur, q, v)
+    fns["search_owner_no_rls"] = lambda q, v: run_fused(admin.cursor(), q, v)
+    res = interleaved(fns, qs, qv)
+    admin.close()
+    T["fused_statement"] = {k: {**lat_summary(lat), "same_ids_as_search": round(overlap(got, ids["fused"]), 4)}
+                            for k, (lat, got) in res.items()}
+    for k, v_ in T["fused_statement"].items():
+        log(f"  {k}: p50 {v_['p50_ms']} p95 {v_['p95_ms']} same ids {v_['same_ids_as_search']}")
+    conn.execute("set hnsw.ef_search = 40")
+    conn.close()
+
+    phase("tune: cost of a non-HOT update (touch, prune) with and without the HNSW index")
+    with connect(admin_dsn, autocommit=False) as ac:
+        cur2 = ac.cursor()
+        res = {}
+        for label, drop in (("with_hnsw", False), ("without_hnsw", True)):
+            with ac.transaction(force_rollback=True):
+                if drop:
+                    cur2.execute("drop index pgmem.memories_embedding_hnsw")
+                rng = np.random.default_rng(5)
+                t = time.perf_counter()
+                for _ in range(100):
+                    cur2.execute("select pgmem.touch(%s::bigint[])", ([int(x) for x in rng.integers(1, n + 1, 10)],))
+                touch_ms = (time.perf_counter() - t) * 1000 / 1000
+                t = time.perf_counter()
+                cur2.execute("select count(*) from pgmem.prune(mode => 'normal', batch => 2000)")
+                prune_ms = (time.perf_counter() - t) * 1000 / 2000
+            res[label] = {"touch_ms_per_memory": round(touch_ms, 3), "prune_ms_per_memory": round(prune_ms, 3)}
+            log(f"  {label}: {res[label]}")
+        T["non_hot_update_cost"] = res
+
+    phase("tune: partial HNSW index (where state = 'active'): state changes without a graph insert")
+    with connect(admin_dsn, autocommit=False) as ac:
+        cur2 = ac.cursor()
+        lo = max(1, n // 2)
+        with ac.transaction(force_rollback=True):
+            ms, _ = timed(lambda: cur2.execute("update pgmem.memories set state = 'archived' where id between %s and %s",
+                                               (lo, lo + 999)))
+        part = {"update_1000_states_full_hnsw_ms": round(ms, 1)}
+        with ac.transaction(force_rollback=True):
+            cur2.execute("drop index pgmem.memories_embedding_hnsw")
+            cur2.execute("set local maintenance_work_mem = '%sMB'" % max(2048, int(1.5 * n * 1900 / 2**20)))
+            ms_b, _ = timed(lambda: cur2.execute(
+                "create index memories_embedding_hnsw on pgmem.memories using hnsw (embedding vector_cosine_ops) "
+                "with (m = 16, ef_construction = 64) where state = 'active'"))
+            cur2.execute("set local hnsw.ef_search = 40")
+            cur2.execute("set local hnsw.iterative_scan = relaxed_order")
+            part["knn_partial"] = _knn_sweep(cur2, KNN_SQL, qv, true_knn)
+            lat, got = measure(cur2, run_fused, qs, qv)
+            part["fused_partial"] = {**lat_summary(lat), "same_ids_as_search": round(overlap(got, ids["fused"]), 4)}
+            ms, _ = timed(lambda: cur2.execute("update pgmem.memories set state = 'archived' where id between %s and %s",
+                                               (lo + 1000, lo + 1999)))
+            part.update(partial_build_s=round(ms_b / 1000, 1), update_1000_states_partial_hnsw_ms=round(ms, 1))
+        T["partial_hnsw"] = part
+        log(f"  {part}")
+
+    phase("tune: remember_many with a smaller keyword-novelty pool (setting surprise_lexical_pool)")
+    from pgmem.client import MemoryClient
+    from pgmem.embedding import embedding_text
+
+    events, vecs = C.fresh_events(corpus, 512, SEED + 9, datetime.now(timezone.utc))
+    table = {embedding_text(content=e["content"], who=e["who"], where=e["where"], why=e["why"], how=e["how"]): v
+             for e, v in zip(events, vecs)}
+    mc = MemoryClient(app_dsn, tenant=TENANT, embedder=PrecomputedEmbedder(table), max_size=1)
+    T["remember_lexical_pool"] = {}
+    for pool in (200, 20, 0):
+        with connect(admin_dsn, autocommit=False) as ac:
+            with ac.transaction(force_rollback=True):
+                ac.execute("insert into pgmem.settings (tenant, key, value) values ('bench', 'surprise_lexical_pool', %s) "
+                           "on conflict (tenant, key) do update set value = excluded.value", (json.dumps(pool),))
+                t = time.perf_counter()
+                res = mc.remember_many(events, batch_size=256, extract=False, embed=True, progress=False, conn=ac)
+                el = time.perf_counter() - t
+        dec: dict = {}
+        for r in res:
+            dec[r.decision] = dec.get(r.decision, 0) + 1
+        T["remember_lexical_pool"][pool] = {"per_s": round(len(res) / el, 1), "decisions": dec}
+        log(f"  surprise_lexical_pool {pool}: {len(res) / el:.1f}/s {dec}")
+    mc.close()
+
+    phase("tune: HNSW build parameters, parallel build, halfvec (on a copy table)")
+    with connect(admin_dsn) as ac:
+        ac.execute("drop table if exists public.tune_vec")
+        ac.execute("create table public.tune_vec as select id, tenant, state, embedding, embedding::halfvec(384) as h "
+                   "from pgmem.memories where tenant = %s", (TENANT,))
+        ac.execute("vacuum analyze public.tune_vec")
+        builds = {}
+        variants = [("m16_efc64_w2", 16, 64, 2, None, "embedding", "vector_cosine_ops"),
+                    ("m16_efc64_w0", 16, 64, 0, None, "embedding", "vector_cosine_ops"),
+                    ("m16_efc64_w2_mwm128MB", 16, 64, 2, "128MB", "embedding", "vector_cosine_ops"),
+                    ("m16_efc128_w2", 16, 128, 2, None, "embedding", "vector_cosine_ops"),
+                    ("m24_efc64_w2", 24, 64, 2, None, "embedding", "vector_cosine_ops"),
+                    ("halfvec_m16_efc64_w2", 16, 64, 2, None, "h", "halfvec_cosine_ops")]
+        sql_v = ("select id from public.tune_vec where tenant = %s and state = 'active' "
+                 "order by embedding <=> %s limit 10")
+        sql_h = ("select id from public.tune_vec where tenant = %s and state = 'active' "
+                 "order by h <=> %s::vector::halfvec(384) limit 10")
+        for name, m, efc, workers, mwm, col, ops in variants:
+            ac.execute("set max_parallel_maintenance_workers = %s" % workers)
+            ac.execute("set maintenance_work_mem = '%s'" % (mwm or f"{max(2048, int(1.5 * n * 1900 / 2**20))}MB"))
+            t = time.perf_counter()
+            ac.execute(f"create index tune_idx on public.tune_vec using hnsw ({col} {ops}) with (m = {m}, ef_construction = {efc})")
+            bs = time.perf_counter() - t
+            size = ac.execute("select pg_relation_size('public.tune_idx')").fetchone()[0]
+            b = {"build_s": round(bs, 2), "index_mib": round(size / 2**20, 1)}
+            c2 = ac.cursor()
+            c2.execute("set hnsw.iterative_scan = relaxed_order")
+            for ef in (40, 100):
+                c2.execute(f"set hnsw.ef_search = {ef}")
+                b[f"ef{ef}"] = _knn_sweep(c2, sql_h if col == "h" else sql_v, qv, true_knn)
+            builds[name] = b
+            log(f"  {name}: {b}")
+            ac.execute("drop index public.tune_idx")
+        T["hnsw_builds"] = builds
+        T["table_mib_vector_vs_halfvec"] = {
+            "vector_column_mib": round(ac.execute("select sum(pg_column_size(embedding)) from public.tune_vec").fetchone()[0] / 2**20, 1),
+            "halfvec_column_mib": round(ac.execute("select sum(pg_column_size(h)) from public.tune_vec").fetchone()[0] / 2**20, 1)}
+        ac.execute("drop table public.tune_vec")
+    return T
+
+
+# ----------------------------------------------------------------------------- output
+KEYS = ["n", "fused_p50_ms", "fused_p95_ms", "fused_p99_ms", "fused_owner_p50_ms", "fused_owner_p95_ms", "knn_p50_ms", "knn_p95_ms", "knn_p99_ms",
+        "exact_p50_ms", "exact_p95_ms", "exact_p99_ms", "naive_p50_ms", "naive_p95_ms", "naive_owner_p95_ms", "overlap_at_10",
+        "fused_knn_p95_ratio", "naive_fused_p95_ratio", "naive_owner_fused_owner_p95_ratio", "fused_qps_8_clients", "knn_qps_8_clients",
+        "ingest_precomputed_per_s", "ingest_embedded_per_s", "load_rate_per_s", "hnsw_build_s", "merge_s",
+        "prune_s", "archive_s", "server_peak_pss_mib", "client_peak_rss_mib"]
+
+
+def table(R: dict) -> str:
+    rows = [(k, R.get(k)) for k in KEYS]
+    w = max(len(k) for k, _ in rows)
+    lines = [f"{'metric':<{w}}  value", f"{'-' * w}  {'-' * 12}"]
+    for k, v in rows:
+        lines.append(f"{k:<{w}}  {v:,.3f}" if isinstance(v, float) else f"{k:<{w}}  {v}")
+    return "\n".join(lines)
+
+
+def plot(results_dir: Path) -> Path | None:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        log("matplotlib is missing: no plot (pip install matplotlib)")
+        return None
+    runs: dict[int, dict] = {}
+    for f in sorted(results_dir.glob("*-*.json")):
+        if f.name == "latest.json" or f.name.startswith("eval") or f.stem.endswith(("-tune", "-partial")):
+            continue
+        try:
+            d = json.loads(f.read_text())
+        except ValueError:
+            continue
+        if "n" in d and "fused_p95_ms" in d and d.get("corpus") == C._cache_key(C.POOL_SIZE, C.N_QUERIES):
+            runs[int(d["n"])] = d  # the latest run of each N (files sort by timestamp)
+    if not runs:
+        return None
+    ns = sorted(runs)
+    fig, ax = plt.subplots(figsize=(8, 5))
+    for key, label, style in (("fused_p50_ms", "pgmem.search p50", "o-"), ("fused_p95_ms", "pgmem.search p95", "o--"),
+                              ("fused_owner_p95_ms", "pgmem.search p95, as table owner (no RLS)", "o:"),
+                              ("knn_p95_ms", "pgvector HNSW kNN p95 (floor)", "s-"),
+                              ("exact_p95_ms", "pgmem.search_exact p95", "^-"),
+                              ("naive_p95_ms", "naive JAM (flat index + numpy) p95", "v-")):
+        xs = [x for x in ns if runs[x].get(key) is not None]
+        ax.plot(xs, [runs[x][key] for x in xs], style, label=label)
+    ax.axhline(25, color="grey", lw=0.8, ls=":", label="target: fused p95 < 25 ms at 1M")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("memories (N)")
+    ax.set_ylabel("latency, ms (k=10, one client, warm)")
+    ax.set_title("pgmem read path latency vs N (2 cores)")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8)
+    out = results_dir / "latency_vs_n.png"
+    fig.tight_layout()
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
+    return out
+
+
+# ----------------------------------------------------------------------------- main
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--n", type=int, default=100_000, help="memories to load (default 100000)")
+    ap.add_argument("--keep", action="store_true", help="keep the cluster and the loaded data for the next run")
+    ap.add_argument("--reload", action="store_true", help="reload even if the data set of this N is present")
+    ap.add_argument("--queries", type=int, default=200, help="queries for every latency measurement (>= 200)")
+    ap.add_argument("--exact-queries", type=int, default=None, help="queries for search_exact (default: all of --queries ...)")
+    ap.add_argument("--exact-seconds", type=float, default=150.0,
+                    help="... but stop after this many seconds (at least 20 queries); overlap@10 uses those queries")
+    ap.add_argument("--fetchall-queries", type=int, default=None)
+    ap.add_argument("--knn-ef", type=int, default=40, help="hnsw.ef_search of the raw kNN floor (pgvector's default)")
+    ap.add_argument("--clients", type=int, default=8)
+    ap.add_argument("--duration", type=float, default=15.0, help="seconds of the concurrent runs")
+    ap.add_argument("--ingest-max", type=int, default=4096)
+    ap.add_argument("--ingest-seconds", type=float, default=30.0)
+    ap.add_argument("--embed-n", type=int, default=200, help="texts for the CPU-embedding ingest")
+    ap.add_argument("--merge-batch", type=int, default=1000)
+    ap.add_argument("--job-batch", type=int, default=10000)
+    ap.add_argument("--job-seconds", type=float, default=90.0, help="time cap of each job (then extrapolate)")
+    ap.add_argument("--skip", default="", help="comma list of phases to skip: naive,concurrent,write,jobs")
+    ap.add_argument("--tune", action="store_true", help="also run the parameter sweeps behind bench/README.md")
+    args = ap.parse_args()
+    skip = set(filter(None, args.skip.split(",")))
+    n = args.n
+    started = datetime.now(timezone.utc)
+    load_start = os.getloadavg()
+    SAMPLER.start()
+    R: dict = {"n": n, "corpus": C._cache_key(C.POOL_SIZE, C.N_QUERIES), "started_at": started.isoformat(), "host": platform.node(), "cpus": os.cpu_count(),
+               "loadavg_start": [round(x, 2) for x in load_start]}
+
+    from pgmem import migrate
+    from pgmem.embedding import Embedder
+
+    phase("corpus")
+    corpus = C.Corpus.load(embedder=None, log=log)
+    if corpus.embed_seconds:
+        R["pool_embed_s"] = round(corpus.embed_seconds, 1)
+
+    phase("cluster")
+    db = f"bench_n{n}"
+    c = make_cluster(db)
+    c.init()
+    c.start()
+    c.wait_ready()
+    SAMPLER.postmaster = c.postmaster_pid()
+    admin_dsn = c.dsn(db)
+    meta = read_meta(admin_dsn)
+    fresh = (meta is None or not meta.get("complete") or meta.get("n") != n or meta.get("corpus") != C._cache_key(
+        C.POOL_SIZE, C.N_QUERIES) or meta.get("seed") != SEED or args.reload)
+    if fresh:
+        with psycopg.connect(c.dsn("postgres"), autocommit=True) as pc:
+            pc.execute(f'drop database if exists "{db}" with (force)')
+    c.ensure_database(db, tenant=None)
+    t = time.perf_counter()
+    migrate.upgrade(admin_dsn)
+    R["migrate_s"] = round(time.perf_counter() - t, 2)
+    app_pw = secrets.token_urlsafe(18)
+    with psycopg.connect(admin_dsn, autocommit=True) as pc:
+        if not pc.execute("select 1 from pg_roles where rolname = 'bench_app'").fetchone():
+            pc.execute("create role bench_app login")
+        pc.execute(f"alter role bench_app password '{app_pw}'")
+        pc.execute("grant pgmem_app to bench_app")
+    app_dsn = f"postgresql://bench_app:{app_pw}@127.0.0.1:{PORT}/{db}"
+
+    now = datetime.now(timezone.utc)
+    if fresh:
+        meta = {"n": n, "seed": SEED, "corpus": C._cache_key(C.POOL_SIZE, C.N_QUERIES), "complete": False,
+                "generated_at": now.isoformat()}
+        with connect(admin_dsn) as mc:
+            save_meta(mc, meta)
+        load = load_dataset(c, admin_dsn, corpus, n, now, meta)
+        meta.update(complete=True, load=load)
+        with connect(admin_dsn) as mc:
+            save_meta(mc, meta)
+        R["load_reused"] = False
+    else:
+        load = meta["load"]
+        R["load_reused"] = True
+        log(f"reusing the loaded data set of N={n} (loaded {meta.get('generated_at')}); load figures are from then")
+        with connect(admin_dsn) as mc:
+            mc.execute("vacuum (analyze) pgmem.memories")
+    R["load"] = load
+    R["load_rate_per_s"] = load["load_rate_per_s"]
+    R["hnsw_build_s"] = load.get("hnsw_build_s")
+    with connect(admin_dsn) as mc:
+        cnt = mc.execute("select count(*) from pgmem.memories where tenant = %s and state = 'active'", (TENANT,)).fetchone()[0]
+    if cnt != n:
+        raise SystemExit(f"expected {n} active memories, found {cnt}: rerun with --reload")
+
+    rp = read_path(app_dsn, admin_dsn, corpus, n, args, R)
+    ids = R.pop("_ids")
+    naive = R.pop("_naive")
+    R["read"] = rp
+    for k in ("fused", "knn", "exact", "naive"):
+        for p in ("p50", "p95", "p99"):
+            R[f"{k}_{p}_ms"] = rp[k][f"{p}_ms"]
+    R["overlap_at_10"] = rp["overlap_at_10"]
+    R["fused_owner_p50_ms"], R["fused_owner_p95_ms"] = rp["fused_owner"]["p50_ms"], rp["fused_owner"]["p95_ms"]
+    R["naive_owner_p50_ms"], R["naive_owner_p95_ms"] = rp["naive_owner"]["p50_ms"], rp["naive_owner"]["p95_ms"]
+    R["naive_owner_fused_owner_p95_ratio"] = round(R["naive_owner_p95_ms"] / R["fused_owner_p95_ms"], 2)
+    R["fused_knn_p95_ratio"] = round(R["fused_p95_ms"] / R["knn_p95_ms"], 2)
+    R["naive_fused_p95_ratio"] = round(R["naive_p95_ms"] / R["fused_p95_ms"], 2)
+    if "concurrent" not in skip:
+        R["concurrent_fused"] = concurrent(app_dsn, corpus, args, "fused")
+        R["concurrent_knn"] = concurrent(app_dsn, corpus, args, "knn")
+        R["fused_qps_8_clients"] = R["concurrent_fused"]["qps"]
+        R["knn_qps_8_clients"] = R["concurrent_knn"]["qps"]
+    if args.tune:
+        R["tuning"] = tune(app_dsn, admin_dsn, corpus, n, args, ids, naive)
+    naive.conn.close()
+    del naive
+    if "write" not in skip:
+        w = write_path(app_dsn, corpus, args, now)
+        R["ingest"] = w
+        R["ingest_precomputed_per_s"] = w["precomputed"]["per_s"]
+        R["ingest_embedded_per_s"] = w["embedded"]["per_s"]
+    if "jobs" not in skip:
+        j = jobs(admin_dsn, n, args)
+        R["jobs"] = j
+        R["merge_s"] = j["merge"]["seconds_full"]
+        R["merge_complete"] = j["merge"]["complete"]
+        R["prune_s"] = j["prune"]["seconds_full"]
+        R["archive_s"] = j["archive"]["seconds_full"]
+    R["db"] = db_facts(admin_dsn)
+
+    phase("finish")
+    SAMPLER.stop()
+    R["server_peak_pss_mib"] = round(SAMPLER.peak_pss / 2**20, 1)
+    R["server_peak_rss_sum_mib"] = round(SAMPLER.peak_rss / 2**20, 1)
+    R["server_peak_pss_by_phase_mib"] = {k: round(v / 2**20, 1) for k, v in SAMPLER.phase_peak.items()}
+    R["client_peak_rss_mib"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+    R["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]
+    R["loadavg_max"] = round(SAMPLER.load_max, 2)
+    R["loadavg_mean"] = round(float(np.mean(SAMPLER.load_samples)), 2) if SAMPLER.load_samples else None
+    R["wall_s"] = round(time.perf_counter() - T_START, 1)
+    R["settings"] = {"cluster": SETTINGS, "knn_ef_search": args.knn_ef, "clients": args.clients,
+                     "duration_s": args.duration, "queries": args.queries}
+
+    if args.keep:
+        log(f"--keep: cluster {c.home} (port {PORT}) keeps database {db}; stopped")
+        c.stop()
+    else:
+        with psycopg.connect(c.dsn("postgres"), autocommit=True) as pc:
+            pc.execute(f'drop database if exists "{db}" with (force)')
+            others = pc.execute("select count(*) from pg_database where datname like 'bench_n%'").fetchone()[0]
+        c.stop()
+        if not others:
+            shutil.rmtree(c.home, ignore_errors=True)
+        log("dropped the data set (use --keep to reuse it)")
+
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    stamp = started.strftime("%Y%m%dT%H%M%SZ")
+    body = json.dumps(R, indent=2, default=str)
+    if args.tune or skip:  # a partial run: kept apart from the full runs (latest.json, the plot)
+        (RESULTS / f"{stamp}-{n}-{'tune' if args.tune else 'partial'}.json").write_text(body + "\n")
+    else:
+        (RESULTS / f"{stamp}-{n}.json").write_text(body + "\n")
+        (RESULTS / "latest.json").write_text(body + "\n")
+    png = plot(RESULTS)
+    print(table(R))
+    print(f"\nwall time {R['wall_s']:.0f} s; results in {RESULTS}/{stamp}-{n}*.json"
+          + (f"; plot {png}" if png else ""))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
