@@ -197,6 +197,20 @@ end $$;
 comment on function pgmem._filter_sql(jsonb) is
   'Turns a filters object into a WHERE clause that reads every value from parameter $1 (tenant $2, as_of $3).';
 
+-- The candidate set every ranking starts from (search, activate, recall): the HNSW top-N
+-- by cosine distance and the lexical top-N by ts_rank, both under the same filters. The
+-- statement that uses it binds $4 = query embedding, $5 = tsquery, $6 = N, and the
+-- filter parameters ($1 filters, $2 tenant, $3 as_of).
+create or replace function pgmem._candidates_sql(p_filter_sql text) returns text
+  language sql immutable
+  return format($c$(select m.id from pgmem.memories m where $4 is not null and m.embedding is not null and %1$s
+                    order by m.embedding operator(public.<=>) $4 limit $6)
+                   union
+                   (select m.id from pgmem.memories m where $5 is not null and m.tsv @@ $5 and %1$s
+                    order by ts_rank(m.tsv, $5, 1) desc, m.id limit $6)$c$, p_filter_sql);
+comment on function pgmem._candidates_sql(text) is
+  'SQL of the index-driven candidate set shared by search, activate and recall (HNSW top-N union lexical top-N).';
+
 do $$ begin
   if to_regtype('pgmem.search_hit') is null then
     create type pgmem.search_hit as (
@@ -248,11 +262,7 @@ order by score desc, t.id
 limit $7
 $q$,
   case when p_exact then format('select m.id from pgmem.memories m where %s', p_filter_sql)
-  else format($c$(select m.id from pgmem.memories m where $4 is not null and m.embedding is not null and %1$s
-                   order by m.embedding operator(public.<=>) $4 limit $6)
-                  union all
-                  (select m.id from pgmem.memories m where $5 is not null and m.tsv @@ $5 and %1$s
-                   order by ts_rank(m.tsv, $5, 1) desc, m.id limit $6)$c$, p_filter_sql)
+  else pgmem._candidates_sql(p_filter_sql)
   end);
 
 create or replace function pgmem._search(

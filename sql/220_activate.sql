@@ -85,12 +85,7 @@ begin
   perform set_config('hnsw.iterative_scan', 'relaxed_order', true);
   perform set_config('hnsw.ef_search', least(1000, greatest(v_n, pgmem._setting_num('hnsw_ef_search', 100)::int))::text, true);  -- pgvector's maximum is 1000; iterative scan goes further
   return query execute format($q$
-    with cand as (
-      (select m.id from pgmem.memories m where $4 is not null and m.embedding is not null and %1$s
-        order by m.embedding operator(public.<=>) $4 limit $6)
-      union
-      (select m.id from pgmem.memories m where $5 is not null and m.tsv @@ $5 and %1$s
-        order by ts_rank(m.tsv, $5, 1) desc, m.id limit $6)),
+    with cand as (%1$s),
     s as (
       select m.*,
         case when $4 is null or m.embedding is null then 0 else pgmem.cosine_sim(m.embedding, $4) end as e,
@@ -112,7 +107,7 @@ begin
       $11, sc.e, sc.md, sc.su, sc.te, sc.summary, sc.content, sc.who, sc.category, sc.created_at
     from sc
     order by 2 desc, sc.id
-    limit $12 $q$, v_filter)
+    limit $12 $q$, pgmem._candidates_sql(v_filter))
   using coalesce(filters, '{}'::jsonb), v_tenant, v_as_of, query_embedding, v_tsq, v_n, v_keys, v_sum_tokens,
         v_profile.params, v_w, v_thr, k;
 end $$;

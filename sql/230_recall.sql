@@ -41,12 +41,7 @@ begin
   perform set_config('hnsw.iterative_scan', 'relaxed_order', true);
   perform set_config('hnsw.ef_search', least(1000, greatest(v_n, pgmem._setting_num('hnsw_ef_search', 100)::int))::text, true);  -- pgvector's maximum is 1000; iterative scan goes further
   return query execute format($q$
-    with cand as (
-      (select m.id from pgmem.memories m where $4 is not null and m.embedding is not null and %1$s
-        order by m.embedding operator(public.<=>) $4 limit $6)
-      union
-      (select m.id from pgmem.memories m where $5 is not null and m.tsv @@ $5 and %1$s
-        order by ts_rank(m.tsv, $5, 1) desc, m.id limit $6)),
+    with cand as (%1$s),
     s as (
       select m.*,
         case when $4 is not null and m.embedding is not null then pgmem.cosine_sim(m.embedding, $4)
@@ -58,7 +53,7 @@ begin
     select s.id, ($8->>'relevance')::float8 * s.rel + ($8->>'importance')::float8 * s.imp
                + ($8->>'recency')::float8 * s.rec + ($8->>'access_frequency')::float8 * s.acc,
            s.rel, s.imp, s.rec, s.acc, s.content, s.summary, s.who, s.category, s.importance, s.access_count, s.created_at
-    from s order by 2 desc, s.id limit $10 $q$, pgmem._filter_sql(filters))
+    from s order by 2 desc, s.id limit $10 $q$, pgmem._candidates_sql(pgmem._filter_sql(filters)))
   using coalesce(filters, '{}'::jsonb), v_tenant, coalesce(as_of, now()), query_embedding, v_tsq, v_n, v_tokens,
         v_w, v_profile.params, k;
 end $$;
