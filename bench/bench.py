@@ -909,11 +909,16 @@ def tune(app_dsn: str, admin_dsn: str, corpus: C.Corpus, n: int, args, ids: dict
           "order by m.embedding <=> %s limit 200")
     lx = ("select m.id from pgmem.memories m where m.tsv @@ pgmem.query_tsquery(%s) and m.state = 'active' and "
           "m.tenant = %s order by ts_rank(m.tsv, pgmem.query_tsquery(%s), 1) desc, m.id limit 200")
-    cur.execute("set hnsw.ef_search = 200")
+    # as the table owner: _search runs as its owner (SECURITY DEFINER), so RLS does not apply there
+    oconn = connect(admin_dsn)
+    ocur = oconn.cursor()
+    ocur.execute("set hnsw.ef_search = 200")
+    ocur.execute("set hnsw.iterative_scan = relaxed_order")
     matches = []
-    res = interleaved({"hnsw": lambda q, v: cur.execute(hn, (TENANT, v), prepare=True).fetchall(),
-                       "lexical": lambda q, v: cur.execute(lx, (q["text"], TENANT, q["text"]), prepare=True).fetchall()},
+    res = interleaved({"hnsw": lambda q, v: ocur.execute(hn, (TENANT, v)).fetchall(),
+                       "lexical": lambda q, v: ocur.execute(lx, (q["text"], TENANT, q["text"])).fetchall()},
                       qs, qv)
+    oconn.close()
     h_lat, l_lat = res["hnsw"][0], res["lexical"][0]
     for q in qs[:50]:
         matches.append(cur.execute("select count(*) from pgmem.memories m where m.tsv @@ pgmem.query_tsquery(%s) "
@@ -952,8 +957,12 @@ def tune(app_dsn: str, admin_dsn: str, corpus: C.Corpus, n: int, args, ids: dict
     conn.execute("set hnsw.ef_search = 200")
     conn.execute("set hnsw.iterative_scan = relaxed_order")
     admin = connect(admin_dsn)
-    fns = {name: (lambda sq: (lambda q, v: [r[0] for r in conn.execute(sq, plist[q["text"]], prepare=True).fetchall()]))(sql)
+    # prepare=False: planned with the values each time (a custom plan), as EXECUTE in _search does;
+    # a prepared statement switches to a generic plan after 5 runs, and that plan is far slower
+    fns = {name: (lambda sq: (lambda q, v: [r[0] for r in conn.execute(sq, plist[q["text"]], prepare=False).fetchall()]))(sql)
            for name, sql in variants.items()}
+    fns["as_is_prepared_generic_plan"] = lambda q, v: [r[0] for r in conn.execute(
+        variants["as_is"], plist[q["text"]], prepare=True).fetchall()]
     fns["search_app_role"] = lambda q, v: run_fused(cur, q, v)
     fns["search_owner_no_rls"] = lambda q, v: run_fused(admin.cursor(), q, v)
     res = interleaved(fns, qs, qv)
