@@ -172,14 +172,29 @@ class _Base:
                 self._embedder = self._embedder_arg
         return self._embedder
 
+    @staticmethod
+    def _text_of(args: Mapping[str, Any]) -> str:
+        """The text embedded for remember() arguments (pgmem.embedding.embedding_text)."""
+        from .embedding import embedding_text
+
+        return embedding_text(content=args["content"], who=args.get("who"), what=args.get("what"),
+                              where=args.get("location"), why=args.get("why"), how=args.get("how"))
+
     def _embed_args(self, args: dict) -> None:
         if args.get("embedding") is None and self.embedder is not None:
-            from .embedding import embedding_text
-
-            args["embedding"] = self.embedder.embed(embedding_text(
-                content=args["content"], who=args.get("who"), what=args.get("what"), where=args.get("location"),
-                why=args.get("why"), how=args.get("how")))
+            args["embedding"] = self.embedder.embed(self._text_of(args))
             args.setdefault("embedding_model", self.embedder.model_name)
+
+    def _batch_payload(self, events: Sequence[Any], extractor, embed: bool) -> str:
+        """The JSON array remember_many() takes for a batch of events: extracted, and embedded
+        in one model call when ``embed`` and an embedder is configured."""
+        items = [event_to_args(e, extractor) for e in events]
+        if embed and self.embedder is not None:
+            vecs = self.embedder.embed_many([self._text_of(a) for a in items])
+            for a, v in zip(items, vecs):
+                a["embedding"] = v.tolist()
+                a["embedding_model"] = self.embedder.model_name
+        return json.dumps([{k: _jsonable(v) for k, v in a.items()} for a in items])
 
     def _embed_query(self, query: str | None, embedding: Any) -> Any:
         if embedding is None and query and self.embedder is not None:
@@ -413,17 +428,7 @@ class MemoryClient(_Base):
         try:
             for start in range(0, len(events), batch_size):
                 chunk = events[start:start + batch_size]
-                items = [event_to_args(e, extractor) for e in chunk]
-                if embed and self.embedder is not None:
-                    from .embedding import embedding_text
-
-                    vecs = self.embedder.embed_many([embedding_text(
-                        content=a["content"], who=a.get("who"), what=a.get("what"), where=a.get("location"),
-                        why=a.get("why"), how=a.get("how")) for a in items])
-                    for a, v in zip(items, vecs):
-                        a["embedding"] = v.tolist()
-                        a["embedding_model"] = self.embedder.model_name
-                payload = json.dumps([{k: _jsonable(v) for k, v in a.items()} for a in items])
+                payload = self._batch_payload(chunk, extractor, embed)
                 rows = self._rows("select * from pgmem.remember_many(%(items)s::jsonb)", {"items": payload}, conn)
                 out.extend(_remember_result(r) for r in rows)
                 bar.update(len(chunk))
@@ -537,17 +542,7 @@ class AsyncMemoryClient(_Base):
         events = list(events)
         out: list[RememberResult] = []
         for start in range(0, len(events), batch_size):
-            items = [event_to_args(e, extractor) for e in events[start:start + batch_size]]
-            if embed and self.embedder is not None:
-                from .embedding import embedding_text
-
-                vecs = self.embedder.embed_many([embedding_text(
-                    content=a["content"], who=a.get("who"), what=a.get("what"), where=a.get("location"),
-                    why=a.get("why"), how=a.get("how")) for a in items])
-                for a, v in zip(items, vecs):
-                    a["embedding"] = v.tolist()
-                    a["embedding_model"] = self.embedder.model_name
-            payload = json.dumps([{k: _jsonable(v) for k, v in a.items()} for a in items])
+            payload = self._batch_payload(events[start:start + batch_size], extractor, embed)
             rows = await self._rows("select * from pgmem.remember_many(%(items)s::jsonb)", {"items": payload}, conn)
             out.extend(_remember_result(r) for r in rows)
         return out
