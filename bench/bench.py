@@ -1174,7 +1174,11 @@ def main() -> int:
     ap.add_argument("--job-seconds", type=float, default=90.0, help="time cap of each job (then extrapolate)")
     ap.add_argument("--skip", default="", help="comma list of phases to skip: naive,concurrent,write,jobs")
     ap.add_argument("--tune", action="store_true", help="also run the parameter sweeps behind bench/README.md")
+    ap.add_argument("--load-only", action="store_true",
+                    help="load the data set of this N (if not present), keep it and stop: no measurement, no result file")
     args = ap.parse_args()
+    if args.load_only:
+        args.keep = True
     skip = set(filter(None, args.skip.split(",")))
     n = args.n
     started = datetime.now(timezone.utc)
@@ -1241,6 +1245,12 @@ def main() -> int:
         cnt = mc.execute("select count(*) from pgmem.memories where tenant = %s and state = 'active'", (TENANT,)).fetchone()[0]
     if cnt != n:
         raise SystemExit(f"expected {n} active memories, found {cnt}: rerun with --reload")
+    if args.load_only:
+        SAMPLER.stop()
+        c.stop()
+        log(f"--load-only: database {db} in {c.home} (port {PORT}) is loaded; load figures: "
+            + json.dumps({k: load.get(k) for k in ('load_rate_per_s', 'hnsw_build_s')}))
+        return 0
 
     rp = read_path(app_dsn, admin_dsn, corpus, n, args, R)
     ids = R.pop("_ids")

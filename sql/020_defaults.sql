@@ -15,7 +15,8 @@ insert into pgmem.settings (tenant, key, value, description) values
   ('*', 'max_content_bytes', '262144', 'largest content a memory may have (bytes); PostgreSQL''s tsvector caps at 1 MB of lexemes'),
   ('*', 'enforce_tenants', 'false', 'when true, a tenant must be registered in pgmem.tenants before it can write'),
   ('*', 'hnsw_ef_search', '100', 'hnsw.ef_search used by pgmem''s index scans'),
-  ('*', 'candidate_pool', '200', 'search(): candidates taken from each index (HNSW, lexical) before fusion')
+  ('*', 'candidate_pool', '200', 'search(): candidates taken from each index (HNSW, lexical) before fusion'),
+  ('*', 'lexical_probe_rows', '5000', 'the lexical candidates come from the query''s rarest lexemes whose estimated matches add up to at most this many rows (pgmem.lexical_probe); 0 = every lexeme')
 on conflict (tenant, key) do nothing;
 
 -- engram.md, Category Importance Weights

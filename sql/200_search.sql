@@ -13,7 +13,8 @@
 --             score). An absolute scale: with JAM's literal reading, rank / max rank over the
 --             candidates (profile param "lexical": "rank"), any one-word match of a query
 --             scores 1.0 and unanswerable questions rank a greeting first (bench/EVAL.md).
---             Lexical candidates are still taken in ts_rank order (q = OR of the lexemes).
+--             Lexical candidates are taken in coverage order (then ts_rank) among the matches
+--             of lexical_probe (the query's rarest lexemes).
 --   recency   e^(-ln2·age/30d)                               (JAM: exponential decay, 30-day half-life)
 --   actor     1.0 when who = actor, else 0.3                 (JAM: actor relevance)
 --   spatial   |common path components| / max(#components)    (JAM: spatial proximity; empty components dropped)
@@ -197,19 +198,82 @@ end $$;
 comment on function pgmem._filter_sql(jsonb) is
   'Turns a filters object into a WHERE clause that reads every value from parameter $1 (tenant $2, as_of $3).';
 
+-- The lexical candidate query. The OR of every lexeme of a question matches a share of all
+-- memories that grows with N (9.3% on average at 100,000 in the benchmark, bench/README.md
+-- B5), and ranking every match is linear in N. A memory can only score high on coverage (the
+-- share of the query's lexemes it contains) if it contains the rare ones: every memory that
+-- holds at least j of the L lexemes holds one of the L-j+1 rarest. So the branch searches the
+-- rarest lexemes, rarest first, while their estimated matches (the planner's statistics of
+-- the tsvector column, pg_stats.most_common_elem_freqs, times the table's rows) add up to at
+-- most `p_budget` rows; when even the rarest lexeme is over budget, the rarest are AND-ed
+-- until the estimate fits. With no statistics, or a table smaller than the budget, it is the
+-- plain OR of every lexeme (query_tsquery). Only a query with an embedding uses the probe:
+-- its HNSW branch finds what is close in meaning, and the lexical branch only has to add the
+-- memories with the highest coverage. Without an embedding the lexical branch is the only
+-- source, and the recency and usage signals weigh 43% of the score, so a memory holding only
+-- common lexemes can rank first: text-only queries search every lexeme (measured on the
+-- 5,000-memory test set: overlap@10 with search_exact .855 with every lexeme, .51 with a
+-- 200-row probe; with an embedding .995 either way).
+create or replace function pgmem.lexical_probe(p_text text, p_budget float8 default null) returns tsquery
+  language plpgsql stable
+  set search_path = pgmem, public, pg_temp
+as $$
+declare
+  v_full tsquery := pgmem.query_tsquery(p_text);
+  v_budget float8 := coalesce(p_budget, pgmem._setting_num('lexical_probe_rows', 5000));
+  v_rows float8;
+  v_elems text[];
+  v_freqs real[];
+  v_min float8;
+  v_probe tsquery;
+  v_est float8 := 0;
+  v_and boolean := false;
+  r record;
+begin
+  if v_full is null or v_budget <= 0 then return v_full; end if;
+  select c.reltuples into v_rows from pg_class c where c.oid = 'pgmem.memories'::regclass;
+  if v_rows is null or v_rows <= v_budget then return v_full; end if;
+  select s.most_common_elems::text::text[], s.most_common_elem_freqs into v_elems, v_freqs
+    from pg_stats s where s.schemaname = 'pgmem' and s.tablename = 'memories' and s.attname = 'tsv';
+  if v_elems is null then return v_full; end if;
+  -- after the per-lexeme frequencies come the minimum and the maximum; a lexeme that is not
+  -- in the list is rarer than the minimum (estimated at half of it)
+  v_min := v_freqs[cardinality(v_elems) + 1];
+  for r in select t.q, coalesce(v_freqs[array_position(v_elems, t.lex)], v_min / 2) * v_rows as est
+             from (select distinct lex, ('''' || replace(replace(lex, '\', '\\'), '''', '''''') || '''')::tsquery as q
+                     from unnest(tsvector_to_array(to_tsvector('english', p_text))) lex where lex <> '') t
+            order by 2, t.lex loop
+    if v_probe is null then
+      v_probe := r.q; v_est := r.est; v_and := r.est > v_budget;
+    elsif v_and then          -- AND the next rarest while the conjunction is over budget
+      exit when v_est <= v_budget;
+      v_probe := v_probe && r.q; v_est := v_est * r.est / v_rows;
+    else                      -- OR the next rarest while the sum of matches fits
+      exit when v_est + r.est > v_budget;
+      v_probe := v_probe || r.q; v_est := v_est + r.est;
+    end if;
+  end loop;
+  return coalesce(v_probe, v_full);
+end $$;
+comment on function pgmem.lexical_probe(text, float8) is
+  'The tsquery of the lexical candidate branch of search/activate/recall: the OR of the query''s rarest lexemes whose estimated matches (column statistics x rows) fit in p_budget rows (default: setting lexical_probe_rows), or an AND of the rarest when even one is over budget; the plain OR of every lexeme without statistics or on a small table.';
+
 -- The candidate set every ranking starts from (search, activate, recall): the HNSW top-N
--- by cosine distance and the lexical top-N by ts_rank, both under the same filters. The
--- statement that uses it binds $4 = query embedding, $5 = tsquery, $6 = N, and the
--- filter parameters ($1 filters, $2 tenant, $3 as_of).
-create or replace function pgmem._candidates_sql(p_filter_sql text) returns text
+-- by cosine distance and the lexical top-N of the probe query (lexical_probe), both under
+-- the same filters. The statement that uses it binds $4 = query embedding, $5 = the probe
+-- tsquery, $6 = N, and the filter parameters ($1 filters, $2 tenant, $3 as_of); the lexical
+-- order is p_lex_order (default ts_rank of the probe; search orders by its coverage signal).
+drop function if exists pgmem._candidates_sql(text);
+create or replace function pgmem._candidates_sql(p_filter_sql text, p_lex_order text default 'ts_rank(m.tsv, $5, 1) desc')
+returns text
   language sql immutable
   return format($c$(select m.id from pgmem.memories m where $4 is not null and m.embedding is not null and %1$s
                     order by m.embedding operator(public.<=>) $4 limit $6)
                    union
                    (select m.id from pgmem.memories m where $5 is not null and m.tsv @@ $5 and %1$s
-                    order by ts_rank(m.tsv, $5, 1) desc, m.id limit $6)$c$, p_filter_sql);
-comment on function pgmem._candidates_sql(text) is
-  'SQL of the index-driven candidate set shared by search, activate and recall (HNSW top-N union lexical top-N).';
+                    order by %2$s, m.id limit $6)$c$, p_filter_sql, p_lex_order);
+comment on function pgmem._candidates_sql(text, text) is
+  'SQL of the index-driven candidate set shared by search, activate and recall (HNSW top-N union lexical top-N of the probe query).';
 
 do $$ begin
   if to_regtype('pgmem.search_hit') is null then
@@ -233,7 +297,7 @@ s as (
     case when $4 is null then null else coalesce(1 - (m.embedding operator(public.<=>) $4) / 2, 0) end as sig_semantic,
     case when $5 is null then null
          when coalesce($11->>'lexical', 'coverage') = 'rank' then
-           case when m.tsv @@ $5 then ts_rank(m.tsv, $5, 1)::float8 else 0 end
+           case when m.tsv @@ $14 then ts_rank(m.tsv, $14, 1)::float8 else 0 end
          else (select count(*) from unnest($13::tsquery[]) t where m.tsv @@ t)::float8 / greatest(cardinality($13::tsquery[]), 1)
     end as lex_raw,
     pgmem.exp_decay(pgmem.age_days(m.created_at, $3), ($11->>'recency_half_life_days')::float8) as sig_recency,
@@ -262,7 +326,8 @@ order by score desc, t.id
 limit $7
 $q$,
   case when p_exact then format('select m.id from pgmem.memories m where %s', p_filter_sql)
-  else pgmem._candidates_sql(p_filter_sql)
+  else pgmem._candidates_sql(p_filter_sql,
+         '(select count(*) from unnest($13::tsquery[]) t where m.tsv @@ t) desc, ts_rank(m.tsv, $14, 1) desc')
   end);
 
 create or replace function pgmem._search(
@@ -309,8 +374,9 @@ begin
     perform set_config('hnsw.ef_search', least(1000, greatest(v_n, pgmem._setting_num('hnsw_ef_search', 100)::int))::text, true);  -- pgvector's maximum is 1000; iterative scan goes further
   end if;
   return query execute pgmem._search_sql(v_filter, p_exact)
-    using coalesce(filters, '{}'::jsonb), v_tenant, v_as_of, query_embedding, v_tsq, v_n, k, v_weights,
-          actor, location, v_profile.params, coalesce(v_max_access, 0), pgmem.query_terms(query_text);
+    using coalesce(filters, '{}'::jsonb), v_tenant, v_as_of, query_embedding,
+          case when p_exact or query_embedding is null then v_tsq else pgmem.lexical_probe(query_text) end, v_n, k, v_weights,
+          actor, location, v_profile.params, coalesce(v_max_access, 0), pgmem.query_terms(query_text), v_tsq;
 end $$;
 
 create or replace function pgmem.search(

@@ -62,7 +62,6 @@ declare
   v_thr float8;
   v_keys text[];
   v_sum_tokens text[];
-  v_tsq tsquery := pgmem.query_tsquery(query_text);
   v_as_of timestamptz := coalesce(as_of, now());
   v_n integer;
   v_filter text;
@@ -108,7 +107,8 @@ begin
     from sc
     order by 2 desc, sc.id
     limit $12 $q$, pgmem._candidates_sql(v_filter))
-  using coalesce(filters, '{}'::jsonb), v_tenant, v_as_of, query_embedding, v_tsq, v_n, v_keys, v_sum_tokens,
+  using coalesce(filters, '{}'::jsonb), v_tenant, v_as_of, query_embedding,
+        case when query_embedding is null then pgmem.query_tsquery(query_text) else pgmem.lexical_probe(query_text) end, v_n, v_keys, v_sum_tokens,
         v_profile.params, v_w, v_thr, k;
 end $$;
 drop function if exists pgmem.activate(text, vector, text, text[], text[], text, float8, integer, jsonb, timestamptz, jsonb);

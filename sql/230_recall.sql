@@ -25,7 +25,6 @@ declare
   v_tenant text := pgmem._require_tenant();
   v_profile pgmem.profiles := pgmem._profile(coalesce(profile, 'engram'), 'recall');
   v_w jsonb;
-  v_tsq tsquery := pgmem.query_tsquery(query_text);
   v_tokens text[] := pgmem.tokens(coalesce(query_text, ''));
   v_n integer;
 begin
@@ -54,7 +53,8 @@ begin
                + ($8->>'recency')::float8 * s.rec + ($8->>'access_frequency')::float8 * s.acc,
            s.rel, s.imp, s.rec, s.acc, s.content, s.summary, s.who, s.category, s.importance, s.access_count, s.created_at
     from s order by 2 desc, s.id limit $10 $q$, pgmem._candidates_sql(pgmem._filter_sql(filters)))
-  using coalesce(filters, '{}'::jsonb), v_tenant, coalesce(as_of, now()), query_embedding, v_tsq, v_n, v_tokens,
+  using coalesce(filters, '{}'::jsonb), v_tenant, coalesce(as_of, now()), query_embedding,
+        case when query_embedding is null then pgmem.query_tsquery(query_text) else pgmem.lexical_probe(query_text) end, v_n, v_tokens,
         v_w, v_profile.params, k;
 end $$;
 comment on function pgmem.recall(text, vector, integer, jsonb, jsonb, timestamptz, text) is

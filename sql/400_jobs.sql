@@ -61,15 +61,47 @@ as $$
    where id = p_run
 $$;
 
+-- Where an unfinished run stopped. Some jobs keep their position in pgmem.job_state only
+-- for the length of a run (a run = the calls of run_job, or calls repeated by hand while
+-- job_runs.details->'more' is true): merge with full_scan ('merge_full', 'merge_full_text')
+-- and prune ('prune:<mode>', and 'prune:bottom:<scope>' for aggressive mode). The job deletes
+-- them when its run is complete, and run_job before its first batch, so that every run_job
+-- starts from the beginning even after an earlier run stopped half-way (max_batches, an
+-- error). The incremental merge cursors ('merge', 'merge_text') outlive runs: never reset.
+-- Dry runs neither read nor write these rows, so resetting for one would only lose a run
+-- under way.
+create or replace function pgmem._job_state_reset(p_job text, p_tenant text, p_params jsonb default '{}')
+returns void
+  language sql volatile
+  set search_path = pgmem, public, pg_temp
+as $$
+  delete from pgmem.job_state s
+   where coalesce((p_params->>'dry_run')::boolean, false) is false
+     and case p_job
+           when 'merge' then coalesce((p_params->>'full_scan')::boolean, false)
+                             and s.tenant = coalesce(p_tenant, '*') and s.job in ('merge_full', 'merge_full_text')
+           -- (prune's default mode is normal)
+           when 'prune' then (s.tenant = coalesce(p_tenant, '*') and s.job = 'prune:' || coalesce(p_params->>'mode', 'normal'))
+                          or (coalesce(p_params->>'mode', 'normal') = 'aggressive' and s.job = 'prune:bottom:' || coalesce(p_tenant, '*'))
+           else false
+         end
+$$;
+
 -- ------------------------------------------------------------------ merge
 -- engram.md, Deduplication & Merging: pairs with similarity >= threshold (cosine with
 -- embeddings, Jaccard of tokens without), same category unless >= the cross-category
 -- threshold (0.95); keep the more important memory, sum access counts, record merged_from.
 -- Candidates: each memory embedded since the last run looks up its nearest neighbours in
 -- the HNSW index (same tenant and user, active); memories without an embedding use the
--- lexical index and Jaccard. Pairs are applied strongest first; each side is resolved to
--- its current survivor, so chains (A~B, B~C) end with one survivor, chosen by importance,
--- then by the lower id: the result does not depend on the order memories were processed.
+-- lexical index and Jaccard. full_scan => true examines every active memory instead (the
+-- design's "for each pair of memories"), in keyset pages by (embedded_at, id) and
+-- (created_at, id) like the incremental run, but with cursors of its own ('merge_full',
+-- 'merge_full_text' in job_state) that live for one run: each call goes on from where the
+-- previous one stopped, and the call that reaches the end deletes them, so the next full
+-- scan starts from the beginning (run_job also resets them before its first batch).
+-- Pairs are applied strongest first; each side is resolved to its current survivor, so
+-- chains (A~B, B~C) end with one survivor, chosen by importance, then by the lower id: the
+-- result does not depend on the order memories were processed.
 create or replace function pgmem.merge_duplicates(
   threshold float8 default 0.85,
   cross_category_threshold float8 default 0.95,
@@ -103,6 +135,10 @@ declare
   v_text_cursor record;
   v_horizon timestamptz;
   v_survivor_of jsonb := '{}';  -- dry run: merged id -> survivor id, as the real run would do
+  v_more boolean;
+  -- where this call starts: the incremental cursors, or those of the full scan under way
+  v_cursor_job text := case when full_scan then 'merge_full' else 'merge' end;
+  v_text_cursor_job text := case when full_scan then 'merge_full_text' else 'merge_text' end;
 begin
   perform pgmem._check_unit(threshold, 'threshold'), pgmem._check_unit(cross_category_threshold, 'cross_category_threshold');
   if batch is null or batch < 1 or batch > 100000 then
@@ -115,9 +151,9 @@ begin
   end if;
   perform set_config('hnsw.ef_search', greatest(40, neighbours * 4)::text, true);
   select cursor_at, cursor_id into v_cursor from pgmem.job_state s
-   where s.tenant = coalesce(v_tenant, '*') and s.job = 'merge';
+   where s.tenant = coalesce(v_tenant, '*') and s.job = v_cursor_job;
   select cursor_at, cursor_id into v_text_cursor from pgmem.job_state s
-   where s.tenant = coalesce(v_tenant, '*') and s.job = 'merge_text';
+   where s.tenant = coalesce(v_tenant, '*') and s.job = v_text_cursor_job;
 
   create temp table if not exists _pgmem_pairs (a bigint, b bigint, sim float8, same_cat boolean, method text) on commit drop;
   truncate _pgmem_pairs;
@@ -131,16 +167,17 @@ begin
   v_horizon := coalesce(v_horizon, now());
 
   -- this batch: memories embedded since the cursor, then memories still without an embedding
+  -- (created since the text cursor); a full scan's cursors start at the beginning
   insert into _pgmem_batch
   select m.id, m.embedded_at, 'embedded' from pgmem.memories m
    where m.embedding is not null and m.state = 'active' and (v_tenant is null or m.tenant = v_tenant)
-     and (full_scan or v_cursor.cursor_at is null or (m.embedded_at, m.id) > (v_cursor.cursor_at, v_cursor.cursor_id))
+     and (v_cursor.cursor_at is null or (m.embedded_at, m.id) > (v_cursor.cursor_at, v_cursor.cursor_id))
      and m.embedded_at < v_horizon
    order by m.embedded_at, m.id limit batch;
   insert into _pgmem_batch
   select m.id, m.created_at, 'text' from pgmem.memories m
    where m.embedding is null and m.state = 'active' and (v_tenant is null or m.tenant = v_tenant)
-     and (full_scan or v_text_cursor.cursor_at is null or (m.created_at, m.id) > (v_text_cursor.cursor_at, v_text_cursor.cursor_id))
+     and (v_text_cursor.cursor_at is null or (m.created_at, m.id) > (v_text_cursor.cursor_at, v_text_cursor.cursor_id))
      and m.created_at < v_horizon
    order by m.created_at, m.id limit batch;
   select count(*) into v_examined from _pgmem_batch;
@@ -227,25 +264,29 @@ begin
     return next;
   end loop;
 
-  if not dry_run and not full_scan then
+  v_more := v_examined >= batch;
+  if not dry_run and full_scan and not v_more then
+    -- the full scan has seen every memory: the next one starts from the beginning
+    perform pgmem._job_state_reset('merge', v_tenant, '{"full_scan": true}');
+  elsif not dry_run then
     select max(bt.at), (array_agg(bt.id order by bt.at desc, bt.id desc))[1] into v_last_at, v_last_id
       from _pgmem_batch bt where bt.kind = 'embedded';
     if v_last_at is not null then
-      insert into pgmem.job_state (tenant, job, cursor_at, cursor_id) values (coalesce(v_tenant, '*'), 'merge', v_last_at, v_last_id)
+      insert into pgmem.job_state (tenant, job, cursor_at, cursor_id) values (coalesce(v_tenant, '*'), v_cursor_job, v_last_at, v_last_id)
       on conflict (tenant, job) do update set cursor_at = excluded.cursor_at, cursor_id = excluded.cursor_id, updated_at = now();
     end if;
     select max(bt.at), (array_agg(bt.id order by bt.at desc, bt.id desc))[1] into v_last_at, v_last_id
       from _pgmem_batch bt where bt.kind = 'text';
     if v_last_at is not null then
-      insert into pgmem.job_state (tenant, job, cursor_at, cursor_id) values (coalesce(v_tenant, '*'), 'merge_text', v_last_at, v_last_id)
+      insert into pgmem.job_state (tenant, job, cursor_at, cursor_id) values (coalesce(v_tenant, '*'), v_text_cursor_job, v_last_at, v_last_id)
       on conflict (tenant, job) do update set cursor_at = excluded.cursor_at, cursor_id = excluded.cursor_id, updated_at = now();
     end if;
   end if;
   perform pgmem._job_end(v_run, v_examined, v_changed,
-    jsonb_build_object('more', v_examined >= batch, 'pairs', (select count(*) from _pgmem_pairs)));
+    jsonb_build_object('more', v_more, 'pairs', (select count(*) from _pgmem_pairs)));
 end $$;
 comment on function pgmem.merge_duplicates(float8, float8, boolean, integer, text, integer, boolean) is
-  'Engram duplicate merge for one batch of memories embedded since the last run (full_scan => true: all): pairs from the HNSW index at cosine >= threshold (Jaccard without embeddings), same category unless >= cross_category_threshold; the more important memory survives, access counts add up, merged_from is recorded, links are re-pointed; dry_run lists the pairs. Undo with pgmem.unmerge.';
+  'Engram duplicate merge for one batch of memories embedded since the last run (full_scan => true: the next batch of all memories, going on from where the previous full-scan call stopped until it has seen them all): pairs from the HNSW index at cosine >= threshold (Jaccard without embeddings), same category unless >= cross_category_threshold; the more important memory survives, access counts add up, merged_from is recorded, links are re-pointed; dry_run lists the pairs. Undo with pgmem.unmerge.';
 
 create or replace function pgmem.unmerge(memory_id bigint) returns pgmem.memories
   language plpgsql volatile
@@ -293,7 +334,18 @@ comment on function pgmem.unmerge(bigint) is
 
 -- ------------------------------------------------------------------ prune
 -- engram.md, Pruning Modes: gentle = expired; normal = expired or decayed importance < 0.01;
--- aggressive = also the bottom 10% by decayed importance. Soft delete (restorable).
+-- aggressive = also the bottom 10% by decayed importance: sorted ascending, the first
+-- floor(n × 10%), per tenant (ties by id). Soft delete (restorable).
+-- A run (run_job, or calls repeated by hand while job_runs.details->'more' is true) walks the
+-- active memories once, in keyset pages by id, and judges each memory on its own, at one
+-- as_of for the whole run: a call costs its page, not a ranking of every memory. Only
+-- aggressive mode ranks, once, when its run starts: per tenant it keeps the memory at rank
+-- floor(n × 10%) (the cut-off); a memory is in the bottom fraction iff (decayed importance,
+-- id) <= the cut-off's, so a run prunes the same memories in one call or in many.
+-- job_state while a run is under way (pgmem._job_state_reset deletes it when the run ends):
+--   (scope, 'prune:<mode>')           cursor_at = the run's as_of, cursor_id = the last id walked
+--   (tenant, 'prune:bottom:<scope>')  cursor_at = the run's as_of, cursor_id = the cut-off memory
+-- (scope = the tenant, or '*' for all). A dry run starts afresh and changes no job_state.
 create or replace function pgmem.prune(
   mode text default 'normal',
   dry_run boolean default false,
@@ -309,8 +361,14 @@ as $$
 #variable_conflict use_column
 declare
   v_tenant text := pgmem._job_scope(tenant);
+  v_scope text := coalesce(v_tenant, '*');
   v_run bigint;
-  v_as_of timestamptz := coalesce(as_of, now());
+  v_as_of timestamptz;
+  v_state_at timestamptz;   -- the run under way: its as_of ...
+  v_after bigint := 0;      -- ... and the last id it walked
+  v_found bigint;
+  v_last bigint;
+  v_full boolean;
   v_examined bigint;
   v_changed bigint := 0;
   r record;
@@ -321,31 +379,76 @@ begin
   perform pgmem._check_unit(min_importance, 'min_importance'), pgmem._check_unit(bottom_fraction, 'bottom_fraction');
   v_run := pgmem._job_begin('prune', v_tenant, jsonb_build_object('mode', mode, 'dry_run', dry_run, 'batch', batch));
   if v_run is null then return; end if;
-  select count(*) into v_examined from pgmem.memories m where m.state = 'active' and (v_tenant is null or m.tenant = v_tenant);
-  for r in
-    with scored as (
-      select m.id, m.tenant, m.expires_at,
-             pgmem.decayed_importance(m.importance, m.created_at, m.access_count, v_as_of) as di
-        from pgmem.memories m
-       where m.state = 'active' and (v_tenant is null or m.tenant = v_tenant)),
-    ranked as (
-      -- engram.md: the bottom floor(n × 10%) by decayed importance, per tenant
-      select s.*, row_number() over (partition by s.tenant order by s.di, s.id) as rn,
-             count(*) over (partition by s.tenant) as n
-        from scored s)
-    select s.id, s.di,
-           case when s.expires_at is not null and s.expires_at < v_as_of then 'expired'
-                when mode in ('normal', 'aggressive') and s.di < min_importance then 'decayed'
-                when mode = 'aggressive' and s.rn <= floor(s.n * bottom_fraction) then 'bottom'
-           end as why
-      from ranked s
-     where (s.expires_at is not null and s.expires_at < v_as_of)
-        or (mode in ('normal', 'aggressive') and s.di < min_importance)
-        or (mode = 'aggressive' and s.rn <= floor(s.n * bottom_fraction))
-     order by s.di, s.id
-     -- the bottom fraction is a share of one snapshot: aggressive mode takes it in one call
-     limit case when mode = 'aggressive' then null else batch end
-  loop
+
+  create temp table if not exists _pgmem_prune_cut (tenant text, di float8, id bigint) on commit drop;
+  truncate _pgmem_prune_cut;
+  create temp table if not exists _pgmem_prune_page (id bigint, di float8, why text) on commit drop;
+  truncate _pgmem_prune_page;
+
+  -- go on with the run under way (same mode; as_of not given or the same), or start one
+  if not dry_run then
+    select s.cursor_at, s.cursor_id into v_state_at, v_after from pgmem.job_state s
+     where s.tenant = v_scope and s.job = 'prune:' || mode;
+  end if;
+  if v_state_at is not null and (as_of is null or as_of = v_state_at) then
+    v_as_of := v_state_at;
+    if mode = 'aggressive' then
+      -- the cut-offs chosen when the run started (decayed importance at the run's as_of)
+      insert into _pgmem_prune_cut
+      select s.tenant, pgmem.decayed_importance(c.importance, c.created_at, c.access_count, v_as_of), c.id
+        from pgmem.job_state s join pgmem.memories c on c.id = s.cursor_id
+       where s.job = 'prune:bottom:' || v_scope;
+    end if;
+  else
+    v_as_of := coalesce(as_of, now());
+    v_after := 0;
+    if not dry_run then
+      perform pgmem._job_state_reset('prune', v_tenant, jsonb_build_object('mode', mode));
+    end if;
+    if mode = 'aggressive' then
+      -- engram.md, Pruning Modes (aggressive): sort by decayed importance, prune the first
+      -- floor(n × 10%), per tenant; the cut-off is the memory at that rank (none when 0)
+      insert into _pgmem_prune_cut
+      select q.tenant, q.di, q.id
+        from (select s.*, row_number() over (partition by s.tenant order by s.di, s.id) as rn,
+                     count(*) over (partition by s.tenant) as n
+                from (select m.tenant, m.id,
+                             pgmem.decayed_importance(m.importance, m.created_at, m.access_count, v_as_of) as di
+                        from pgmem.memories m
+                       where m.state = 'active' and (v_tenant is null or m.tenant = v_tenant)) s) q
+       where q.rn = floor(q.n * bottom_fraction);
+      if not dry_run then
+        insert into pgmem.job_state (tenant, job, cursor_at, cursor_id)
+        select c.tenant, 'prune:bottom:' || v_scope, v_as_of, c.id from _pgmem_prune_cut c
+        on conflict (tenant, job) do update set cursor_at = excluded.cursor_at, cursor_id = excluded.cursor_id, updated_at = now();
+      end if;
+    end if;
+  end if;
+
+  -- this call's page: the next `batch` memories to prune after the cursor, by id, each judged
+  -- on its own (no ranking)
+  insert into _pgmem_prune_page
+  select q.id, q.di, q.why
+    from (select m.id, d.di,
+                 case when m.expires_at is not null and m.expires_at < v_as_of then 'expired'
+                      when mode in ('normal', 'aggressive') and d.di < min_importance then 'decayed'
+                      when mode = 'aggressive'
+                       and (d.di, m.id) <= (select c.di, c.id from _pgmem_prune_cut c where c.tenant = m.tenant) then 'bottom'
+                 end as why
+            from pgmem.memories m
+           cross join lateral (select pgmem.decayed_importance(m.importance, m.created_at, m.access_count, v_as_of) as di) d
+           where m.state = 'active' and (v_tenant is null or m.tenant = v_tenant) and m.id > v_after) q
+   where q.why is not null
+   order by q.id
+   limit batch;
+  select count(*), max(p.id) into v_found, v_last from _pgmem_prune_page p;
+  v_full := coalesce(v_found > 0 and v_found >= batch, false);  -- there may be more after this page
+  -- examined: the active memories this call walked past
+  select count(*) into v_examined from pgmem.memories m
+   where m.state = 'active' and (v_tenant is null or m.tenant = v_tenant) and m.id > v_after
+     and (not v_full or m.id <= v_last);
+
+  for r in select p.id, p.di, p.why from _pgmem_prune_page p order by p.di, p.id loop
     memory_id := r.id; reason := r.why; decayed_importance := r.di; applied := not dry_run;
     if not dry_run then
       perform pgmem._set_op('delete', jsonb_build_object('job', 'prune', 'mode', mode, 'reason', r.why,
@@ -357,10 +460,17 @@ begin
     return next;
   end loop;
   perform pgmem._set_op(null);
-  perform pgmem._job_end(v_run, v_examined, v_changed, jsonb_build_object('more', mode <> 'aggressive' and v_changed >= batch));
+
+  if not dry_run and v_full then
+    insert into pgmem.job_state (tenant, job, cursor_at, cursor_id) values (v_scope, 'prune:' || mode, v_as_of, v_last)
+    on conflict (tenant, job) do update set cursor_at = excluded.cursor_at, cursor_id = excluded.cursor_id, updated_at = now();
+  elsif not dry_run then
+    perform pgmem._job_state_reset('prune', v_tenant, jsonb_build_object('mode', mode));  -- the run is complete
+  end if;
+  perform pgmem._job_end(v_run, v_examined, v_changed, jsonb_build_object('more', v_full and not dry_run));
 end $$;
 comment on function pgmem.prune(text, boolean, integer, text, float8, float8, timestamptz) is
-  'Engram pruning: gentle = expired; normal = expired or decayed importance < 0.01; aggressive = also the bottom floor(n × 10%) by decayed importance, per tenant (in one call: batch applies to gentle/normal). Soft delete (state deleted, restorable); dry_run lists what it would prune.';
+  'Engram pruning: gentle = expired; normal = expired or decayed importance < 0.01; aggressive = also the bottom floor(n × 10%) by decayed importance, per tenant, ranked once per run. One call prunes at most batch memories, walking them by id from where the previous call of the run stopped (details->''more'' in job_runs; run_job repeats the calls). Soft delete (state deleted, restorable); dry_run lists what the first call of a new run would prune.';
 
 -- The only path that destroys memories: rows soft-deleted longer than older_than.
 create or replace function pgmem.purge(older_than interval default '30 days', dry_run boolean default false,
@@ -637,6 +747,9 @@ begin
     i := i + 1;
     v_err := null;
     begin
+      if i = 1 then  -- a run starts from the beginning, wherever an earlier unfinished run stopped
+        perform pgmem._job_state_reset(job, v_tenant, params);
+      end if;
       execute format('select count(*) from pgmem.%I(%s)', v_fn, substr(v_args, 3));
       select r.id, coalesce((r.details->>'more')::boolean, false) into v_last, v_more
         from pgmem.job_runs r where r.job = run_job.job and r.status = 'ok' and r.tenant is not distinct from v_tenant

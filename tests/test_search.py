@@ -881,18 +881,19 @@ def _explain(c, text, vec, filters=None) -> str:
               "set_config('hnsw.ef_search', '200', false), set_config('plan_cache_mode', 'force_custom_plan', false)")
     name = f"s_{uuid.uuid4().hex[:8]}"
     types = "jsonb, text, timestamptz, vector, tsquery, integer, integer, jsonb, text, text, jsonb, float8"
-    extra = ", pgmem.query_terms(%s)" if "$13" in sql else ""  # the lexemes of the coverage signal
-    if extra:
-        types += ", tsquery[]"
+    # $5 is the lexical candidate query (lexical_probe), $13 the lexemes of the coverage
+    # signal, $14 the whole query (ts_rank tie-break)
+    extra = ", pgmem.query_terms(%s), pgmem.query_tsquery(%s)"
+    types += ", tsquery[], tsquery"
     c.execute(f"prepare {name}({types}) as {sql}")
     params = c.execute("select params from pgmem.profiles where name = 'jam'").fetchone()[0]
     max_access = float(scalar(c, "select max(access_count) from pgmem.memories where tenant = 'acme'"))
     cur = psycopg.ClientCursor(c)
     plan = cur.execute(
-        f"explain execute {name}(%s::jsonb, %s, %s::timestamptz, %s::vector, pgmem.query_tsquery(%s), 200, 10, "
+        f"explain execute {name}(%s::jsonb, %s, %s::timestamptz, %s::vector, pgmem.lexical_probe(%s), 200, 10, "
         f"%s::jsonb, %s, %s, %s::jsonb, %s{extra})",
         (Jsonb(filters or {}), "acme", T, "[" + ",".join(f"{x:.7g}" for x in vec) + "]", text, Jsonb(JAM),
-         "user", "chat/web/maya", Jsonb(params), max_access) + ((text,) if extra else ())).fetchall()
+         "user", "chat/web/maya", Jsonb(params), max_access, text, text)).fetchall()
     c.execute(f"deallocate {name}")
     return "\n".join(r[0] for r in plan)
 
@@ -913,7 +914,9 @@ def test_candidate_queries_use_the_indexes(big):
         text, vec, _ = queries[0]
         direct = scalar(c, "select pgmem._search_sql(pgmem._filter_sql('{}'), false)")
         assert "order by m.embedding operator(public.<=>) $4 limit $6" in direct
-        assert "order by ts_rank(m.tsv, $5, 1) desc, m.id limit $6" in direct
+        assert "m.tsv @@ $5" in direct  # the probe query selects the lexical candidates ...
+        assert ("order by (select count(*) from unnest($13::tsquery[]) t where m.tsv @@ t) desc, "
+                "ts_rank(m.tsv, $14, 1) desc, m.id limit $6") in direct  # ... in coverage order
 
 
 def test_big_filters_and_text_only_on_real_data(big):
@@ -945,3 +948,72 @@ def test_big_filters_and_text_only_on_real_data(big):
         best = max(ranks.values())
         for r in rows:
             assert r["lexical"] == pytest.approx(ranks[r["id"]] / best, abs=1e-6)
+
+
+def _lexemes(c, q: str) -> list[str]:
+    return [r[0] for r in c.execute("select unnest(tsvector_to_array(to_tsvector('english', %s)))", (q,))]
+
+
+def _probe_lexemes(probe: str) -> set[str]:
+    return {t.strip().strip("'") for t in probe.replace("&", "|").split("|")}
+
+
+def test_lexical_probe_takes_the_rarest_lexemes(big):
+    """The lexical candidate query holds the query's rarest lexemes, within the row budget
+    (sql/200_search.sql, lexical_probe); the whole OR query below the budget."""
+    dsn, queries = big
+    with connect(dsn, tenant="acme") as c:
+        texts = [q[0] for q in queries[:40]]
+        # 5,000 rows <= the default budget (5,000): the probe is the whole OR query
+        for t in texts[:10]:
+            assert scalar(c, "select pgmem.lexical_probe(%s)::text is not distinct from pgmem.query_tsquery(%s)::text",
+                          (t, t))
+        assert scalar(c, "select pgmem.lexical_probe('the of and')") is None  # stop words only
+        assert scalar(c, "select pgmem.lexical_probe(%s, 0)::text = pgmem.query_tsquery(%s)::text", (texts[0], texts[0]))
+        narrowed = 0
+        for t in texts:
+            lex = _lexemes(c, t)
+            if len(lex) < 2:
+                continue
+            count = {x: scalar(c, "select count(*) from pgmem.memories where tsv @@ %s::tsquery",
+                               ("'" + x.replace("'", "''") + "'",)) for x in lex}
+            probe = scalar(c, "select pgmem.lexical_probe(%s, 200)::text", (t,))
+            full_n = scalar(c, "select count(*) from pgmem.memories where tsv @@ pgmem.query_tsquery(%s)", (t,))
+            probe_n = scalar(c, "select count(*) from pgmem.memories where tsv @@ pgmem.lexical_probe(%s, 200)", (t,))
+            p = _probe_lexemes(probe)
+            assert p <= set(lex), (t, probe)
+            # the rarest lexeme is always searched (ties: one of the rarest)
+            assert min(count[x] for x in p) == min(count.values()), (t, probe, count)
+            assert probe_n <= full_n
+            if "&" not in probe and len(p) > 1:
+                # an OR of several lexemes only while the estimate fits: the statistics of 5,000
+                # rows are exact for frequent lexemes, so the real matches stay near the budget
+                assert probe_n <= 2 * 200, (t, probe, probe_n)
+            if "&" in probe:  # only when even the rarest lexeme is over budget
+                assert min(count.values()) > 100, (t, probe, count)
+            narrowed += probe_n < full_n
+        assert narrowed >= 10, narrowed  # the budget does narrow most of these questions
+
+
+def test_search_with_a_small_lexical_budget_still_agrees_with_search_exact(big):
+    dsn, queries = big
+    with connect(dsn, tenant="acme") as c:
+        res = {}
+        for budget in ("0", "200"):  # 0: every lexeme (the plain OR query)
+            c.execute("insert into pgmem.settings (tenant, key, value) values ('acme', 'lexical_probe_rows', %s) "
+                      "on conflict (tenant, key) do update set value = excluded.value", (budget,))
+            overlaps, text_only = [], []
+            for text, vec, (actor, loc) in queries[:40]:
+                kw = dict(query_text=text, query_embedding=vec, k=10, actor=actor, location=loc, as_of=T)
+                a, b = search(c, **kw), call(c, "search_exact", **kw)
+                overlaps.append(len(set(ids(a)) & set(ids(b))) / 10)
+                # text only: the lexical branch alone, over every lexeme
+                t = search(c, query_text=text, k=10, as_of=T)
+                e = call(c, "search_exact", query_text=text, k=10, as_of=T)
+                text_only.append(len(set(ids(t)) & set(ids(e))) / 10)
+            res[budget] = (float(np.mean(overlaps)), float(np.mean(text_only)))
+        print(f"\n[lexical budget: overlap@10 fused, text only] every lexeme {res['0']}, 200 rows {res['200']}")
+        assert res["200"][0] >= 0.9
+        assert res["200"][0] >= res["0"][0] - 0.03
+        # a query without an embedding searches every lexeme whatever the budget
+        assert res["200"][1] == res["0"][1]
