@@ -380,6 +380,64 @@ def test_merge_incremental_cursor_and_full_scan(conn):
     assert job_runs(conn, "merge")[-1]["examined"] == 1
 
 
+def test_merge_full_scan_walks_every_memory_in_batches(conn):
+    """A full scan goes on from batch to batch (its own keyset cursor) until it has examined every
+    active memory, so run_job ends after about N/batch batches and finds a pair beyond the first one."""
+    ids = [remember(conn, f"unrelated memory {i}", e(200 + i)) for i in range(10)]
+    a = remember(conn, "Standup is at 9:30", e(230), category="fact", importance=0.6)
+    dup = remember(conn, "The daily standup starts 9:30", at_cos(230, 231, 0.90), category="fact", importance=0.5)
+    # the incremental run has examined all twelve with a stricter threshold: only a full scan can
+    # find the pair now, and it is in the last batch of five
+    assert merge(conn, threshold=0.95) == []
+    incremental = one(conn, "select cursor_at, cursor_id from pgmem.job_state where tenant = 'acme' and job = 'merge'")
+    assert incremental["cursor_id"] == dup
+    k = len(job_runs(conn, "merge"))
+    conn.execute("""CALL pgmem.run_job('merge', '{"full_scan": true, "batch": 5, "threshold": 0.85}', 20)""")
+    runs = job_runs(conn, "merge")[k:]
+    assert [(r["examined"], r["changed"], r["details"]["more"]) for r in runs] == [(5, 0, True), (5, 0, True), (2, 1, False)]
+    assert mem(conn, dup)["merged_into"] == a
+    # the full scan's cursors are gone (the next one starts from the beginning); the incremental one is untouched
+    assert [r["job"] for r in rows(conn, "select job from pgmem.job_state order by job")] == ["merge"]
+    assert one(conn, "select cursor_at, cursor_id from pgmem.job_state where tenant = 'acme' and job = 'merge'") == incremental
+
+    # by hand: each call goes on where the previous one stopped, until one says there is no more
+    k = len(job_runs(conn, "merge"))
+    for _ in range(3):
+        assert merge(conn, full_scan=True, batch=5) == []
+    runs = job_runs(conn, "merge")[k:]
+    # (eleven active: the merged memory is not examined any more)
+    assert [(r["examined"], r["details"]["more"]) for r in runs] == [(5, True), (5, True), (1, False)]
+    # a dry run neither moves nor resets a full scan under way
+    assert merge(conn, full_scan=True, batch=5) == []
+    snap = snapshot(conn)
+    assert merge(conn, full_scan=True, batch=5, dry_run=True) == []
+    assert snapshot(conn) == snap
+    # run_job starts a full scan from the beginning, even when an earlier one stopped half-way
+    cursor = one(conn, "select cursor_id from pgmem.job_state where tenant = 'acme' and job = 'merge_full'")
+    assert cursor["cursor_id"] == ids[4]
+    k = len(job_runs(conn, "merge"))
+    conn.execute("""CALL pgmem.run_job('merge', '{"full_scan": true, "batch": 5}', 20)""")
+    assert [r["examined"] for r in job_runs(conn, "merge")[k:]] == [5, 5, 1]
+    # ... and an incremental run_job leaves the incremental cursor where it was
+    conn.execute("CALL pgmem.run_job('merge')")
+    assert job_runs(conn, "merge")[-1]["examined"] == 0
+    assert one(conn, "select cursor_at, cursor_id from pgmem.job_state where tenant = 'acme' and job = 'merge'") == incremental
+
+
+def test_merge_full_scan_in_batches_without_embeddings(conn):
+    """The text side of a full scan (memories without an embedding, Jaccard) pages too."""
+    g1, g2, _ = _jaccard_texts()
+    for i in range(6):
+        remember(conn, f"{g2[i]} {g2[i + 6]} lone text memory {i}", importance=0.5, category="fact")
+    a1 = remember(conn, " ".join(g1), importance=0.6, category="fact")
+    a2 = remember(conn, " ".join(g1 + ["uniform"]), importance=0.5, category="fact")
+    assert scalar(conn, "select count(*) from pgmem.memories where embedding is null") == 8
+    conn.execute("""CALL pgmem.run_job('merge', '{"full_scan": true, "batch": 3}', 20)""")
+    runs = job_runs(conn, "merge")
+    assert [(r["examined"], r["changed"]) for r in runs] == [(3, 0), (3, 0), (2, 1)]
+    assert mem(conn, a2)["merged_into"] == a1
+
+
 def test_merge_cursor_does_not_skip_late_commits(conn, dsn):
     with connect(dsn, autocommit=False) as slow:
         # the slow writer's transaction starts first ...
@@ -524,6 +582,153 @@ def test_run_job_aggressive_prune_prunes_the_bottom_fraction_once(conn):
     conn.execute("""CALL pgmem.run_job('prune', '{"mode": "aggressive", "batch": 2}')""")
     pruned = {r["id"] for r in rows(conn, "select id from pgmem.memories where state = 'deleted'")}
     assert pruned == expected, f"{len(pruned)} of 30 pruned, expected {len(expected)}"
+
+
+def _prune_population(conn, t: datetime, n: int) -> None:
+    """Memories 'memory 1' .. 'memory n' of the session's tenant: most a day old with importance
+    0.10 .. 0.59 (g and g + 50 tie: the same decayed importance, the lower id ranks first), every
+    19th expired (4, 23, ..., 99), every 31st 300 days old (8, 39, ...: decayed importance 0.00049)."""
+    conn.execute("""
+        insert into pgmem.memories (content, importance, created_at, expires_at)
+        select format('memory %%s', g),
+               case when g %% 31 = 8 then 0.5 else round(0.1 + (g * 37 %% 50) / 100.0, 2) end,
+               %(t)s - case when g %% 31 = 8 then interval '300 days' else interval '1 day' end,
+               case when g %% 19 = 4 then %(t)s - interval '1 hour' end
+          from generate_series(1, %(n)s) g""", {"t": t, "n": n})
+
+
+def _expected_prune(conn, mode: str, t: datetime, fraction: float = 0.10) -> dict[int, str]:
+    """engram.md, Pruning Modes, computed here from one ranking: memory id -> reason."""
+    active = rows(conn, "select id, tenant, expires_at, pgmem.decayed_importance(importance, created_at, access_count, %s) di "
+                        "from pgmem.memories where state = 'active' order by tenant, di, id", (t,))
+    out = {}
+    for tenant in {r["tenant"] for r in active}:
+        ranked = [r for r in active if r["tenant"] == tenant]
+        cut = math.floor(len(ranked) * fraction)
+        for i, r in enumerate(ranked):
+            if r["expires_at"] is not None and r["expires_at"] < t:
+                out[r["id"]] = "expired"
+            elif mode != "gentle" and r["di"] < 0.01:
+                out[r["id"]] = "decayed"
+            elif mode == "aggressive" and i < cut:
+                out[r["id"]] = "bottom"
+    return out
+
+
+def _pruned(conn) -> dict[int, str]:
+    return {r["memory_id"]: r["reason"] for r in rows(
+        conn, "select memory_id, details->>'reason' reason from pgmem.history where op = 'delete' order by id")}
+
+
+@pytest.mark.parametrize("mode", ["gentle", "normal", "aggressive"])
+def test_prune_in_small_batches_prunes_what_one_batch_prunes(conn, mode):
+    """A run of many small batches prunes exactly what one big batch does: in aggressive mode the
+    bottom floor(n × 10%) of one ranking (plus the expired and decayed memories), not 10% again
+    on every batch; and each batch walks on from where the previous one stopped, so the run
+    examines every active memory once."""
+    t = now(conn)
+    _prune_population(conn, t, 100)
+    expected = _expected_prune(conn, mode, t)
+    reasons = sorted(expected.values())
+    assert {"gentle": reasons == ["expired"] * 6, "normal": reasons == ["decayed"] * 3 + ["expired"] * 6,
+            # the bottom 10 of 100: 3 decayed, 1 expired (23), 6 by rank: 50, 100 (0.10), 73 (0.11),
+            # 46, 96 (0.12) and 19 (0.13), which ties with 69: the cut-off falls inside the tie
+            "aggressive": reasons == ["bottom"] * 6 + ["decayed"] * 3 + ["expired"] * 6}[mode], reasons
+    if mode == "aggressive":
+        g = {int(r["content"].split()[1]): r["id"] for r in rows(conn, "select id, content from pgmem.memories")}
+        assert {i for i, r in expected.items() if r == "bottom"} == {g[50], g[100], g[73], g[46], g[96], g[19]}
+    # one big batch (a dry run lists it, lowest decayed importance first)
+    dry = call(conn, "prune", mode=mode, dry_run=True, as_of=t)
+    assert {r["memory_id"]: r["reason"] for r in dry} == expected
+    assert [(r["decayed_importance"], r["memory_id"]) for r in dry] == sorted((r["decayed_importance"], r["memory_id"]) for r in dry)
+    # many small ones
+    conn.execute("CALL pgmem.run_job('prune', %s)", (Jsonb({"mode": mode, "batch": 4, "as_of": t.isoformat()}),))
+    assert _pruned(conn) == expected
+    assert {r["id"] for r in rows(conn, "select id from pgmem.memories where state = 'deleted'")} == set(expected)
+    runs = [r for r in job_runs(conn, "prune") if not r["params"]["dry_run"]]
+    assert [r["changed"] for r in runs] == [4] * (len(expected) // 4) + [len(expected) % 4]
+    assert [r["details"]["more"] for r in runs] == [True] * (len(runs) - 1) + [False]
+    assert sum(r["examined"] for r in runs) == 100
+    for h in rows(conn, "select details from pgmem.history where op = 'delete'"):
+        assert h["details"]["mode"] == mode and h["details"]["job_run_id"] in {r["id"] for r in runs}
+    # the run is complete: nothing of it is left in job_state
+    assert rows(conn, "select * from pgmem.job_state") == []
+
+
+def _rows_read(conn) -> int:
+    """Rows of pgmem.memories read so far (sequential and index scans), this session's included."""
+    conn.execute("select pg_stat_force_next_flush()")  # flushed when the session goes idle
+    conn.execute("select pg_stat_clear_snapshot()")
+    return scalar(conn, "select seq_tup_read + coalesce(idx_tup_fetch, 0) from pg_stat_user_tables "
+                        "where relid = 'pgmem.memories'::regclass")
+
+
+@pytest.mark.parametrize("mode", ["normal", "aggressive"])
+def test_prune_batches_do_not_rescan_every_memory(fresh_db, mode):
+    """The work of a run does not grow with the number of batches: 400 memories, 200 to prune,
+    20 batches of 10 read about as many rows as one batch of 10,000 (re-ranking every memory on
+    every batch read 17 times as many)."""
+    read = {}
+    for batch in (10000, 10):
+        with connect(fresh_db()) as c:
+            t = now(c)
+            c.execute("""insert into pgmem.memories (content, importance, created_at)
+                         select 'memory ' || g, 0.5, %s - case when g %% 2 = 0 then interval '300 days' else interval '1 day' end
+                           from generate_series(1, 400) g""", (t,))
+            c.execute("analyze pgmem.memories")  # (as autovacuum would: plans as on a real table)
+            before = _rows_read(c)
+            c.execute("CALL pgmem.run_job('prune', %s)", (Jsonb({"mode": mode, "batch": batch, "as_of": t.isoformat()}),))
+            read[batch] = _rows_read(c) - before
+            assert scalar(c, "select count(*) from pgmem.memories where state = 'deleted'") == 200
+            assert len(job_runs(c, "prune")) == (1 if batch == 10000 else 21)
+    print(f"\nrows of pgmem.memories read by prune('{mode}') of 200 of 400: {read}")
+    assert read[10] < 1.5 * read[10000]
+
+
+def test_prune_by_hand_goes_on_with_the_run_under_way(conn, dsn):
+    """Calls by hand (what `pgmem jobs run` does) make up one run while the last one said there is
+    more: aggressive mode prunes floor(n × 10%) in the run, not in each call; run_job starts a new
+    run; and with no tenant set a run ranks each tenant on its own."""
+    t = now(conn)
+    for i in range(30):
+        remember(conn, f"memory {i}", e(100 + i), importance=round(0.2 + 0.02 * i, 2), created_at=t - timedelta(days=1))
+    expected = _expected_prune(conn, "aggressive", t)
+    assert list(expected.values()) == ["bottom"] * 3
+    more = lambda: job_runs(conn, "prune")[-1]["details"]["more"]
+    first = call(conn, "prune", mode="aggressive", batch=2)
+    assert len(first) == 2 and more() is True
+    # a dry run in between starts afresh and leaves the run under way alone
+    snap = snapshot(conn)
+    assert len(call(conn, "prune", mode="aggressive", batch=2, dry_run=True)) == 2  # floor(28 × 10%)
+    assert snapshot(conn) == snap
+    second = call(conn, "prune", mode="aggressive", batch=2)
+    assert len(second) == 1 and more() is False
+    assert _pruned(conn) == expected
+    assert rows(conn, "select * from pgmem.job_state") == []
+    # the next call is a new run: the bottom 10% of the 27 left
+    assert len(call(conn, "prune", mode="aggressive", batch=3)) == 2 and more() is False
+    # an unfinished run by hand is not continued by run_job, which ranks afresh: 1 + floor(24 × 10%)
+    assert len(call(conn, "prune", mode="aggressive", batch=1)) == 1 and more() is True
+    k = len(job_runs(conn, "prune"))
+    conn.execute("""CALL pgmem.run_job('prune', '{"mode": "aggressive", "batch": 1}')""")
+    runs = job_runs(conn, "prune")[k:]
+    assert [r["changed"] for r in runs] == [1, 1, 0] and runs[0]["examined"] == 1
+    assert scalar(conn, "select count(*) from pgmem.memories where state = 'active'") == 22
+
+    # every tenant (what pg_cron runs): each is ranked on its own, in batches across tenants
+    with connect(dsn, tenant="other") as other:
+        for i in range(25):
+            remember(other, f"other memory {i}", e(150 + i), importance=round(0.2 + 0.01 * i, 2), created_at=t - timedelta(days=1))
+    with connect(dsn, tenant=None) as admin:
+        expected = _expected_prune(admin, "aggressive", t)
+        by_tenant = {r["id"]: r["tenant"] for r in rows(admin, "select id, tenant from pgmem.memories")}
+        assert sorted(by_tenant[i] for i in expected) == ["acme", "acme", "other", "other"]
+        before = set(_pruned(admin))
+        admin.execute("CALL pgmem.run_job('prune', %s)",
+                      (Jsonb({"tenant": "*", "mode": "aggressive", "batch": 3, "as_of": t.isoformat()}),))
+        assert {i: r for i, r in _pruned(admin).items() if i not in before} == expected
+        assert [r["changed"] for r in job_runs(admin, "prune") if r["tenant"] is None] == [3, 1]
+        assert rows(admin, "select * from pgmem.job_state") == []
 
 
 # ============================================================================ purge
