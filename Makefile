@@ -30,7 +30,7 @@ eval: setup ## retrieval-quality evaluation -> bench/results/eval-*.json
 	@$(PY) bench/eval.py
 
 load: setup ## 8 clients, 60 s, remember/search mix + merge job
-	@$(PY) bench/load.py
+	@$(PY) bench/load.py --bench-data
 
 clean: ## stop clusters, remove test cluster and caches (keeps .venv and .pgmem data)
 	-@$(PGMEM) db down 2>/dev/null || true

@@ -228,8 +228,32 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--k", type=int, default=10)
     ap.add_argument("--merge-batch", type=int, default=500)
     ap.add_argument("--out", type=Path, default=RESULTS)
+    ap.add_argument("--bench-data", action="store_true",
+                    help="run against the benchmark's data set of N memories (bench/bench.py --n N --load-only: "
+                         "binary COPY and index builds, minutes instead of the INSERT path) in .pgmem/bench, tenant 'bench'")
     args = ap.parse_args(argv)
 
+    bench_cluster = None
+    if args.bench_data:
+        import subprocess
+
+        log(f"bench data: bench/bench.py --n {args.n} --load-only (loads only when the data set is missing)")
+        subprocess.run([sys.executable, str(HERE / "bench.py"), "--n", str(args.n), "--load-only"], check=True)
+        sys.path.insert(0, str(HERE))
+        import bench as bench_mod
+
+        bench_cluster = bench_mod.make_cluster(f"bench_n{args.n}")
+        bench_cluster.start()
+        bench_cluster.wait_ready()
+        args.dsn, args.tenant = bench_cluster.dsn(f"bench_n{args.n}"), bench_mod.TENANT
+    try:
+        return _run(args)
+    finally:
+        if bench_cluster is not None:
+            bench_cluster.stop()
+
+
+def _run(args) -> int:
     dsn = migrate.resolve_dsn(args.dsn)
     where = migrate.describe_dsn(dsn)
     with psycopg.connect(dsn, autocommit=True) as c:

@@ -98,6 +98,7 @@ EXAMPLES: list[tuple[str, str]] = [
     ("path_overlap", "select pgmem.path_overlap('/srv/orders/deploy.log', '/srv/orders/app.py')"),
     ("query_tsquery", "select pgmem.query_tsquery('what is maya allergic to?')"),
     ("query_terms", "select pgmem.query_terms('what is maya allergic to?')"),
+    ("lexical_probe", "select pgmem.lexical_probe('what is maya allergic to?') as probe, pgmem.lexical_probe('what is maya allergic to?', 0) as every_lexeme"),
     ("check_weights", """select pgmem.check_weights('{"a": 0.25, "b": 0.75}', array['a', 'b'])"""),
     ("age_days", "select pgmem.age_days('2026-10-01', '2026-10-31')"),
     ("exp_decay", "select pgmem.exp_decay(0) as d0, pgmem.exp_decay(30) as d30, pgmem.exp_decay(60) as d60, pgmem.exp_decay(90) as d90"),

@@ -15,9 +15,13 @@ insert into pgmem.settings (tenant, key, value, description) values
   ('*', 'max_content_bytes', '262144', 'largest content a memory may have (bytes); PostgreSQL''s tsvector caps at 1 MB of lexemes'),
   ('*', 'enforce_tenants', 'false', 'when true, a tenant must be registered in pgmem.tenants before it can write'),
   ('*', 'hnsw_ef_search', '100', 'hnsw.ef_search used by pgmem''s index scans'),
-  ('*', 'candidate_pool', '200', 'search(): candidates taken from each index (HNSW, lexical) before fusion'),
+  ('*', 'candidate_pool', '100', 'search(), activate(), recall(): candidates taken from each index branch (HNSW, lexical, recent) before fusion'),
+  ('*', 'recent_window', '1', 'search(): a third candidate branch takes the HNSW top-N among the memories younger than this many recency half-lives (0 = off)'),
   ('*', 'lexical_probe_rows', '5000', 'the lexical candidates come from the query''s rarest lexemes whose estimated matches add up to at most this many rows (pgmem.lexical_probe); 0 = every lexeme')
 on conflict (tenant, key) do nothing;
+-- candidate_pool's built-in default was 200 until the recent branch of search() (bench/README.md
+-- L7, L12): an installation still at the old default moves to the new one; a changed value stays.
+update pgmem.settings set value = '100' where tenant = '*' and key = 'candidate_pool' and value = '200';
 
 -- engram.md, Category Importance Weights
 insert into pgmem.categories (tenant, category, weight, description) values

@@ -262,18 +262,40 @@ comment on function pgmem.lexical_probe(text, float8) is
 -- by cosine distance and the lexical top-N of the probe query (lexical_probe), both under
 -- the same filters. The statement that uses it binds $4 = query embedding, $5 = the probe
 -- tsquery, $6 = N, and the filter parameters ($1 filters, $2 tenant, $3 as_of); the lexical
--- order is p_lex_order (default ts_rank of the probe; search orders by its coverage signal).
-drop function if exists pgmem._candidates_sql(text);
-create or replace function pgmem._candidates_sql(p_filter_sql text, p_lex_order text default 'ts_rank(m.tsv, $5, 1) desc')
+-- order is p_lex_order (ts_rank of the probe for activate and recall; search orders by its
+-- partial fused score). search() adds a third branch (p_recent_sql): the HNSW top-$16 among
+-- the memories created since p_recent_sql, i.e. younger than `recent_window` half-lives of
+-- the recency signal. At 1,000,000 memories the exact top 10 were memories of semantic rank
+-- 12 to 929 with recency .62-.99 (recent ones that are close enough): the global HNSW top 100
+-- or 200 misses them, the recent memories' own top 100 holds them (overlap@10 with
+-- search_exact .98 with it, .59 without; bench/README.md L12).
+create or replace function pgmem._candidates_sql(p_filter_sql text, p_lex_order text, p_recent_sql text)
 returns text
   language sql immutable
   return format($c$(select m.id from pgmem.memories m where $4 is not null and m.embedding is not null and %1$s
                     order by m.embedding operator(public.<=>) $4 limit $6)
                    union
                    (select m.id from pgmem.memories m where $5 is not null and m.tsv @@ $5 and %1$s
-                    order by %2$s, m.id limit $6)$c$, p_filter_sql, p_lex_order);
+                    order by %2$s, m.id limit $6)%3$s$c$, p_filter_sql, p_lex_order,
+                case when p_recent_sql is null then '' else format($r$
+                   union
+                   (select m.id from pgmem.memories m where $4 is not null and m.embedding is not null and %1$s
+                       and m.created_at >= %2$s
+                    order by m.embedding operator(public.<=>) $4 limit $16)$r$, p_filter_sql, p_recent_sql) end);
+comment on function pgmem._candidates_sql(text, text, text) is
+  'SQL of the index-driven candidate set shared by search, activate and recall (HNSW top-N union lexical top-N of the probe query, and with p_recent_sql the HNSW top-N of the memories created since that expression).';
+
+create or replace function pgmem._candidates_sql(p_filter_sql text, p_lex_order text) returns text
+  language sql immutable
+  return pgmem._candidates_sql(p_filter_sql, p_lex_order, null);
 comment on function pgmem._candidates_sql(text, text) is
-  'SQL of the index-driven candidate set shared by search, activate and recall (HNSW top-N union lexical top-N of the probe query).';
+  'The candidate set without the recent branch.';
+
+create or replace function pgmem._candidates_sql(p_filter_sql text) returns text
+  language sql immutable
+  return pgmem._candidates_sql(p_filter_sql, 'ts_rank(m.tsv, $5, 1) desc', null);
+comment on function pgmem._candidates_sql(text) is
+  'The candidate set with the lexical candidates in ts_rank order of the probe query (activate, recall).';
 
 do $$ begin
   if to_regtype('pgmem.search_hit') is null then
@@ -287,6 +309,43 @@ do $$ begin
 end $$;
 comment on type pgmem.search_hit is 'One row of search()/search_exact(): the fused score, each signal, and the memory.';
 
+-- Each signal of the fusion as an SQL expression over the memory `m`, reading the query from
+-- the statement's parameters ($3 as_of, $4 embedding, $9 actor, $10 location, $11 profile
+-- params, $12 the tenant's max access count, $13 the query's lexemes). One definition, used
+-- by the scoring statement and by the order of the lexical candidates.
+create or replace function pgmem._signal_sql(p_signal text) returns text
+  language sql immutable
+  return case p_signal
+    -- JAM Stage 2.2: similarity = 1 - distance/2
+    when 'semantic' then 'case when $4 is null then null else coalesce(1 - (m.embedding operator(public.<=>) $4) / 2, 0) end'
+    -- the share of the query's lexemes the memory contains
+    when 'coverage' then '(select count(*) from unnest($13::tsquery[]) t where m.tsv @@ t)::float8 / greatest(cardinality($13::tsquery[]), 1)'
+    -- JAM Time Decay Models: exponential decay, 30-day half-life
+    when 'recency' then 'pgmem.exp_decay(pgmem.age_days(m.created_at, $3), ($11->>''recency_half_life_days'')::float8)'
+    when 'actor' then 'case when $9 is null then null when m.who = $9 then 1.0 else ($11->>''actor_mismatch'')::float8 end'
+    when 'spatial' then 'case when $10 is null then null else pgmem.path_overlap(m.location, $10) end'
+    when 'usage' then 'case when $12 > 0 then least(1.0, m.access_count::float8 / $12) * pgmem.exp_decay(pgmem.age_days(coalesce(m.last_accessed_at, m.created_at), $3), ($11->>''usage_half_life_days'')::float8) else 0 end'
+  end;
+comment on function pgmem._signal_sql(text) is
+  'The SQL expression of one search signal (semantic, coverage, recency, actor, spatial, usage) over memory m and the statement''s parameters.';
+
+-- The order of the lexical candidates of search(): the fused score without the semantic and
+-- the spatial signals. Among the probe's matches, many memories share the best coverage (at
+-- 1,000,000 in the benchmark, thousands hold every lexeme of a templated question), and the
+-- other signals rank them; ordering by coverage and ts_rank alone kept the wrong ones. The
+-- semantic signal is left to the two HNSW branches: computing it here means reading every
+-- match's vector (10,000 matches: 60-80 ms at 1,000,000); path_overlap is the one expensive
+-- expression and weighs .03. Figures: bench/README.md L12.
+create or replace function pgmem._lexical_order_sql() returns text
+  language sql immutable
+  return format('(coalesce(($8->>''lexical'')::float8 * %s, 0)'
+                ' + coalesce(($8->>''recency'')::float8 * %s, 0) + coalesce(($8->>''actor'')::float8 * %s, 0)'
+                ' + coalesce(($8->>''usage'')::float8 * %s, 0)) desc',
+                pgmem._signal_sql('coverage'), pgmem._signal_sql('recency'),
+                pgmem._signal_sql('actor'), pgmem._signal_sql('usage'));
+comment on function pgmem._lexical_order_sql() is
+  'The order of search()''s lexical candidates: their fused score without the semantic and spatial signals.';
+
 -- The one scoring statement, for the index path (exact = false) and the reference (true).
 create or replace function pgmem._search_sql(p_filter_sql text, p_exact boolean) returns text
   language sql immutable
@@ -294,18 +353,16 @@ return format($q$
 with cand as (%s),
 s as (
   select m.*,
-    case when $4 is null then null else coalesce(1 - (m.embedding operator(public.<=>) $4) / 2, 0) end as sig_semantic,
+    %2$s as sig_semantic,
     case when $5 is null then null
          when coalesce($11->>'lexical', 'coverage') = 'rank' then
            case when m.tsv @@ $14 then ts_rank(m.tsv, $14, 1)::float8 else 0 end
-         else (select count(*) from unnest($13::tsquery[]) t where m.tsv @@ t)::float8 / greatest(cardinality($13::tsquery[]), 1)
+         else %3$s
     end as lex_raw,
-    pgmem.exp_decay(pgmem.age_days(m.created_at, $3), ($11->>'recency_half_life_days')::float8) as sig_recency,
-    case when $9 is null then null when m.who = $9 then 1.0 else ($11->>'actor_mismatch')::float8 end as sig_actor,
-    case when $10 is null then null else pgmem.path_overlap(m.location, $10) end as sig_spatial,
-    case when $12 > 0 then least(1.0, m.access_count::float8 / $12)
-         * pgmem.exp_decay(pgmem.age_days(coalesce(m.last_accessed_at, m.created_at), $3), ($11->>'usage_half_life_days')::float8)
-         else 0 end as sig_usage
+    %4$s as sig_recency,
+    %5$s as sig_actor,
+    %6$s as sig_spatial,
+    %7$s as sig_usage
   from (select distinct id from cand) c join pgmem.memories m on m.id = c.id
 ),
 t as (
@@ -326,9 +383,13 @@ order by score desc, t.id
 limit $7
 $q$,
   case when p_exact then format('select m.id from pgmem.memories m where %s', p_filter_sql)
-  else pgmem._candidates_sql(p_filter_sql,
-         '(select count(*) from unnest($13::tsquery[]) t where m.tsv @@ t) desc, ts_rank(m.tsv, $14, 1) desc')
-  end);
+  else pgmem._candidates_sql(p_filter_sql, pgmem._lexical_order_sql(),
+         -- the recent branch: memories younger than recent_window half-lives of the recency
+         -- signal ($15; 0 turns the branch off)
+         'case when $15 > 0 then $3 - make_interval(secs => $15 * ($11->>''recency_half_life_days'')::float8 * 86400) end')
+  end,
+  pgmem._signal_sql('semantic'), pgmem._signal_sql('coverage'), pgmem._signal_sql('recency'),
+  pgmem._signal_sql('actor'), pgmem._signal_sql('spatial'), pgmem._signal_sql('usage'));
 
 create or replace function pgmem._search(
   p_exact boolean, query_text text, query_embedding vector, k integer, actor text, location text,
@@ -366,7 +427,7 @@ begin
   if actor is null then v_missing := v_missing || 'actor'::text; end if;
   if location is null then v_missing := v_missing || 'spatial'::text; end if;
   v_weights := pgmem._effective_weights(v_weights, v_missing);
-  v_n := greatest(coalesce(candidates, pgmem._setting_num('candidate_pool', 200)::int), k);
+  v_n := greatest(coalesce(candidates, pgmem._setting_num('candidate_pool', 100)::int), k);
   v_filter := pgmem._filter_sql(filters);
   select max(m.access_count) into v_max_access from pgmem.memories m where m.tenant = v_tenant;
   if not p_exact then
@@ -376,7 +437,9 @@ begin
   return query execute pgmem._search_sql(v_filter, p_exact)
     using coalesce(filters, '{}'::jsonb), v_tenant, v_as_of, query_embedding,
           case when p_exact or query_embedding is null then v_tsq else pgmem.lexical_probe(query_text) end, v_n, k, v_weights,
-          actor, location, v_profile.params, coalesce(v_max_access, 0), pgmem.query_terms(query_text), v_tsq;
+          actor, location, v_profile.params, coalesce(v_max_access, 0), pgmem.query_terms(query_text), v_tsq,
+          pgmem._setting_num('recent_window', 1),
+          greatest(1, coalesce(pgmem._setting_num('recent_pool')::int, v_n));
 end $$;
 
 create or replace function pgmem.search(

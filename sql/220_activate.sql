@@ -79,7 +79,7 @@ begin
   v_keys := array(select distinct lower(x) from unnest(coalesce(topics, '{}') || coalesce(entities, '{}')) x where x <> '');
   if cardinality(v_keys) = 0 then v_keys := pgmem.tokens(coalesce(query_text, '')); end if;
   v_sum_tokens := pgmem.tokens(coalesce(summary, query_text, ''));
-  v_n := greatest(pgmem._setting_num('candidate_pool', 200)::int, k);
+  v_n := greatest(pgmem._setting_num('candidate_pool', 100)::int, k);
   v_filter := pgmem._filter_sql(filters);
   perform set_config('hnsw.iterative_scan', 'relaxed_order', true);
   perform set_config('hnsw.ef_search', least(1000, greatest(v_n, pgmem._setting_num('hnsw_ef_search', 100)::int))::text, true);  -- pgvector's maximum is 1000; iterative scan goes further

@@ -36,7 +36,7 @@ begin
   end if;
   query_embedding := pgmem._check_embedding(query_embedding, 'query_embedding');
   v_w := pgmem.check_weights(coalesce(weights, v_profile.weights), array['relevance', 'importance', 'recency', 'access_frequency']);
-  v_n := greatest(pgmem._setting_num('candidate_pool', 200)::int, k);
+  v_n := greatest(pgmem._setting_num('candidate_pool', 100)::int, k);
   perform set_config('hnsw.iterative_scan', 'relaxed_order', true);
   perform set_config('hnsw.ef_search', least(1000, greatest(v_n, pgmem._setting_num('hnsw_ef_search', 100)::int))::text, true);  -- pgvector's maximum is 1000; iterative scan goes further
   return query execute format($q$

@@ -27,6 +27,8 @@ if mod is None:
     import types
     src = plpy.execute("select source from pgmem.py_modules where name = 'packing'")[0]["source"]
     mod = types.ModuleType("pgmem_packing"); exec(src, mod.__dict__); GD["pgmem.packing"] = mod
+if not relevance:  # no candidate: nothing to pack (array_agg over no rows is NULL)
+    return []
 embs = [embeddings[i * dim:(i + 1) * dim] if embeddings and any(embeddings[i * dim:(i + 1) * dim]) else None for i in range(len(relevance))]
 order, scores, values = mod.pack(relevance, embs, tokens, importance, budget, lam)
 pick = {i: r + 1 for r, i in enumerate(order)}

@@ -115,6 +115,13 @@ def test_build_context_in_sql_matches_the_module(conn):
     assert sum(1 for r in selected if r[1] <= 3) < 3 or len(selected) == 3
 
 
+def test_build_context_with_no_candidate_is_empty(conn):
+    # nothing stored, then nothing matching: an empty context, not a PL/Python error
+    assert conn.execute("select * from pgmem.build_context('peanut allergy')").fetchall() == []
+    conn.execute("select pgmem.remember('prefers neovim over vs code', force => true)")
+    assert conn.execute("select * from pgmem.build_context('zanzibar xylophone')").fetchall() == []
+
+
 def test_build_context_rejects_bad_input(conn):
     import psycopg
 

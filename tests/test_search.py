@@ -882,9 +882,9 @@ def _explain(c, text, vec, filters=None) -> str:
     name = f"s_{uuid.uuid4().hex[:8]}"
     types = "jsonb, text, timestamptz, vector, tsquery, integer, integer, jsonb, text, text, jsonb, float8"
     # $5 is the lexical candidate query (lexical_probe), $13 the lexemes of the coverage
-    # signal, $14 the whole query (ts_rank tie-break)
-    extra = ", pgmem.query_terms(%s), pgmem.query_tsquery(%s)"
-    types += ", tsquery[], tsquery"
+    # signal, $14 the whole query (rank mode), $15 the recent window (half-lives)
+    extra = ", pgmem.query_terms(%s), pgmem.query_tsquery(%s), 1, 200"
+    types += ", tsquery[], tsquery, float8, integer"
     c.execute(f"prepare {name}({types}) as {sql}")
     params = c.execute("select params from pgmem.profiles where name = 'jam'").fetchone()[0]
     max_access = float(scalar(c, "select max(access_count) from pgmem.memories where tenant = 'acme'"))
@@ -915,8 +915,8 @@ def test_candidate_queries_use_the_indexes(big):
         direct = scalar(c, "select pgmem._search_sql(pgmem._filter_sql('{}'), false)")
         assert "order by m.embedding operator(public.<=>) $4 limit $6" in direct
         assert "m.tsv @@ $5" in direct  # the probe query selects the lexical candidates ...
-        assert ("order by (select count(*) from unnest($13::tsquery[]) t where m.tsv @@ t) desc, "
-                "ts_rank(m.tsv, $14, 1) desc, m.id limit $6") in direct  # ... in coverage order
+        assert scalar(c, "select pgmem._lexical_order_sql()") + ", m.id limit $6" in direct  # ... by partial score
+        assert "and m.created_at >= case when $15 > 0" in direct  # the recent branch
 
 
 def test_big_filters_and_text_only_on_real_data(big):

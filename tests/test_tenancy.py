@@ -322,6 +322,19 @@ def _search(w: World):
     expect_error(lambda: rows(w.a, "select * from pgmem.search('x', profile => 'bprof')"), "22023", 'unknown profile "bprof"')
 
 
+@check("lexical_probe")
+def _lexical_probe(w: World):
+    # the probe reads the column statistics of pgmem.memories (every tenant's lexemes); the app
+    # role is under row-level security, so pg_stats shows it nothing: called directly, the probe
+    # is the plain OR query and tells tenant a nothing about b's words. (search() calls it as
+    # the owner, and its result only chooses candidates that the tenant filter then bounds.)
+    w.su.execute("analyze pgmem.memories")
+    assert one(w.a, "select count(*) as n from pg_stats where schemaname = 'pgmem' and tablename = 'memories'")["n"] == 0
+    for text in (f"{MARK} report passport", "cats and dogs"):
+        r = one(w.a, "select pgmem.lexical_probe(%s, 1)::text as p, pgmem.query_tsquery(%s)::text as q", (text, text))
+        assert r["p"] == r["q"], r
+
+
 @check("search_exact")
 def _search_exact(w: World):
     _search_like(w, "search_exact", ", k => 1000, actor => 'maya', location => 'office/berlin'")
@@ -561,6 +574,7 @@ PURE = {
 ADMIN_ONLY = {"merge_duplicates", "unmerge", "prune", "purge", "archive_stale", "tune_thresholds", "schedule_jobs",
               "unschedule_jobs", "run_job"}
 ORDER = ["get_memory", "history", "surprise", "search", "search_exact", "explain_search", "activate", "recall",
+         "lexical_probe",
          "build_context",
          "context_threshold", "memory_strength", "export_user", "touch", "claim_embeddings", "update_memory", "forget",
          "restore", "revert", "feedback", "current_tenant", "schedule_jobs", "merge_duplicates", "prune",
@@ -760,7 +774,7 @@ def test_erase_user_with_colliding_user_ids(cluster, dsn, roles):
 
 DOCUMENTED_UNPINNED = {
     # SQL-standard bodies (parsed at CREATE: names resolved then, whatever the caller's search_path)
-    "_candidates_sql", "_content_key", "_is_admin", "_job_lock_key", "_op_details", "_scope_key", "_search_sql", "_set_op",
+    "_candidates_sql", "_signal_sql", "_lexical_order_sql", "_content_key", "_is_admin", "_job_lock_key", "_op_details", "_scope_key", "_search_sql", "_set_op",
     "_setting_bool", "_setting_num", "_snapshot", "_words", "access_boost", "access_frequency", "age_days",
     "cosine_sim", "current_tenant", "decayed_importance", "emotional_intensity", "estimate_tokens", "exp_decay",
     "fragment_strength", "jaccard", "linear_recency", "path_overlap", "power_law_decay", "processing_depth",
