@@ -1206,6 +1206,13 @@ def main() -> int:
     meta = read_meta(admin_dsn)
     fresh = (meta is None or not meta.get("complete") or meta.get("n") != n or meta.get("corpus") != C._cache_key(
         C.POOL_SIZE, C.N_QUERIES) or meta.get("seed") != SEED or args.reload)
+    if not fresh:
+        with connect(admin_dsn) as mc:
+            active = mc.execute("select count(*) from pgmem.memories where tenant = %s and state = 'active'",
+                                (TENANT,)).fetchone()[0]
+        if active != n:  # e.g. `make load` wrote into it (remember, merge): measure a clean data set
+            log(f"the data set of N={n} was changed since it was loaded ({active} active memories): reloading")
+            fresh = True
     if fresh:
         with psycopg.connect(c.dsn("postgres"), autocommit=True) as pc:
             pc.execute(f'drop database if exists "{db}" with (force)')

@@ -30,6 +30,19 @@ create or replace function pgmem._job_lock_key(p_job text, p_tenant text) return
   language sql immutable
   return hashtextextended('pgmem-job:' || p_job || ':' || coalesce(p_tenant, '*'), 0);
 
+-- A batch size every job checks the same way: a clear error instead of a job that does nothing.
+create or replace function pgmem._check_batch(p_batch integer, p_max integer default 1000000) returns void
+  language plpgsql immutable
+  set search_path = pgmem, public, pg_temp
+as $$
+begin
+  if p_batch is null or p_batch < 1 or p_batch > p_max then
+    perform pgmem._bad_input(format('batch must be between 1 and %s, got %s', p_max, coalesce(p_batch::text, 'NULL')));
+  end if;
+end $$;
+comment on function pgmem._check_batch(integer, integer) is
+  'Raises a clear error (22023) unless 1 <= batch <= p_max.';
+
 create or replace function pgmem._job_begin(p_job text, p_tenant text, p_params jsonb) returns bigint
   language plpgsql volatile
   set search_path = pgmem, public, pg_temp
@@ -141,9 +154,7 @@ declare
   v_text_cursor_job text := case when full_scan then 'merge_full_text' else 'merge_text' end;
 begin
   perform pgmem._check_unit(threshold, 'threshold'), pgmem._check_unit(cross_category_threshold, 'cross_category_threshold');
-  if batch is null or batch < 1 or batch > 100000 then
-    perform pgmem._bad_input(format('batch must be between 1 and 100000, got %s', batch));
-  end if;
+  perform pgmem._check_batch(batch, 100000);
   v_run := pgmem._job_begin('merge', v_tenant, v_params);
   if v_run is null then
     raise notice 'pgmem: merge is already running for %; skipped', coalesce(v_tenant, 'all tenants');
@@ -376,6 +387,7 @@ begin
   if mode is null or mode not in ('gentle', 'normal', 'aggressive') then
     perform pgmem._bad_input(format('unknown prune mode "%s": modes are gentle, normal, aggressive', mode));
   end if;
+  perform pgmem._check_batch(batch);
   perform pgmem._check_unit(min_importance, 'min_importance'), pgmem._check_unit(bottom_fraction, 'bottom_fraction');
   v_run := pgmem._job_begin('prune', v_tenant, jsonb_build_object('mode', mode, 'dry_run', dry_run, 'batch', batch));
   if v_run is null then return; end if;
@@ -489,6 +501,7 @@ begin
   if older_than is null or older_than < interval '0' then
     perform pgmem._bad_input('older_than must be a non-negative interval, e.g. ''30 days''');
   end if;
+  perform pgmem._check_batch(batch);
   v_run := pgmem._job_begin('purge', v_tenant, jsonb_build_object('older_than', older_than::text, 'dry_run', dry_run));
   if v_run is null then return; end if;
   for r in select m.id, m.state_changed_at from pgmem.memories m
@@ -543,6 +556,7 @@ begin
   if retention is null or retention < interval '0' then
     perform pgmem._bad_input('retention must be a non-negative interval, e.g. ''90 days''');
   end if;
+  perform pgmem._check_batch(batch);
   perform pgmem._check_unit(activation_threshold, 'activation_threshold');
   v_run := pgmem._job_begin('archive', v_tenant, jsonb_build_object('retention', retention::text,
             'activation_threshold', activation_threshold, 'dry_run', dry_run));

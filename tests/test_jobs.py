@@ -1302,3 +1302,17 @@ def test_demo_dry_run_lists_what_the_real_run_merges(demo):
         dry = merge(conn, threshold=0.85, dry_run=True)
         real = merge(conn, threshold=0.85)
         assert pairs_of(dry) == pairs_of(real)
+
+
+@pytest.mark.parametrize("call", [
+    "select * from pgmem.merge_duplicates(batch => {b})",
+    "select * from pgmem.prune(batch => {b})",
+    "select * from pgmem.purge(batch => {b})",
+    "select * from pgmem.archive_stale(batch => {b})",
+])
+@pytest.mark.parametrize("b", ["0", "-5", "null"])
+def test_every_job_rejects_a_batch_out_of_range(conn, call, b):
+    before = conn.execute("select count(*) from pgmem.job_runs").fetchone()[0]
+    with pytest.raises(psycopg.errors.InvalidParameterValue, match=r"batch must be between 1 and \d+, got"):
+        conn.execute(call.format(b=b))
+    assert conn.execute("select count(*) from pgmem.job_runs").fetchone()[0] == before  # no run recorded
