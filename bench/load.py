@@ -1,7 +1,11 @@
 #!/usr/bin/env python
-"""pgmem load test: `make load`, or
+"""pgmem load test: `make load` (= `python bench/load.py --bench-data`), or
 
-    python bench/load.py --n 100000 --clients 8 --seconds 60
+    python bench/load.py --n 100000 --clients 8 --seconds 60 [--dsn ...]
+
+With --bench-data the data are the benchmark's N memories (bench/bench.py --n N --load-only:
+binary COPY and index builds, about 3 minutes at 100,000 the first time, reused afterwards)
+in the benchmark cluster (.pgmem/bench), tenant "bench"; without it, step 1 below.
 
 1. data: if the tenant (--tenant, default "load") has fewer than N memories, the missing ones
    are loaded with INSERT ... SELECT FROM unnest(arrays) (binary parameters, 2,000 rows a
