@@ -242,6 +242,34 @@ def test_remember_many_300_events_and_replay(mem, dsn):
     assert scalar(dsn, "select count(*) from pgmem.memories") == 300
 
 
+def test_remember_many_keeps_the_events_own_embeddings(dsn, embedder):
+    """An event with a precomputed embedding is stored with that vector and is not embedded
+    again; the others in the same batch are embedded by the client."""
+    calls = []
+
+    class Counting:
+        dim, model_name = embedder.dim, embedder.model_name
+
+        def embed_many(self, texts, **kw):
+            calls.append(list(texts))
+            return embedder.embed_many(texts, **kw)
+
+        def embed(self, text):
+            return embedder.embed(text)
+
+    own = embedder.embed("a vector computed elsewhere for a sailing trip")
+    with MemoryClient(dsn, tenant="acme", embedder=Counting()) as m:
+        res = m.remember_many([
+            {"event_id": "own-1", "content": "Booked the sailing trip to Hydra for June", "embedding": own.tolist(),
+             "embedding_model": "my-model"},
+            {"event_id": "own-2", "content": "The dentist moved the appointment to Thursday"}], progress=False)
+    assert [r.decision for r in res] == ["stored", "stored"]
+    assert calls == [["The dentist moved the appointment to Thursday"]]  # only the event without one
+    with connect(dsn, tenant="acme") as c:
+        v, model = c.execute("select embedding, embedding_model from pgmem.memories where event_key = 'own-1'").fetchone()
+    assert cos(v, own) > 0.99999 and model == "my-model"
+
+
 def test_remember_with_extraction(mem):
     r = mem.remember("Yesterday Maya booked the Casa do Largo hotel in Lisbon because of Ines's wedding",
                      who="maya", extract=True)

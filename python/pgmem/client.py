@@ -117,6 +117,9 @@ def event_to_args(event: Mapping[str, Any] | str, extractor=None, *, now: dateti
         "entities": event.get("entities"),
         "tier": event.get("tier"),
         "expires_at": event.get("expires_at"),
+        # a precomputed embedding travels with its event (the client then does not embed it)
+        "embedding": event.get("embedding"),
+        "embedding_model": event.get("embedding_model") if event.get("embedding") is not None else None,
     }
     if extractor is not None:
         x = extractor.extract(event, now=now)
@@ -189,9 +192,10 @@ class _Base:
         """The JSON array remember_many() takes for a batch of events: extracted, and embedded
         in one model call when ``embed`` and an embedder is configured."""
         items = [event_to_args(e, extractor) for e in events]
-        if embed and self.embedder is not None:
-            vecs = self.embedder.embed_many([self._text_of(a) for a in items])
-            for a, v in zip(items, vecs):
+        todo = [a for a in items if a.get("embedding") is None]  # events may bring their own embedding
+        if embed and self.embedder is not None and todo:
+            vecs = self.embedder.embed_many([self._text_of(a) for a in todo])
+            for a, v in zip(todo, vecs):
                 a["embedding"] = v.tolist()
                 a["embedding_model"] = self.embedder.model_name
         return json.dumps([{k: _jsonable(v) for k, v in a.items()} for a in items])
