@@ -165,6 +165,21 @@ begin
   return p_value;
 end $$;
 
+-- A count argument (k, batch, candidates): NULL or out of [p_min, p_max] is a clear error.
+create or replace function pgmem._check_between(p_value bigint, p_name text, p_min bigint, p_max bigint) returns bigint
+  language plpgsql immutable parallel safe
+  set search_path = pgmem, public, pg_temp
+as $$
+begin
+  if p_value is null or p_value < p_min or p_value > p_max then
+    perform pgmem._bad_input(format('%s must be between %s and %s, got %s', p_name, p_min, p_max,
+                                    coalesce(p_value::text, 'NULL')));
+  end if;
+  return p_value;
+end $$;
+comment on function pgmem._check_between(bigint, text, bigint, bigint) is
+  'Raises a clear error (22023) unless p_min <= p_value <= p_max (NULL included); returns the value.';
+
 create or replace function pgmem._check_time(p_value timestamptz, p_name text, p_allow_future boolean default false) returns timestamptz
   language plpgsql stable parallel safe
   set search_path = pgmem, public, pg_temp

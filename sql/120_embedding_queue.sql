@@ -21,9 +21,7 @@ returns table (memory_id bigint, tenant text, content text, who text, what text,
 as $$
 declare v_tenant text;
 begin
-  if batch is null or batch < 1 or batch > 10000 then
-    perform pgmem._bad_input(format('batch must be between 1 and 10000, got %s', batch));
-  end if;
+  perform pgmem._check_between(batch, 'batch', 1, 10000);
   if all_tenants and not pgmem._is_admin() then
     raise exception 'claim_embeddings(all_tenants => true) needs the pgmem_admin role' using errcode = '42501';
   end if;

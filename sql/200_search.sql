@@ -43,10 +43,16 @@ create or replace function pgmem.query_tsquery(p_text text) returns tsquery
 comment on function pgmem.query_tsquery(text) is
   'The lexical query for a natural-language text: its English lexemes OR-ed (a question need not contain every word of the answer). NULL when only stop words remain.';
 
+-- A lexeme as a single-term tsquery, quoted: a URL's ':' or '/' must not be read as tsquery syntax.
+create or replace function pgmem._lexeme_query(p_lexeme text) returns tsquery
+  language sql immutable parallel safe
+  return ('''' || replace(replace(p_lexeme, '\', '\\'), '''', '''''') || '''')::tsquery;
+comment on function pgmem._lexeme_query(text) is
+  'A lexeme as a single-term tsquery, quoted so that its characters are never read as tsquery syntax.';
+
 create or replace function pgmem.query_terms(p_text text) returns tsquery[]
   language sql immutable parallel safe
-  -- each lexeme quoted: a URL's ':' or '/' must not be read as tsquery syntax
-  return array(select distinct ('''' || replace(replace(lex, '\', '\\'), '''', '''''') || '''')::tsquery
+  return array(select distinct pgmem._lexeme_query(lex)
                  from unnest(tsvector_to_array(to_tsvector('english', coalesce(p_text, '')))) lex
                 where lex <> '' order by 1);
 comment on function pgmem.query_terms(text) is
@@ -240,7 +246,7 @@ begin
   -- in the list is rarer than the minimum (estimated at half of it)
   v_min := v_freqs[cardinality(v_elems) + 1];
   for r in select t.q, coalesce(v_freqs[array_position(v_elems, t.lex)], v_min / 2) * v_rows as est
-             from (select distinct lex, ('''' || replace(replace(lex, '\', '\\'), '''', '''''') || '''')::tsquery as q
+             from (select distinct lex, pgmem._lexeme_query(lex) as q
                      from unnest(tsvector_to_array(to_tsvector('english', p_text))) lex where lex <> '') t
             order by 2, t.lex loop
     if v_probe is null then
@@ -255,6 +261,14 @@ begin
   end loop;
   return coalesce(v_probe, v_full);
 end $$;
+-- The lexical candidate query of one call of search, activate or recall: the probe when the
+-- query has an embedding, every lexeme when it has none (why: above).
+create or replace function pgmem._candidate_tsquery(p_text text, p_embedding vector) returns tsquery
+  language sql stable
+  return case when p_embedding is null then pgmem.query_tsquery(p_text) else pgmem.lexical_probe(p_text) end;
+comment on function pgmem._candidate_tsquery(text, vector) is
+  'The tsquery of the lexical candidate branch: lexical_probe(text) with a query embedding, query_tsquery(text) without.';
+
 comment on function pgmem.lexical_probe(text, float8) is
   'The tsquery of the lexical candidate branch of search/activate/recall: the OR of the query''s rarest lexemes whose estimated matches (column statistics x rows) fit in p_budget rows (default: setting lexical_probe_rows), or an AND of the rarest when even one is over budget; the plain OR of every lexeme without statistics or on a small table.';
 
@@ -284,12 +298,6 @@ returns text
                     order by m.embedding operator(public.<=>) $4 limit $16)$r$, p_filter_sql, p_recent_sql) end);
 comment on function pgmem._candidates_sql(text, text, text) is
   'SQL of the index-driven candidate set shared by search, activate and recall (HNSW top-N union lexical top-N of the probe query, and with p_recent_sql the HNSW top-N of the memories created since that expression).';
-
-create or replace function pgmem._candidates_sql(p_filter_sql text, p_lex_order text) returns text
-  language sql immutable
-  return pgmem._candidates_sql(p_filter_sql, p_lex_order, null);
-comment on function pgmem._candidates_sql(text, text) is
-  'The candidate set without the recent branch.';
 
 create or replace function pgmem._candidates_sql(p_filter_sql text) returns text
   language sql immutable
@@ -391,6 +399,9 @@ $q$,
   pgmem._signal_sql('semantic'), pgmem._signal_sql('coverage'), pgmem._signal_sql('recency'),
   pgmem._signal_sql('actor'), pgmem._signal_sql('spatial'), pgmem._signal_sql('usage'));
 
+-- (a development state had a two-argument _candidates_sql; nothing calls it)
+drop function if exists pgmem._candidates_sql(text, text);
+
 create or replace function pgmem._search(
   p_exact boolean, query_text text, query_embedding vector, k integer, actor text, location text,
   profile text, weights jsonb, filters jsonb, as_of timestamptz, candidates integer)
@@ -409,11 +420,9 @@ declare
   v_max_access float8;
   v_filter text;
 begin
-  if k is null or k < 1 or k > 1000 then
-    perform pgmem._bad_input(format('k must be between 1 and 1000, got %s', coalesce(k::text, 'NULL')));
-  end if;
-  if candidates is not null and (candidates < 1 or candidates > 100000) then
-    perform pgmem._bad_input(format('candidates must be between 1 and 100000, got %s', candidates));
+  perform pgmem._check_between(k, 'k', 1, 1000);
+  if candidates is not null then  -- NULL: the setting candidate_pool
+    perform pgmem._check_between(candidates, 'candidates', 1, 100000);
   end if;
   if (query_text is null or btrim(query_text) = '') and query_embedding is null then
     perform pgmem._bad_input('search needs a query_text, a query_embedding, or both');
@@ -436,7 +445,7 @@ begin
   end if;
   return query execute pgmem._search_sql(v_filter, p_exact)
     using coalesce(filters, '{}'::jsonb), v_tenant, v_as_of, query_embedding,
-          case when p_exact or query_embedding is null then v_tsq else pgmem.lexical_probe(query_text) end, v_n, k, v_weights,
+          case when p_exact then v_tsq else pgmem._candidate_tsquery(query_text, query_embedding) end, v_n, k, v_weights,
           actor, location, v_profile.params, coalesce(v_max_access, 0), pgmem.query_terms(query_text), v_tsq,
           pgmem._setting_num('recent_window', 1),
           greatest(1, coalesce(pgmem._setting_num('recent_pool')::int, v_n));

@@ -66,9 +66,7 @@ declare
   v_n integer;
   v_filter text;
 begin
-  if k is null or k < 1 or k > 1000 then
-    perform pgmem._bad_input(format('k must be between 1 and 1000, got %s', coalesce(k::text, 'NULL')));
-  end if;
+  perform pgmem._check_between(k, 'k', 1, 1000);
   if (query_text is null or btrim(query_text) = '') and query_embedding is null then
     perform pgmem._bad_input('activate needs a query_text, a query_embedding, or both');
   end if;
@@ -108,7 +106,7 @@ begin
     order by 2 desc, sc.id
     limit $12 $q$, pgmem._candidates_sql(v_filter))
   using coalesce(filters, '{}'::jsonb), v_tenant, v_as_of, query_embedding,
-        case when query_embedding is null then pgmem.query_tsquery(query_text) else pgmem.lexical_probe(query_text) end, v_n, v_keys, v_sum_tokens,
+        pgmem._candidate_tsquery(query_text, query_embedding), v_n, v_keys, v_sum_tokens,
         v_profile.params, v_w, v_thr, k;
 end $$;
 drop function if exists pgmem.activate(text, vector, text, text[], text[], text, float8, integer, jsonb, timestamptz, jsonb);

@@ -28,9 +28,7 @@ declare
   v_tokens text[] := pgmem.tokens(coalesce(query_text, ''));
   v_n integer;
 begin
-  if k is null or k < 1 or k > 1000 then
-    perform pgmem._bad_input(format('k must be between 1 and 1000, got %s', coalesce(k::text, 'NULL')));
-  end if;
+  perform pgmem._check_between(k, 'k', 1, 1000);
   if (query_text is null or btrim(query_text) = '') and query_embedding is null then
     perform pgmem._bad_input('recall needs a query_text, a query_embedding, or both');
   end if;
@@ -54,7 +52,7 @@ begin
            s.rel, s.imp, s.rec, s.acc, s.content, s.summary, s.who, s.category, s.importance, s.access_count, s.created_at
     from s order by 2 desc, s.id limit $10 $q$, pgmem._candidates_sql(pgmem._filter_sql(filters)))
   using coalesce(filters, '{}'::jsonb), v_tenant, coalesce(as_of, now()), query_embedding,
-        case when query_embedding is null then pgmem.query_tsquery(query_text) else pgmem.lexical_probe(query_text) end, v_n, v_tokens,
+        pgmem._candidate_tsquery(query_text, query_embedding), v_n, v_tokens,
         v_w, v_profile.params, k;
 end $$;
 comment on function pgmem.recall(text, vector, integer, jsonb, jsonb, timestamptz, text) is

@@ -65,9 +65,7 @@ begin
   if v_budget < 0 or v_budget > 1000000 then
     perform pgmem._bad_input(format('token budget must be between 0 and 1000000, got %s', v_budget));
   end if;
-  if candidates is null or candidates < 1 or candidates > 500 then
-    perform pgmem._bad_input(format('candidates must be between 1 and 500, got %s', candidates));
-  end if;
+  perform pgmem._check_between(candidates, 'candidates', 1, 500);
   return query
   with c as (
     select row_number() over (order by h.score desc, h.id) - 1 as i, h.id, h.score, m.token_count as tok,

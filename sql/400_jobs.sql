@@ -30,19 +30,6 @@ create or replace function pgmem._job_lock_key(p_job text, p_tenant text) return
   language sql immutable
   return hashtextextended('pgmem-job:' || p_job || ':' || coalesce(p_tenant, '*'), 0);
 
--- A batch size every job checks the same way: a clear error instead of a job that does nothing.
-create or replace function pgmem._check_batch(p_batch integer, p_max integer default 1000000) returns void
-  language plpgsql immutable
-  set search_path = pgmem, public, pg_temp
-as $$
-begin
-  if p_batch is null or p_batch < 1 or p_batch > p_max then
-    perform pgmem._bad_input(format('batch must be between 1 and %s, got %s', p_max, coalesce(p_batch::text, 'NULL')));
-  end if;
-end $$;
-comment on function pgmem._check_batch(integer, integer) is
-  'Raises a clear error (22023) unless 1 <= batch <= p_max.';
-
 create or replace function pgmem._job_begin(p_job text, p_tenant text, p_params jsonb) returns bigint
   language plpgsql volatile
   set search_path = pgmem, public, pg_temp
@@ -73,6 +60,18 @@ as $$
          changed = p_changed, details = details || coalesce(p_details, '{}')
    where id = p_run
 $$;
+
+-- A job's position (a keyset cursor, or a run's as_of and cut-off) in pgmem.job_state.
+create or replace function pgmem._job_state_save(p_tenant text, p_job text, p_at timestamptz, p_id bigint)
+returns void
+  language sql volatile
+  set search_path = pgmem, public, pg_temp
+as $$
+  insert into pgmem.job_state (tenant, job, cursor_at, cursor_id) values (p_tenant, p_job, p_at, p_id)
+  on conflict (tenant, job) do update set cursor_at = excluded.cursor_at, cursor_id = excluded.cursor_id, updated_at = now()
+$$;
+comment on function pgmem._job_state_save(text, text, timestamptz, bigint) is
+  'Saves (upserts) a job''s position in pgmem.job_state: cursor_at, cursor_id for (tenant, job).';
 
 -- Where an unfinished run stopped. Some jobs keep their position in pgmem.job_state only
 -- for the length of a run (a run = the calls of run_job, or calls repeated by hand while
@@ -154,7 +153,7 @@ declare
   v_text_cursor_job text := case when full_scan then 'merge_full_text' else 'merge_text' end;
 begin
   perform pgmem._check_unit(threshold, 'threshold'), pgmem._check_unit(cross_category_threshold, 'cross_category_threshold');
-  perform pgmem._check_batch(batch, 100000);
+  perform pgmem._check_between(batch, 'batch', 1, 100000);
   v_run := pgmem._job_begin('merge', v_tenant, v_params);
   if v_run is null then
     raise notice 'pgmem: merge is already running for %; skipped', coalesce(v_tenant, 'all tenants');
@@ -283,14 +282,12 @@ begin
     select max(bt.at), (array_agg(bt.id order by bt.at desc, bt.id desc))[1] into v_last_at, v_last_id
       from _pgmem_batch bt where bt.kind = 'embedded';
     if v_last_at is not null then
-      insert into pgmem.job_state (tenant, job, cursor_at, cursor_id) values (coalesce(v_tenant, '*'), v_cursor_job, v_last_at, v_last_id)
-      on conflict (tenant, job) do update set cursor_at = excluded.cursor_at, cursor_id = excluded.cursor_id, updated_at = now();
+      perform pgmem._job_state_save(coalesce(v_tenant, '*'), v_cursor_job, v_last_at, v_last_id);
     end if;
     select max(bt.at), (array_agg(bt.id order by bt.at desc, bt.id desc))[1] into v_last_at, v_last_id
       from _pgmem_batch bt where bt.kind = 'text';
     if v_last_at is not null then
-      insert into pgmem.job_state (tenant, job, cursor_at, cursor_id) values (coalesce(v_tenant, '*'), v_text_cursor_job, v_last_at, v_last_id)
-      on conflict (tenant, job) do update set cursor_at = excluded.cursor_at, cursor_id = excluded.cursor_id, updated_at = now();
+      perform pgmem._job_state_save(coalesce(v_tenant, '*'), v_text_cursor_job, v_last_at, v_last_id);
     end if;
   end if;
   perform pgmem._job_end(v_run, v_examined, v_changed,
@@ -387,7 +384,7 @@ begin
   if mode is null or mode not in ('gentle', 'normal', 'aggressive') then
     perform pgmem._bad_input(format('unknown prune mode "%s": modes are gentle, normal, aggressive', mode));
   end if;
-  perform pgmem._check_batch(batch);
+  perform pgmem._check_between(batch, 'batch', 1, 1000000);
   perform pgmem._check_unit(min_importance, 'min_importance'), pgmem._check_unit(bottom_fraction, 'bottom_fraction');
   v_run := pgmem._job_begin('prune', v_tenant, jsonb_build_object('mode', mode, 'dry_run', dry_run, 'batch', batch));
   if v_run is null then return; end if;
@@ -430,9 +427,7 @@ begin
                        where m.state = 'active' and (v_tenant is null or m.tenant = v_tenant)) s) q
        where q.rn = floor(q.n * bottom_fraction);
       if not dry_run then
-        insert into pgmem.job_state (tenant, job, cursor_at, cursor_id)
-        select c.tenant, 'prune:bottom:' || v_scope, v_as_of, c.id from _pgmem_prune_cut c
-        on conflict (tenant, job) do update set cursor_at = excluded.cursor_at, cursor_id = excluded.cursor_id, updated_at = now();
+        perform pgmem._job_state_save(c.tenant, 'prune:bottom:' || v_scope, v_as_of, c.id) from _pgmem_prune_cut c;
       end if;
     end if;
   end if;
@@ -474,8 +469,7 @@ begin
   perform pgmem._set_op(null);
 
   if not dry_run and v_full then
-    insert into pgmem.job_state (tenant, job, cursor_at, cursor_id) values (v_scope, 'prune:' || mode, v_as_of, v_last)
-    on conflict (tenant, job) do update set cursor_at = excluded.cursor_at, cursor_id = excluded.cursor_id, updated_at = now();
+    perform pgmem._job_state_save(v_scope, 'prune:' || mode, v_as_of, v_last);
   elsif not dry_run then
     perform pgmem._job_state_reset('prune', v_tenant, jsonb_build_object('mode', mode));  -- the run is complete
   end if;
@@ -501,7 +495,7 @@ begin
   if older_than is null or older_than < interval '0' then
     perform pgmem._bad_input('older_than must be a non-negative interval, e.g. ''30 days''');
   end if;
-  perform pgmem._check_batch(batch);
+  perform pgmem._check_between(batch, 'batch', 1, 1000000);
   v_run := pgmem._job_begin('purge', v_tenant, jsonb_build_object('older_than', older_than::text, 'dry_run', dry_run));
   if v_run is null then return; end if;
   for r in select m.id, m.state_changed_at from pgmem.memories m
@@ -556,7 +550,7 @@ begin
   if retention is null or retention < interval '0' then
     perform pgmem._bad_input('retention must be a non-negative interval, e.g. ''90 days''');
   end if;
-  perform pgmem._check_batch(batch);
+  perform pgmem._check_between(batch, 'batch', 1, 1000000);
   perform pgmem._check_unit(activation_threshold, 'activation_threshold');
   v_run := pgmem._job_begin('archive', v_tenant, jsonb_build_object('retention', retention::text,
             'activation_threshold', activation_threshold, 'dry_run', dry_run));

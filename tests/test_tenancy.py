@@ -774,7 +774,7 @@ def test_erase_user_with_colliding_user_ids(cluster, dsn, roles):
 
 DOCUMENTED_UNPINNED = {
     # SQL-standard bodies (parsed at CREATE: names resolved then, whatever the caller's search_path)
-    "_candidates_sql", "_signal_sql", "_lexical_order_sql", "_content_key", "_is_admin", "_job_lock_key", "_op_details", "_scope_key", "_search_sql", "_set_op",
+    "_candidates_sql", "_signal_sql", "_lexical_order_sql", "_lexeme_query", "_candidate_tsquery", "_content_key", "_is_admin", "_job_lock_key", "_op_details", "_scope_key", "_search_sql", "_set_op",
     "_setting_bool", "_setting_num", "_snapshot", "_words", "access_boost", "access_frequency", "age_days",
     "cosine_sim", "current_tenant", "decayed_importance", "emotional_intensity", "estimate_tokens", "exp_decay",
     "fragment_strength", "jaccard", "linear_recency", "path_overlap", "power_law_decay", "processing_depth",
