@@ -9,10 +9,12 @@ of the test cluster is the one pg_cron lives in (cron.database_name).
 from __future__ import annotations
 
 import fcntl
+import math
 import os
 import uuid
 from pathlib import Path
 
+import numpy as np
 import psycopg
 import pytest
 from pytest_postgresql.janitor import DatabaseJanitor
@@ -25,6 +27,22 @@ ROOT = Path(__file__).resolve().parent.parent
 # terminals, parallel workers) never drop each other's template.
 TEMPLATE = f"pgmem_template_{os.getpid()}"
 CRON_DB = "pgmem"
+DIM = 384  # the embedding dimension the test databases are installed with
+
+
+def e(i: int) -> np.ndarray:
+    """The unit vector along axis i."""
+    v = np.zeros(DIM, dtype=np.float32)
+    v[i] = 1.0
+    return v
+
+
+def at_cos(i: int, j: int, c: float) -> np.ndarray:
+    """A unit vector with cosine c to e(i), in the plane of axes i and j."""
+    v = np.zeros(DIM, dtype=np.float32)
+    v[i] = c
+    v[j] = math.sqrt(1.0 - c * c)
+    return v
 
 
 @pytest.fixture(scope="session")

@@ -19,7 +19,6 @@ import uuid
 from pathlib import Path
 
 import numpy as np
-import psycopg
 import pytest
 
 from conftest import ROOT, connect

@@ -32,28 +32,12 @@ import pytest
 from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 
-from conftest import CRON_DB, connect
-
-DIM = 384
+from conftest import CRON_DB, DIM, at_cos, connect, e
 ROOT = Path(__file__).resolve().parent.parent
 DEMO = ROOT / "examples" / "demo_conversation.jsonl"
 
 
 # ---------------------------------------------------------------------------- helpers
-def e(i: int) -> np.ndarray:
-    v = np.zeros(DIM, dtype=np.float32)
-    v[i] = 1.0
-    return v
-
-
-def at_cos(i: int, j: int, c: float) -> np.ndarray:
-    """A unit vector with cosine c to e(i), in the plane of axes i and j."""
-    v = np.zeros(DIM, dtype=np.float32)
-    v[i] = c
-    v[j] = math.sqrt(1.0 - c * c)
-    return v
-
-
 def rot(i: int, j: int, angle: float) -> np.ndarray:
     v = np.zeros(DIM, dtype=np.float32)
     v[i] = math.cos(angle)

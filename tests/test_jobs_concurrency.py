@@ -12,7 +12,6 @@ a third connection holds a row lock so that two operations interleave in a known
 """
 from __future__ import annotations
 
-import math
 import random
 import threading
 import time
@@ -24,9 +23,7 @@ import psycopg
 import pytest
 from psycopg.rows import dict_row
 
-from conftest import TEMPLATE, _janitor, connect
-
-DIM = 384
+from conftest import DIM, TEMPLATE, _janitor, at_cos, connect, e
 N_BASE = 500
 COPIES = 4
 WRITERS = 4
@@ -244,19 +241,6 @@ def test_jobs_run_alongside_each_other_cleanly(workload):
 
 # ---------------------------------------------------------------------------- the races, one by one
 DEADLOCK_TIMEOUT_S = 10
-
-
-def e(i: int) -> np.ndarray:
-    v = np.zeros(DIM, dtype=np.float32)
-    v[i] = 1.0
-    return v
-
-
-def at_cos(i: int, j: int, c: float) -> np.ndarray:
-    v = np.zeros(DIM, dtype=np.float32)
-    v[i] = c
-    v[j] = math.sqrt(1.0 - c * c)
-    return v
 
 
 def remember(conn, content: str, embedding, importance: float, created_at=None) -> int:

@@ -9,13 +9,13 @@ from pgmem.engine.packing import knapsack, mmr, pack, token_budget
 
 
 def brute_force(values, weights, budget):
-    best, best_set = 0.0, ()
+    best = 0.0
     for r in range(len(values) + 1):
         for combo in itertools.combinations(range(len(values)), r):
             if sum(weights[i] for i in combo) <= budget:
                 v = sum(values[i] for i in combo)
                 if v > best + 1e-12:
-                    best, best_set = v, combo
+                    best = v
     return best
 
 
