@@ -760,25 +760,34 @@ def jobs(admin_dsn: str, n: int, args) -> dict:
     conn = connect(admin_dsn, autocommit=False)
     cur = conn.cursor()
 
-    def last_run(job):
-        return cur.execute("select examined, changed, coalesce((details->>'more')::boolean, false) from pgmem.job_runs "
-                           "where job = %s order by id desc limit 1", (job,)).fetchone()
+    def batches_until_done(job: str, call: str, batch: int) -> tuple:
+        """Repeat one job call (= what run_job does) in a transaction that is rolled back, until
+        job_runs says there is no more or job_seconds are spent: (seconds, examined, changed,
+        batches, complete, seconds of the first batch)."""
+        with conn.transaction(force_rollback=True):
+            t = time.perf_counter()
+            examined = changed = batches = 0
+            first_batch_s = None
+            while True:
+                tb = time.perf_counter()
+                cur.execute(call, (batch,))
+                ex, ch, more = cur.execute(
+                    "select examined, changed, coalesce((details->>'more')::boolean, false) from pgmem.job_runs "
+                    "where job = %s order by id desc limit 1", (job,)).fetchone()
+                if first_batch_s is None:
+                    first_batch_s = time.perf_counter() - tb
+                examined += ex
+                changed += ch
+                batches += 1
+                if not more or time.perf_counter() - t > args.job_seconds:
+                    break
+            el = time.perf_counter() - t
+        return el, examined, changed, batches, not more, first_batch_s
 
     phase("jobs: merge")
     total = n
-    with conn.transaction(force_rollback=True):
-        t = time.perf_counter()
-        examined = merged = batches = 0
-        while True:
-            cur.execute("select count(*) from pgmem.merge_duplicates(batch => %s)", (args.merge_batch,))
-            ex, ch, more = last_run("merge")
-            examined += ex
-            merged += ch
-            batches += 1
-            if not more or time.perf_counter() - t > args.job_seconds:
-                break
-        el = time.perf_counter() - t
-    complete = not more
+    el, examined, merged, batches, complete, _ = batches_until_done(
+        "merge", "select count(*) from pgmem.merge_duplicates(batch => %s)", args.merge_batch)
     out["merge"] = {"seconds": round(el, 2), "examined": examined, "merged": merged, "batches": batches,
                     "batch": args.merge_batch, "complete": complete,
                     "seconds_full": round(el if complete else el * total / max(examined, 1), 1),
@@ -804,22 +813,7 @@ def jobs(admin_dsn: str, n: int, args) -> dict:
         phase(f"jobs: {job}")
         todo = cur.execute(count_sql).fetchone()[0]
         conn.rollback()
-        with conn.transaction(force_rollback=True):
-            t = time.perf_counter()
-            changed = batches = 0
-            first_batch_s = None
-            while True:
-                tb = time.perf_counter()
-                cur.execute(call, (args.job_batch,))
-                _, ch, more = last_run(job)
-                if first_batch_s is None:
-                    first_batch_s = time.perf_counter() - tb
-                changed += ch
-                batches += 1
-                if not more or time.perf_counter() - t > args.job_seconds:
-                    break
-            el = time.perf_counter() - t
-        complete = not more
+        el, _, changed, batches, complete, first_batch_s = batches_until_done(job, call, args.job_batch)
         out[job] = {"seconds": round(el, 2), "changed": changed, "eligible": todo, "batches": batches,
                     "batch": args.job_batch, "complete": complete, "first_batch_s": round(first_batch_s, 2),
                     "seconds_full": round(el if complete else el * todo / max(changed, 1), 1),
@@ -1188,7 +1182,6 @@ def main() -> int:
                "loadavg_start": [round(x, 2) for x in load_start]}
 
     from pgmem import migrate
-    from pgmem.embedding import Embedder
 
     phase("corpus")
     corpus = C.Corpus.load(embedder=None, log=log)
