@@ -23,9 +23,14 @@
 do $$
 declare
   t text;
-  tenant_tables text[] := array['memories', 'links', 'accesses', 'history', 'embedding_queue', 'job_runs',
-                                'thresholds', 'threshold_changes', 'activation_log', 'feedback', 'job_state'];
   shared_tables text[] := array['settings', 'categories', 'profiles'];
+  -- every table of the schema with a tenant column: a new table is isolated without being listed
+  tenant_tables text[] := array(
+    select c.relname::text from pg_class c join pg_namespace n on n.oid = c.relnamespace
+      join pg_attribute a on a.attrelid = c.oid and a.attname = 'tenant' and not a.attisdropped
+     where n.nspname = 'pgmem' and c.relkind in ('r', 'p')
+       and c.relname::text <> all (shared_tables || array['tenants'])
+     order by 1);
 begin
   foreach t in array tenant_tables || shared_tables || array['tenants'] loop
     execute format('alter table pgmem.%I enable row level security', t);
