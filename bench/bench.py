@@ -58,7 +58,7 @@ import corpus as C  # noqa: E402
 
 RESULTS = HERE / "results"
 TENANT = "bench"
-PORT = 54340
+PORT = int(os.environ.get("PGMEM_BENCH_PORT", "54340"))  # another port for a second bench cluster
 SEED = 20240601
 T_START = time.perf_counter()
 
