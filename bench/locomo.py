@@ -45,7 +45,10 @@ from typing import Callable
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-sys.path.insert(0, str(ROOT / "python"))
+# The pgmem measured (its client and the SQL it migrates) is this checkout's, unless PYTHONPATH
+# names one: `PYTHONPATH=/other/checkout/python bench/locomo.py` measures another branch.
+if not os.environ.get("PYTHONPATH"):
+    sys.path.insert(0, str(ROOT / "python"))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
@@ -524,6 +527,9 @@ def main(argv=None) -> int:
     for c in convs:
         c.questions = [q for q in c.questions if q.category in cats][sl]
     nq = sum(len(c.questions) for c in convs)
+    import pgmem
+
+    log(f"pgmem from {Path(pgmem.__file__).parent}")
     log(f"{data}: {len(convs)} conversations, {sum(len(c.turns) for c in convs)} turns, {nq} questions "
         f"(categories {','.join(map(str, sorted(cats)))}); rankings {', '.join(r.name for r in chosen)}")
 
@@ -613,14 +619,16 @@ def main(argv=None) -> int:
 
     stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     try:
-        commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
+        src = Path(pgmem.__file__).resolve().parents[2]  # the checkout whose pgmem is measured
+        commit = subprocess.run(["git", "-C", str(src), "rev-parse", "--short", "HEAD"], capture_output=True,
                                 text=True).stdout.strip() or None
-        dirty = bool(subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "sql", "python"],
+        dirty = bool(subprocess.run(["git", "-C", str(src), "status", "--porcelain", "sql", "python"],
                                     capture_output=True, text=True).stdout.strip())
     except OSError:
         commit, dirty = None, None
     R = {
         "kind": "pgmem-locomo", "timestamp": stamp, "git_commit": commit, "dirty": dirty,
+        "pgmem": str(Path(pgmem.__file__).parent),
         "data": str(data), "database": args.db if pg else None, "embedding_model": embedder.model_name,
         "embeddings": {"computed": embedder.misses, "from_cache": embedder.hits}, "extractor": "heuristic",
         "options": {"rankings": [r.name for r in chosen], "conv": args.conv, "questions": args.questions,
