@@ -19,6 +19,13 @@ insert into pgmem.settings (tenant, key, value, description) values
   ('*', 'recent_window', '1', 'search(): a third candidate branch takes the HNSW top-N among the memories younger than this many recency half-lives (0 = off)'),
   ('*', 'lexical_probe_rows', '5000', 'the lexical candidates come from the query''s rarest lexemes whose estimated matches add up to at most this many rows (pgmem.lexical_probe); 0 = every lexeme')
 on conflict (tenant, key) do nothing;
+-- Read path (issue 14, per-call limits): what one call of search, search_exact, explain_search,
+-- activate, recall, build_context or touch may ask for; beyond them, a clear error naming the setting.
+insert into pgmem.settings (tenant, key, value, description) values
+  ('*', 'max_query_chars', '4000', 'longest query_text a ranking accepts (characters); a question, not a document'),
+  ('*', 'max_candidates', '10000', 'largest candidates => of search, and most ids in a filters.ids list'),
+  ('*', 'touch_max_ids', '1000', 'most memory ids one touch() call records')
+on conflict (tenant, key) do nothing;
 -- candidate_pool's built-in default was 200 until the recent branch of search() (bench/README.md
 -- L7, L12): an installation still at the old default moves to the new one; a changed value stays.
 update pgmem.settings set value = '100' where tenant = '*' and key = 'candidate_pool' and value = '200';

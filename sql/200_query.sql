@@ -207,6 +207,10 @@ begin
       perform pgmem._bad_input(format('filter "ids" must be an array of memory ids, got %s', p_filters->'ids'));
     end if;
     q.ids := array(select (jsonb_array_elements_text(p_filters->'ids'))::bigint);
+    if cardinality(q.ids) > pgmem._setting_num('max_candidates', 10000) then
+      perform pgmem._bad_input(format('filter "ids" lists %s memories, more than max_candidates (%s)', cardinality(q.ids),
+                                      pgmem._setting_num('max_candidates', 10000)::bigint));
+    end if;
   end if;
   return q;
 end $$;
@@ -239,10 +243,15 @@ begin
   q.params := p.params;
   perform pgmem._check_between(p_k, 'k', 1, 1000);
   if p_candidates is not null then  -- NULL: the setting candidate_pool
-    perform pgmem._check_between(p_candidates, 'candidates', 1, 100000);
+    perform pgmem._check_between(p_candidates, 'candidates', 1, pgmem._setting_num('max_candidates', 10000)::bigint);
   end if;
   if (p_text is null or btrim(p_text) = '') and p_embedding is null then
     perform pgmem._bad_input(format('%s needs a query_text, a query_embedding, or both', p_ranking));
+  end if;
+  if char_length(p_text) > pgmem._setting_num('max_query_chars', 4000) then
+    perform pgmem._bad_input(format('query_text is %s characters, more than max_query_chars (%s)', char_length(p_text),
+                                    pgmem._setting_num('max_query_chars', 4000)::bigint),
+      'ask with the question (its lexemes and embedding), not a whole document; or raise max_query_chars in pgmem.settings');
   end if;
   q.k := p_k;
   q.exact := coalesce(p_exact, false);
@@ -281,6 +290,9 @@ begin
     q.usage_half_life := q.params->>'usage_half_life_days';
     q.actor_mismatch := q.params->>'actor_mismatch';
     q.lexical_mode := coalesce(q.params->>'lexical', 'coverage');
+    if q.lexical_mode not in ('coverage', 'rank') then
+      perform pgmem._bad_input(format('profile "%s": params.lexical must be "coverage" or "rank", got "%s"', q.profile, q.lexical_mode));
+    end if;
     q.max_access := coalesce((select max(m.access_count) from pgmem.memories m where m.tenant = q.tenant), 0);
     -- the recent branch: memories younger than recent_window half-lives of the recency signal
     -- (sql/203_candidates.sql); 0 turns it off

@@ -19,10 +19,12 @@ comment on function pgmem.path_overlap(text, text) is
   'JAM spatial proximity: shared path components / max(component counts), splitting on "/" (empty components dropped). 0 when either is NULL.';
 
 -- semantic = 1 - cosine_distance / 2 = (1 + cos) / 2   (JAM Stage 2.2: "similarity = 1 - distance/2")
+-- NULL for a memory not embedded yet: a signal the memory does not have is treated like one
+-- the query does not have (its weight is shared out over the others, sql/205_search.sql),
+-- not as 0, which ranked it below unrelated memories (cosine 0 scores .5; issue 14).
 create or replace function pgmem._jam_semantic(m pgmem.memories, q pgmem.query) returns float8
   language sql immutable parallel safe
-  return case when q.embedding is null then null
-              else coalesce(1 - (m.embedding operator(public.<=>) q.embedding) / 2, 0) end;
+  return 1 - (m.embedding operator(public.<=>) q.embedding) / 2;
 
 -- lexical (profile param lexical = coverage, the default): the share of the query's lexemes the
 -- memory contains. JAM asks for "a normalised full-text score"; an absolute share keeps a
@@ -64,6 +66,14 @@ create or replace function pgmem._jam_usage(m pgmem.memories, q pgmem.query) ret
                    * pgmem.exp_decay(pgmem.age_days(coalesce(m.last_accessed_at, m.created_at), q.as_of), q.usage_half_life)
               else 0 end;
 
+-- The weight of a signal for one memory: the effective weight of the query, rescaled when the
+-- memory has no semantic signal (no embedding yet) while the query has one: the other weights
+-- then sum to 1 - w_semantic and are divided by it. 0 when nothing is left to rank by.
+create or replace function pgmem._jam_weight(p_weight float8, p_semantic float8, q pgmem.query) returns float8
+  language sql immutable parallel safe
+  return case when p_semantic is not null or q.w_semantic = 0 then p_weight
+              when q.w_semantic < 1 then p_weight / (1 - q.w_semantic) else 0 end;
+
 -- The order of search's lexical candidates: the fused score without the semantic and the
 -- spatial signals. Among the lexical probe's matches many memories share the best coverage (at
 -- 1,000,000 in the benchmark, thousands hold every lexeme of a templated question) and the
@@ -79,10 +89,11 @@ create or replace function pgmem._jam_prior(m pgmem.memories, q pgmem.query) ret
 -- ================================================================== Shadow (activate)
 -- shadow-memory-system.md, MemoryAwarenessInterface / SimilarityEngine.
 
--- embedding: cosine similarity clipped to [0,1]; 0 when either side has no vector
+-- embedding: cosine similarity clipped to [0,1]; NULL when either side has no vector (the
+-- activation then shares its weight out over the other three, sql/220_activate.sql)
 create or replace function pgmem._shadow_embedding(m pgmem.memories, q pgmem.query) returns float8
   language sql immutable parallel safe
-  return case when q.embedding is null or m.embedding is null then 0 else pgmem.cosine_sim(m.embedding, q.embedding) end;
+  return pgmem.cosine_sim(m.embedding, q.embedding);
 
 -- metadata: Jaccard of the query's keys (topics ∪ entities, or its tokens) with the memory's
 -- topics ∪ entities, lower-cased

@@ -46,10 +46,12 @@ begin
                      when max(c.lexical) over () > 0 then c.lexical / max(c.lexical) over () else 0 end as lex
       from c)
   select s.id,
-         -- JAM Stage 2.3, Score Fusion
-         coalesce(q.w_semantic * s.semantic, 0) + coalesce(q.w_lexical * s.lex, 0)
-       + coalesce(q.w_recency * s.recency, 0) + coalesce(q.w_actor * s.actor, 0)
-       + coalesce(q.w_spatial * s.spatial, 0) + coalesce(q.w_usage * s.usage, 0) as score,
+         -- JAM Stage 2.3, Score Fusion: Σ weight · signal. A memory not embedded yet has no
+         -- semantic signal: its other weights are rescaled to sum 1 (pgmem._jam_weight)
+         ( coalesce(q.w_semantic * s.semantic, 0) + coalesce(q.w_lexical * s.lex, 0)
+         + coalesce(q.w_recency * s.recency, 0) + coalesce(q.w_actor * s.actor, 0)
+         + coalesce(q.w_spatial * s.spatial, 0) + coalesce(q.w_usage * s.usage, 0))
+         * pgmem._jam_weight(1, s.semantic, q) as score,
          s.semantic, s.lex, s.recency, s.actor, s.spatial, s.usage,
          s.content, s.summary, s.who, s.what, s.happened_at, s.location, s.why, s.how, s.category, s.tier,
          s.user_id, s.agent_id, s.session_id, s.created_at, s.access_count, s.importance, s.metadata
@@ -130,9 +132,13 @@ begin
       from pgmem.search(query_text, query_embedding, k, explain_search.actor, explain_search.location,
                         explain_search.profile, explain_search.weights, filters, as_of) x)
   select h.rk, h.id, h.score, s.name, s.val, s.w, coalesce(s.val, 0) * s.w, h.content
-    from h cross join lateral (values ('semantic', h.semantic, q.w_semantic), ('lexical', h.lexical, q.w_lexical),
-                                      ('recency', h.recency, q.w_recency), ('actor', h.actor, q.w_actor),
-                                      ('spatial', h.spatial, q.w_spatial), ('usage', h.usage, q.w_usage)) s(name, val, w)
+    from h cross join lateral (values
+           ('semantic', h.semantic, case when h.semantic is null then 0 else q.w_semantic end),
+           ('lexical', h.lexical, pgmem._jam_weight(q.w_lexical, h.semantic, q)),
+           ('recency', h.recency, pgmem._jam_weight(q.w_recency, h.semantic, q)),
+           ('actor', h.actor, pgmem._jam_weight(q.w_actor, h.semantic, q)),
+           ('spatial', h.spatial, pgmem._jam_weight(q.w_spatial, h.semantic, q)),
+           ('usage', h.usage, pgmem._jam_weight(q.w_usage, h.semantic, q))) s(name, val, w)
    order by h.rk, coalesce(s.val, 0) * s.w desc;
 end $$;
 comment on function pgmem.explain_search(text, vector, integer, text, text, text, jsonb, jsonb, timestamptz) is

@@ -318,7 +318,7 @@ def _search_like(w: World, fn: str, extra: str = ""):
 
 @check("search")
 def _search(w: World):
-    _search_like(w, "search", ", k => 1000, actor => 'maya', location => 'office/berlin', touch => true, candidates => 100000")
+    _search_like(w, "search", ", k => 1000, actor => 'maya', location => 'office/berlin', touch => true, candidates => 10000")
     expect_error(lambda: rows(w.a, "select * from pgmem.search('x', profile => 'bprof')"), "22023", 'unknown profile "bprof"')
 
 
@@ -777,7 +777,7 @@ DOCUMENTED_UNPINNED = {
     "_lexeme_query", "_candidate_tsquery", "_content_key", "_is_admin", "_job_lock_key", "_op_details", "_scope_key", "_set_op",
     # the read path's query-record functions, inlined into the ranking statements (sql/202, 203)
     "_eligible", "_candidates", "_jam_semantic", "_jam_coverage", "_jam_lexical_rank", "_jam_recency", "_jam_actor",
-    "_jam_spatial", "_jam_usage", "_jam_prior", "_shadow_embedding", "_shadow_metadata", "_shadow_summary",
+    "_jam_spatial", "_jam_usage", "_jam_prior", "_jam_weight", "_shadow_embedding", "_shadow_metadata", "_shadow_summary",
     "_shadow_temporal", "_engram_relevance", "_engram_importance", "_engram_recency", "_engram_access",
     "_setting_bool", "_setting_num", "_snapshot", "_words", "access_boost", "access_frequency", "age_days",
     "cosine_sim", "current_tenant", "decayed_importance", "emotional_intensity", "estimate_tokens", "exp_decay",

@@ -101,6 +101,15 @@ drop function if exists pgmem._candidates_sql(text);
 drop function if exists pgmem._candidates_sql(text, text);
 drop function if exists pgmem._candidates_sql(text, text, text);
 drop function if exists pgmem._filter_sql(jsonb);
+
+-- activate and build_context take the profile, actor and location arguments search takes
+-- (issue 14); their old signatures go
+drop function if exists pgmem.activate(text, vector, text, text[], text[], text, float8, integer, jsonb, timestamptz, jsonb);
+drop function if exists pgmem.activate(text, vector, text, text[], text[], text, float8, integer, jsonb, timestamptz, jsonb, uuid);
+drop function if exists pgmem._activate(text, vector, text, text[], text[], text, float8, integer, jsonb, timestamptz, jsonb);
+drop function if exists pgmem.context_threshold(text);
+drop function if exists pgmem.build_context(text, vector, integer, integer, float8, text, jsonb, jsonb, timestamptz,
+                                            integer, integer, integer, integer);
 """
 
 DOWNGRADE = r"""

@@ -302,32 +302,40 @@ class _Base:
     def activate(self, query: str | None = None, *, embedding: Any = None, context_type: str = "conversation",
                  topics: Sequence[str] | None = None, entities: Sequence[str] | None = None,
                  summary: str | None = None, threshold: float | None = None, k: int = 50,
-                 filters: dict | None = None, as_of: Any = None, conn=None) -> list[Hit]:
+                 filters: dict | None = None, as_of: Any = None, profile: str | None = None,
+                 weights: dict | None = None, query_id: Any = None, conn=None) -> list[Hit]:
         """Shadow activation (pgmem.activate): every candidate with its activation score and
-        whether it passed the threshold of the context type (``hit.extra['activated']``)."""
+        whether it passed the threshold of the context type (``hit.extra['activated']``).
+        ``profile`` names an activate profile (default shadow); ``query_id`` logs what was shown
+        so that ``pgmem.feedback`` can refer to it."""
         return self._do("activate", dict(query_text=query, query_embedding=self._embed_query(query, embedding),
                          context_type=context_type, topics=list(topics) if topics else None,
                          entities=list(entities) if entities else None, summary=summary, threshold=threshold, k=k,
-                         filters=json.dumps(filters, default=_jsonable) if filters else None, as_of=as_of),
+                         filters=json.dumps(filters, default=_jsonable) if filters else None, as_of=as_of,
+                         weights=json.dumps(weights) if weights else None, query_id=query_id, profile=profile),
             lambda rows: [_hit(r, ACTIVATE_SIGNALS) for r in rows], conn)
 
     def recall(self, query: str | None = None, *, embedding: Any = None, k: int = 10, weights: dict | None = None,
-               filters: dict | None = None, as_of: Any = None, conn=None) -> list[Hit]:
-        """Engram ranking (pgmem.recall)."""
+               filters: dict | None = None, as_of: Any = None, profile: str | None = None, conn=None) -> list[Hit]:
+        """Engram ranking (pgmem.recall); ``profile`` names a recall profile (default engram)."""
         return self._do("recall", dict(query_text=query, query_embedding=self._embed_query(query, embedding),
                          k=k, weights=json.dumps(weights) if weights else None,
-                         filters=json.dumps(filters, default=_jsonable) if filters else None, as_of=as_of),
+                         filters=json.dumps(filters, default=_jsonable) if filters else None, as_of=as_of,
+                         profile=profile),
             lambda rows: [_hit(r, RECALL_SIGNALS) for r in rows], conn)
 
     def build_context(self, query: str | None = None, *, embedding: Any = None, token_budget: int | None = None,
-                      candidates: int = 50, lam: float = 0.5, profile: str | None = None, filters: dict | None = None,
-                      as_of: Any = None, conversation_tokens: int = 0, conn=None) -> list[dict]:
-        """JAM context building (pgmem.build_context): search candidates, MMR order, knapsack
-        into the token budget. Returns every candidate; ``selected`` ones first in MMR order."""
+                      candidates: int = 50, lam: float = 0.5, profile: str | None = None, weights: dict | None = None,
+                      filters: dict | None = None, as_of: Any = None, conversation_tokens: int = 0,
+                      actor: str | None = None, location: str | None = None, conn=None) -> list[dict]:
+        """JAM context building (pgmem.build_context): search candidates (with the same profile,
+        weights, filters, actor and location as ``search``), MMR order, knapsack into the token
+        budget. Returns every candidate; ``selected`` ones first in MMR order."""
         return self._do("build_context", dict(query_text=query, query_embedding=self._embed_query(query, embedding),
                         token_budget=token_budget, candidates=candidates, **{"lambda": lam}, profile=profile,
+                        weights=json.dumps(weights) if weights else None,
                         filters=json.dumps(filters, default=_jsonable) if filters else None, as_of=as_of,
-                        conversation_tokens=conversation_tokens), list, conn)
+                        conversation_tokens=conversation_tokens, actor=actor, location=location), list, conn)
 
     def touch(self, ids: Sequence[int], kind: str = "touch", conn=None) -> int:
         return self._do("touch", dict(ids=list(ids), kind=kind), lambda rows: rows[0]["touch"], conn, setof=False)
@@ -344,7 +352,7 @@ class _Base:
 
 _CASTS = {"metadata": "::jsonb", "filters": "::jsonb", "weights": "::jsonb", "changes": "::jsonb",
           "items": "::jsonb", "params": "::jsonb", "embedding": "::vector", "query_embedding": "::vector",
-          "ids": "::bigint[]", "topics": "::text[]", "entities": "::text[]"}
+          "ids": "::bigint[]", "topics": "::text[]", "entities": "::text[]", "query_id": "::uuid"}
 
 
 class MemoryClient(_Base):
