@@ -42,15 +42,63 @@ create or replace function pgmem._jam_lexical_rank(m pgmem.memories, q pgmem.que
   return case when q.tsq is null then null
               when m.tsv @@ q.tsq then ts_rank(m.tsv, q.tsq, 1)::float8 else 0 end;
 
--- recency = e^(-ln2 · age / half-life), half-life 30 days   (JAM Time Decay Models: exponential)
+-- lexical (profile param lexical = bm25; the default profile pgmem): Okapi BM25 with the
+-- tenant's document frequencies (issue 12, item 3; pgmem.lexicon, idf in the query record):
+--   Σ_{t in q, t in m} idf(t) · (k1 + 1) / (1 + k1 · (1 - b + b · |m| / avg|m|))
+-- with a term's frequency counted as 1 (memories are short: a turn, a fact; the tsvector keeps
+-- lexemes, and their positions would cost a scan of each) and |m| the memory's distinct
+-- lexemes. The ranking statement divides it by the largest among the candidates (on LoCoMo's
+-- dev file this normalisation fused best: R@10 .691, against .614-.664 for absolute or
+-- saturated forms; quality-recipe). It takes the tsvector, not the row: a function with a
+-- subquery is not inlined, and a whole row passed per call would be copied.
+create or replace function pgmem._jam_bm25(p_tsv tsvector, q pgmem.query) returns float8
+  language sql immutable parallel safe
+  return case when q.tsq is null then null else
+    coalesce((select sum(t.idf) from unnest(q.terms, q.idf) t(term, idf) where p_tsv @@ t.term), 0)
+    * (q.bm25_k1 + 1) / (1 + q.bm25_k1 * (1 - q.bm25_b + q.bm25_b * length(p_tsv) / greatest(q.avg_len, 1))) end;
+
+-- The lexical signal before its normalisation over the candidates (coverage is absolute).
+create or replace function pgmem._jam_lexical(m pgmem.memories, q pgmem.query) returns float8
+  language sql immutable parallel safe
+  return case q.lexical_mode when 'bm25' then pgmem._jam_bm25(m.tsv, q)
+                             when 'rank' then pgmem._jam_lexical_rank(m, q)
+                             else pgmem._jam_coverage(m, q) end;
+
+-- The time of a memory's event: when it happened (the 5W1H "when") if known, else when it was
+-- recorded (issue 12, item 5).
+create or replace function pgmem.event_time(m pgmem.memories) returns timestamptz
+  language sql immutable parallel safe
+  return coalesce(m.happened_at, m.created_at);
+comment on function pgmem.event_time(pgmem.memories) is
+  'When a memory''s event happened: happened_at (the 5W1H "when") if known, else created_at. Recency, decay and the time window of search read it.';
+
+-- recency = e^(-ln2 · age / half-life), half-life 30 days, age of the event   (JAM Time Decay Models: exponential)
 create or replace function pgmem._jam_recency(m pgmem.memories, q pgmem.query) returns float8
   language sql immutable parallel safe
-  return pgmem.exp_decay(pgmem.age_days(m.created_at, q.as_of), q.half_life);
+  return pgmem.exp_decay(pgmem.age_days(pgmem.event_time(m), q.as_of), q.half_life);
 
 -- actor = 1.0 when the memory's who is the asking actor, else 0.3   (JAM Stage 2.2: actor relevance)
+-- With no actor given, a profile with params.actor_from_text takes the actors the question
+-- names (q.actors, pgmem.query_actors): "What did Caroline research?" is about Caroline's
+-- memories. On LoCoMo's dev file, weight .4 of that signal (with names out of the query's
+-- embedding) took R@10 from .781 to .812 (quality-recipe, 05:25Z).
 create or replace function pgmem._jam_actor(m pgmem.memories, q pgmem.query) returns float8
   language sql immutable parallel safe
-  return case when q.actor is null then null when m.who = q.actor then 1.0 else q.actor_mismatch end;
+  return case when q.actor is not null then case when m.who = q.actor then 1.0 else q.actor_mismatch end
+              when q.actors is not null then case when m.who = any(q.actors) then 1.0 else q.actor_mismatch end end;
+
+-- time = 1 when the memory's event falls in the question's time window, else halving every
+-- time_tau days away from it (pgmem.time_window; for a month of any year, the distance in
+-- months · 30 days). NULL when the question names no time.   (issue 12, item 5: a soft window,
+-- a boost, never a filter)
+create or replace function pgmem._jam_time(m pgmem.memories, q pgmem.query) returns float8
+  language sql immutable parallel safe
+  return case when q.time_tau is null then null
+              when q.time_month is not null then
+                pgmem.exp_decay(30 * least(abs(extract(month from pgmem.event_time(m) at time zone 'UTC')::int - q.time_month),
+                                           12 - abs(extract(month from pgmem.event_time(m) at time zone 'UTC')::int - q.time_month)), q.time_tau)
+              else pgmem.exp_decay(greatest(extract(epoch from q.time_from - pgmem.event_time(m)),
+                                            extract(epoch from pgmem.event_time(m) - q.time_to), 0) / 86400, q.time_tau) end;
 
 -- spatial = shared path components / max(component counts)   (JAM Stage 2.2: spatial proximity)
 create or replace function pgmem._jam_spatial(m pgmem.memories, q pgmem.query) returns float8
@@ -66,25 +114,32 @@ create or replace function pgmem._jam_usage(m pgmem.memories, q pgmem.query) ret
                    * pgmem.exp_decay(pgmem.age_days(coalesce(m.last_accessed_at, m.created_at), q.as_of), q.usage_half_life)
               else 0 end;
 
--- The weight of a signal for one memory: the effective weight of the query, rescaled when the
--- memory has no semantic signal (no embedding yet) while the query has one: the other weights
--- then sum to 1 - w_semantic and are divided by it. 0 when nothing is left to rank by.
-create or replace function pgmem._jam_weight(p_weight float8, p_semantic float8, q pgmem.query) returns float8
+-- The summed weights of the signals a memory has (not NULL): the fused score's denominator.
+-- 1 for a memory with every signal the query has; less for one that lacks some (no embedding
+-- yet, no session, no neighbour), whose other weights are then rescaled to sum 1.
+create or replace function pgmem._jam_present(q pgmem.query, p_semantic float8, p_lexical float8, p_recency float8,
+                                              p_actor float8, p_spatial float8, p_usage float8, p_time float8,
+                                              p_session float8, p_neighbour float8) returns float8
   language sql immutable parallel safe
-  return case when p_semantic is not null or q.w_semantic = 0 then p_weight
-              when q.w_semantic < 1 then p_weight / (1 - q.w_semantic) else 0 end;
+  return case when p_semantic is null then 0 else q.w_semantic end + case when p_lexical is null then 0 else q.w_lexical end
+       + case when p_recency is null then 0 else q.w_recency end + case when p_actor is null then 0 else q.w_actor end
+       + case when p_spatial is null then 0 else q.w_spatial end + case when p_usage is null then 0 else q.w_usage end
+       + case when p_time is null then 0 else q.w_time end + case when p_session is null then 0 else q.w_session end
+       + case when p_neighbour is null then 0 else q.w_neighbour end;
 
--- The order of search's lexical candidates: the fused score without the semantic and the
--- spatial signals. Among the lexical probe's matches many memories share the best coverage (at
--- 1,000,000 in the benchmark, thousands hold every lexeme of a templated question) and the
--- other signals rank them; ordering by coverage and ts_rank alone kept the wrong ones. The
--- semantic signal is left to the two HNSW branches (computing it here means reading every
--- match's vector: 60-80 ms for 10,000 matches at 1,000,000); path_overlap is the one expensive
--- expression and weighs .03. Figures: bench/README.md L12.
+-- The order of search's lexical candidates. With lexical = bm25: BM25 (the best matches).
+-- Otherwise the fused score without the semantic and the spatial signals: among the lexical
+-- probe's matches many memories share the best coverage (at 1,000,000 in the benchmark,
+-- thousands hold every lexeme of a templated question) and the other signals rank them;
+-- ordering by coverage and ts_rank alone kept the wrong ones. The semantic signal is left to
+-- the two HNSW branches (computing it here means reading every match's vector: 60-80 ms for
+-- 10,000 matches at 1,000,000); path_overlap is the one expensive expression and weighs .03.
+-- Figures: bench/README.md L12.
 create or replace function pgmem._jam_prior(m pgmem.memories, q pgmem.query) returns float8
   language sql immutable parallel safe
-  return coalesce(q.w_lexical * pgmem._jam_coverage(m, q), 0) + coalesce(q.w_recency * pgmem._jam_recency(m, q), 0)
-       + coalesce(q.w_actor * pgmem._jam_actor(m, q), 0) + coalesce(q.w_usage * pgmem._jam_usage(m, q), 0);
+  return case when q.lexical_mode = 'bm25' then pgmem._jam_bm25(m.tsv, q)
+              else coalesce(q.w_lexical * pgmem._jam_coverage(m, q), 0) + coalesce(q.w_recency * pgmem._jam_recency(m, q), 0)
+                 + coalesce(q.w_actor * pgmem._jam_actor(m, q), 0) + coalesce(q.w_usage * pgmem._jam_usage(m, q), 0) end;
 
 -- ================================================================== Shadow (activate)
 -- shadow-memory-system.md, MemoryAwarenessInterface / SimilarityEngine.

@@ -37,12 +37,17 @@ comment on function pgmem._eligible(pgmem.memories, pgmem.query) is
 --      request (archived, deleted, merged: their n nearest and n best lexical matches, without
 --      the HNSW index, which need not cover them).
 --   5. search_exact: every eligible memory (the exhaustive reference).
+--   6. search with a neighbour weight: the neighbours of 1-4 along pgmem.links of the kinds
+--      q.neighbour_links (temporal: the previous and next memory of the session), so that the
+--      neighbour signal can read their scores and a turn answered by its neighbour is found
+--      ("Yes, in Lisbon" after "Where is the conference?"; issue 12, item 6).
 -- `m.state = 'active'` is written out in the index branches so that a partial index on the
 -- active memories serves them. Each branch is switched off by a condition on the query record
 -- alone, which the executor tests once (a one-time filter), not per row.
 create or replace function pgmem._candidates(q pgmem.query) returns setof bigint
   language sql stable parallel safe
 begin atomic
+  with c as (
   (select m.id from pgmem.memories m
     where q.embedding is not null and not q.exact and 'active' = any(q.states)
       and m.state = 'active' and m.embedding is not null and pgmem._eligible(m, q)
@@ -77,7 +82,20 @@ begin atomic
     limit q.n)
   union
   (select m.id from pgmem.memories m
-    where q.exact and m.state = any(q.states) and pgmem._eligible(m, q));
+    where q.exact and m.state = any(q.states) and pgmem._eligible(m, q)))
+  ,
+  nb as (
+    select l.dst_id as id from pgmem.links l
+     where q.w_neighbour > 0 and not q.exact and l.src_id in (select c.id from c)
+       and l.kind = any(q.neighbour_links) and l.tenant = q.tenant
+    union
+    select l.src_id from pgmem.links l
+     where q.w_neighbour > 0 and not q.exact and l.dst_id in (select c.id from c)
+       and l.kind = any(q.neighbour_links) and l.tenant = q.tenant)
+  select c.id from c
+  union
+  select m.id from pgmem.memories m
+   where m.id in (select nb.id from nb) and m.state = any(q.states) and pgmem._eligible(m, q);
 end;
 comment on function pgmem._candidates(pgmem.query) is
   'The ids a ranking scores: the HNSW top-n, the HNSW top-n of the recent memories (search), the lexical top-n of the probe query, the ids filter and memories in other states on request; every eligible memory for search_exact.';

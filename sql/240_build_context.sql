@@ -45,7 +45,7 @@ create or replace function pgmem.build_context(
   token_budget integer default null,
   candidates integer default 50,
   lambda float8 default 0.5,
-  profile text default 'jam',
+  profile text default null,
   weights jsonb default null,
   filters jsonb default '{}',
   as_of timestamptz default null,

@@ -86,6 +86,12 @@ revoke execute on function pgmem.merge_duplicates(float8, float8, boolean, integ
   pgmem.tune_thresholds(integer, float8, float8, text), pgmem.schedule_jobs(text, text, text, text, text),
   pgmem.unschedule_jobs() from pgmem_app;
 
+-- read path (sql/201_lexical.sql): the statement triggers on memories append the lexical
+-- statistics of the app's writes; lexical_probe and query_actors read them (RLS: own tenant)
+grant select, insert on pgmem.lexicon_delta to pgmem_app;
+grant select on pgmem.lexicon to pgmem_app;
+revoke execute on function pgmem.fold_lexicon(integer) from pgmem_app;
+
 -- reader: the documented views (they filter on the tenant themselves) and the functions they call
 grant select on pgmem.memory_health, pgmem.category_stats, pgmem.tenant_stats, pgmem.job_status to pgmem_reader;
 grant execute on function pgmem.current_tenant(), pgmem._is_admin(), pgmem.age_days(timestamptz, timestamptz),

@@ -170,7 +170,7 @@ def test_candidates_and_ids_filter_are_limited(conn):
 def test_an_unknown_lexical_mode_is_a_clear_error(conn):
     conn.execute("insert into pgmem.profiles (tenant, name, method, weights, params) values "
                  "('acme', 'jam_bm', 'search', %s, %s)", (Jsonb(JAM), Jsonb({"lexical": "bm99"})))
-    with pytest.raises(psycopg.errors.InvalidParameterValue, match='profile "jam_bm": params.lexical must be "coverage" or "rank", got "bm99"'):
+    with pytest.raises(psycopg.errors.InvalidParameterValue, match='profile "jam_bm": params.lexical must be "coverage", "rank" or "bm25", got "bm99"'):
         search(conn, query_text="kites", profile="jam_bm")
 
 
@@ -207,10 +207,10 @@ def test_build_context_ranks_with_actor_and_location(conn):
                  who=who, location=where, created_at=T - timedelta(days=2))
     kw = dict(query_text="flight to lisbon", query_embedding=q, as_of=T)
     hits = search(conn, **kw, actor="tom", location="chat/web/tom")
-    ctx = call(conn, "build_context", **kw, actor="tom", location="chat/web/tom", token_budget=1000)
+    ctx = call(conn, "build_context", **kw, actor="tom", location="chat/web/tom", token_budget=1000, profile="jam")
     assert {r["id"]: r["score"] for r in ctx} == pytest.approx({h["id"]: h["score"] for h in hits})
     assert ctx[0]["who"] == "tom"  # the best score is the asking actor's memory, packed first
-    plain = call(conn, "build_context", **kw, token_budget=1000)
+    plain = call(conn, "build_context", **kw, token_budget=1000, profile="jam")
     assert {r["id"]: r["score"] for r in plain} == pytest.approx({h["id"]: h["score"] for h in search(conn, **kw)})
 
 

@@ -1,4 +1,4 @@
-"""pgmem.search / search_exact / explain_search: JAM's six-signal fused search.
+"""pgmem.search / search_exact / explain_search with profile jam: JAM's six-signal fused search.
 
 Every expected number is computed here in Python from the formulas of
 jam-journalistic-agent-memory.md (Retrieval Pipeline, Score Fusion, Time Decay):
@@ -71,7 +71,11 @@ _CASTS = {"query_text": "::text", "query_embedding": "::vector", "k": "::int", "
 
 
 def call(conn, fn: str, **kw) -> list[dict]:
-    """select * from pgmem.<fn>(name => value, ...) as a list of dicts."""
+    """select * from pgmem.<fn>(name => value, ...) as a list of dicts. search, search_exact and
+    explain_search rank with profile jam unless told otherwise: this file checks JAM as written
+    (tests/test_search_pgmem.py checks the default profile, pgmem)."""
+    if fn in ("search", "search_exact", "explain_search") and "profile" not in kw:
+        kw["profile"] = "jam"
     args, params = [], []
     for k, v in kw.items():
         if k in ("weights", "filters") and v is not None:
@@ -424,20 +428,22 @@ def test_explain_search_contributions_add_up(conn, fx):
     base = dict(query_text=Q_TEXT, query_embedding=Q_VEC, location=Q_LOC, as_of=T)
     hits = search(conn, **base)
     ex = call(conn, "explain_search", **base)
-    assert len(ex) == 6 * len(hits)
+    assert len(ex) == 9 * len(hits)  # JAM's six, and time, session, neighbour (weight 0 in jam)
     by_id: dict[int, list[dict]] = {}
     for r in ex:
         by_id.setdefault(r["id"], []).append(r)
     for rank, h in enumerate(hits, start=1):
         rows = by_id[h["id"]]
-        assert {r["signal"] for r in rows} == set(SIGNALS)
+        assert {r["signal"] for r in rows} == set(SIGNALS) | {"time", "session", "neighbour"}
         assert all(r["rank"] == rank and r["score"] == pytest.approx(h["score"]) for r in rows)
         assert sum(r["contribution"] for r in rows) == pytest.approx(h["score"], abs=1e-9)
         for r in rows:
-            # effective weights: no actor given, so .07 is shared out over the others
-            want_w = 0.0 if r["signal"] == "actor" else JAM[r["signal"]] / 0.93
+            # effective weights: no actor given, so .07 is shared out over the others; jam has
+            # no time window, session or neighbour signal
+            want_w = 0.0 if r["signal"] not in JAM or r["signal"] == "actor" else JAM[r["signal"]] / 0.93
             assert r["weight"] == pytest.approx(want_w, abs=1e-9)
-            assert r["value"] == (None if r["signal"] == "actor" else pytest.approx(h[r["signal"]]))
+            assert r["value"] == (None if r["signal"] in ("actor", "time", "session", "neighbour")
+                                  else pytest.approx(h[r["signal"]]))
             assert r["contribution"] == pytest.approx((r["value"] or 0) * r["weight"], abs=1e-12)
         # rows of one memory come largest contribution first
         contribs = [r["contribution"] for r in rows]
@@ -449,7 +455,7 @@ def test_explain_search_contributions_add_up(conn, fx):
     for h in hits:
         assert sum(r["contribution"] for r in ex if r["id"] == h["id"]) == pytest.approx(h["score"], abs=1e-9)
         sql_sum = scalar(conn, "select sum(contribution) from pgmem.explain_search(query_text => %s, "
-                         "query_embedding => %s, location => %s, as_of => %s, weights => %s) where id = %s",
+                         "query_embedding => %s, location => %s, as_of => %s, weights => %s, profile => 'jam') where id = %s",
                          (Q_TEXT, Q_VEC, Q_LOC, T, Jsonb(w), h["id"]))
         assert sql_sum == pytest.approx(h["score"], abs=1e-9)
 

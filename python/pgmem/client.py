@@ -10,6 +10,7 @@ so its transaction) through ``conn=``.
 """
 from __future__ import annotations
 
+import inspect
 import json
 import logging
 import random
@@ -81,7 +82,7 @@ def _hit(row: Mapping[str, Any], signal_names: Sequence[str]) -> Hit:
                created_at=row.get("created_at"), metadata=row.get("metadata") or {}, extra=extra)
 
 
-SEARCH_SIGNALS = ("semantic", "lexical", "recency", "actor", "spatial", "usage")
+SEARCH_SIGNALS = ("semantic", "lexical", "recency", "actor", "spatial", "usage", "time", "session", "neighbour")
 ACTIVATE_SIGNALS = ("embedding_sim", "metadata_sim", "summary_sim", "temporal")
 RECALL_SIGNALS = ("relevance", "decayed_importance", "recency", "access_frequency")
 
@@ -205,6 +206,16 @@ class _Base:
             return self.embedder.embed(query)
         return embedding
 
+    def _with_search_embedding(self, query: str | None, embedding: Any, profile: str | None, conn, then):
+        """then(embedding) for a search: the caller's embedding, or the question embedded here
+        without the names of the actors it names (pgmem.query_embedding_text: with the default
+        profile those count through the actor signal, and in an embedding a name swamps what is
+        asked). One more round trip, a fraction of the embedding's cost."""
+        if embedding is not None or not query or self.embedder is None:
+            return then(embedding)
+        return self._do("query_embedding_text", dict(p_text=query, p_profile=profile),
+                        lambda rows: then(self.embedder.embed(rows[0]["query_embedding_text"] or query)), conn, setof=False)
+
     def _connect_kwargs(self) -> dict:
         opts = f"-c pgmem.tenant={self.tenant}"
         if self.statement_timeout_ms:
@@ -278,26 +289,27 @@ class _Base:
     def search(self, query: str | None = None, *, embedding: Any = None, k: int = 10, actor: str | None = None,
                location: str | None = None, profile: str | None = None, weights: dict | None = None,
                filters: dict | None = None, as_of: Any = None, touch: bool = False, conn=None) -> list[Hit]:
-        """JAM six-signal fused search (pgmem.search)."""
-        return self._do("search", dict(query_text=query, query_embedding=self._embed_query(query, embedding),
-                         k=k, actor=actor, location=location, profile=profile,
-                         weights=json.dumps(weights) if weights else None,
-                         filters=json.dumps(filters, default=_jsonable) if filters else None, as_of=as_of, touch=touch),
-            lambda rows: [_hit(r, SEARCH_SIGNALS) for r in rows], conn)
+        """Fused search (pgmem.search; default profile: the setting search_profile)."""
+        return self._with_search_embedding(query, embedding, profile, conn, lambda vec: self._do(
+            "search", dict(query_text=query, query_embedding=vec, k=k, actor=actor, location=location, profile=profile,
+                           weights=json.dumps(weights) if weights else None,
+                           filters=json.dumps(filters, default=_jsonable) if filters else None, as_of=as_of, touch=touch),
+            lambda rows: [_hit(r, SEARCH_SIGNALS) for r in rows], conn))
 
     def search_exact(self, query: str | None = None, *, embedding: Any = None, k: int = 10, actor: str | None = None,
                      location: str | None = None, profile: str | None = None, weights: dict | None = None,
                      filters: dict | None = None, as_of: Any = None, conn=None) -> list[Hit]:
         """The exhaustive reference scorer (pgmem.search_exact): same scores over every eligible memory."""
-        return self._do("search_exact", dict(query_text=query, query_embedding=self._embed_query(query, embedding),
-                         k=k, actor=actor, location=location, profile=profile,
-                         weights=json.dumps(weights) if weights else None,
-                         filters=json.dumps(filters, default=_jsonable) if filters else None, as_of=as_of),
-            lambda rows: [_hit(r, SEARCH_SIGNALS) for r in rows], conn)
+        return self._with_search_embedding(query, embedding, profile, conn, lambda vec: self._do(
+            "search_exact", dict(query_text=query, query_embedding=vec, k=k, actor=actor, location=location, profile=profile,
+                                 weights=json.dumps(weights) if weights else None,
+                                 filters=json.dumps(filters, default=_jsonable) if filters else None, as_of=as_of),
+            lambda rows: [_hit(r, SEARCH_SIGNALS) for r in rows], conn))
 
     def explain_search(self, query: str | None = None, *, embedding: Any = None, k: int = 10, conn=None, **kw) -> list[dict]:
-        return self._do("explain_search", dict(query_text=query, query_embedding=self._embed_query(query, embedding), k=k,
-                        **{k2: (json.dumps(v) if isinstance(v, dict) else v) for k2, v in kw.items()}), list, conn)
+        return self._with_search_embedding(query, embedding, kw.get("profile"), conn, lambda vec: self._do(
+            "explain_search", dict(query_text=query, query_embedding=vec, k=k,
+                                   **{k2: (json.dumps(v) if isinstance(v, dict) else v) for k2, v in kw.items()}), list, conn))
 
     def activate(self, query: str | None = None, *, embedding: Any = None, context_type: str = "conversation",
                  topics: Sequence[str] | None = None, entities: Sequence[str] | None = None,
@@ -331,11 +343,11 @@ class _Base:
         """JAM context building (pgmem.build_context): search candidates (with the same profile,
         weights, filters, actor and location as ``search``), MMR order, knapsack into the token
         budget. Returns every candidate; ``selected`` ones first in MMR order."""
-        return self._do("build_context", dict(query_text=query, query_embedding=self._embed_query(query, embedding),
-                        token_budget=token_budget, candidates=candidates, **{"lambda": lam}, profile=profile,
-                        weights=json.dumps(weights) if weights else None,
-                        filters=json.dumps(filters, default=_jsonable) if filters else None, as_of=as_of,
-                        conversation_tokens=conversation_tokens, actor=actor, location=location), list, conn)
+        return self._with_search_embedding(query, embedding, profile, conn, lambda vec: self._do(
+            "build_context", dict(query_text=query, query_embedding=vec, token_budget=token_budget, candidates=candidates,
+                                  **{"lambda": lam}, profile=profile, weights=json.dumps(weights) if weights else None,
+                                  filters=json.dumps(filters, default=_jsonable) if filters else None, as_of=as_of,
+                                  conversation_tokens=conversation_tokens, actor=actor, location=location), list, conn))
 
     def touch(self, ids: Sequence[int], kind: str = "touch", conn=None) -> int:
         return self._do("touch", dict(ids=list(ids), kind=kind), lambda rows: rows[0]["touch"], conn, setof=False)
@@ -543,7 +555,10 @@ class AsyncMemoryClient(_Base):
 
     async def _do(self, fn: str, args: dict, post, conn=None, *, setof: bool = True):
         sql, params = self._call_sql(fn, {k: v for k, v in args.items() if v is not None}, setof=setof)
-        return post(await self._rows(sql, params, conn))
+        out = post(await self._rows(sql, params, conn))
+        while inspect.isawaitable(out):  # a method that chains two calls (search: embedding text, then search)
+            out = await out
+        return out
 
     async def call(self, fn: str, conn=None, **args) -> list[dict]:
         return await self._do(fn, args, list, conn)
