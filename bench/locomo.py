@@ -643,11 +643,9 @@ def main(argv=None) -> int:
         "summary": summary, "per_conversation": per_conv,
         "latency_ms": {n: round(timing[n] / max(1, len(rs)) * 1000, 2) for n, rs in rows.items()},
         "wall_s": round(time.perf_counter() - T0, 1),
-        # ids and ranks only: no LoCoMo text leaves the data file
-        "questions": {name: [{k: v for k, v in x.items() if k != "_ranked"} for x in rs] for name, rs in rows.items()},
     }
     args.out.mkdir(parents=True, exist_ok=True)
-    text = json.dumps(R, indent=1, default=str) + "\n"
+    text = results_json(R, convs, rows)
     (args.out / f"locomo-{stamp}.json").write_text(text, encoding="utf-8")
     (args.out / "locomo-latest.json").write_text(text, encoding="utf-8")
     for m in mems.values():
@@ -656,6 +654,23 @@ def main(argv=None) -> int:
         conn.close()
     print(f"\nwall time {R['wall_s']:.0f} s; results in {args.out / ('locomo-' + stamp + '.json')} (and locomo-latest.json)")
     return 0
+
+
+def results_json(R: dict, convs: list, rows: dict) -> str:
+    """The run as JSON: the figures indented, then one compact line per question with its
+    evidence ids and, per ranking, the rank of each evidence turn (null: not in the top k).
+    Ids and ranks only: no LoCoMo text leaves the data file."""
+    per_q = {}
+    for c in convs:
+        for q in c.questions:
+            per_q[(c.sample_id, q.index)] = {"conv": c.sample_id, "q": q.index, "category": q.category,
+                                             "evidence": q.evidence, "ranks": {}}
+    for name, rs in rows.items():
+        for x in rs:
+            per_q[(x["conv"], x["q"])]["ranks"][name] = [x["ranks"][e] for e in per_q[(x["conv"], x["q"])]["evidence"]]
+    head = json.dumps({**R, "questions": None}, indent=1, default=str)
+    lines = ",\n".join(" " + json.dumps(v, separators=(",", ":")) for v in per_q.values())
+    return head[: head.rindex('"questions": null')] + '"questions": [\n' + lines + "\n ]\n}\n"
 
 
 def report(summary: dict, per_conv: dict, ms: dict, notes: dict) -> str:
