@@ -354,26 +354,26 @@ def ranking(name: str, kind: str, help: str):
     return deco
 
 
+# pgmem's rankings are called as a user calls them: with the question's text only, so that the
+# client embeds the query its own way (through the cached embedder: the same MiniLM vectors).
 @ranking("search", "pgmem", "MemoryClient.search: the default profile (JAM fused)")
 def rank_search(ctx: Ctx, q: Question) -> list:
-    return [h.id for h in ctx.mem.search(q.question, embedding=ctx.qvec[q.index], k=ctx.k, as_of=ctx.as_of, conn=ctx.conn)]
+    return [h.id for h in ctx.mem.search(q.question, k=ctx.k, as_of=ctx.as_of, conn=ctx.conn)]
 
 
 @ranking("activate", "pgmem", "MemoryClient.activate, context_type 'query' (Shadow activation score)")
 def rank_activate(ctx: Ctx, q: Question) -> list:
-    return [h.id for h in ctx.mem.activate(q.question, embedding=ctx.qvec[q.index], context_type="query", k=ctx.k,
-                                           as_of=ctx.as_of, conn=ctx.conn)]
+    return [h.id for h in ctx.mem.activate(q.question, context_type="query", k=ctx.k, as_of=ctx.as_of, conn=ctx.conn)]
 
 
 @ranking("recall", "pgmem", "MemoryClient.recall (Engram score)")
 def rank_recall(ctx: Ctx, q: Question) -> list:
-    return [h.id for h in ctx.mem.recall(q.question, embedding=ctx.qvec[q.index], k=ctx.k, as_of=ctx.as_of,
-                                         conn=ctx.conn)]
+    return [h.id for h in ctx.mem.recall(q.question, k=ctx.k, as_of=ctx.as_of, conn=ctx.conn)]
 
 
 @ranking("build_context", "pgmem", "MemoryClient.build_context with its defaults: the packed rows first, then the rest")
 def rank_build_context(ctx: Ctx, q: Question) -> list:
-    rows = ctx.mem.build_context(q.question, embedding=ctx.qvec[q.index], as_of=ctx.as_of, conn=ctx.conn)
+    rows = ctx.mem.build_context(q.question, as_of=ctx.as_of, conn=ctx.conn)
     return _ids_of_rows(rows)
 
 
@@ -402,6 +402,7 @@ def sql_ranking(fn: str) -> Ranking:
         params = _proc_params(ctx.conn, fn)
         if params is None:
             raise LookupError(f"pgmem.{fn} does not exist in this database")
+        # a SQL function gets the embedding of the question's text (the client is not involved)
         args = {"query_text": q.question, "query_embedding": ctx.qvec[q.index], "k": ctx.k, "as_of": ctx.as_of}
         args = {a: v for a, v in args.items() if a in params and v is not None}
         return _ids_of_rows(ctx.mem.call(fn, conn=ctx.conn, **args))
@@ -606,6 +607,7 @@ def main(argv=None) -> int:
                                      "ranks": evidence_ranks(ranked, q.evidence, key_of if r.kind == "pgmem" else None),
                                      "_ranked": ranked})
             timing[r.name] += time.perf_counter() - t
+        embedder.save()
         log(f"{c.sample_id}: {len(c.questions)} questions done")
 
     summary = {name: summarize(rs) for name, rs in rows.items()}
