@@ -134,6 +134,7 @@ declare
   v_tenant text := nullif(current_setting('pgmem.tenant', true), '');
   v_claim text := nullif(current_setting('pgmem.tenant_claim', true), '');
   v_claimed text;
+  v_admin boolean := pgmem._is_admin();
 begin
   if v_claim is not null then
     v_claimed := pgmem._claim_tenant(v_claim);
@@ -141,32 +142,30 @@ begin
       raise exception 'pgmem.tenant is "%" but the signed claim is for tenant "%"', v_tenant, v_claimed
         using errcode = '42501', hint = 'set only pgmem.tenant_claim (RESET pgmem.tenant)';
     end if;
-    return v_claimed;
-  end if;
-  if v_tenant is null then
+    v_tenant := v_claimed;
+  elsif v_tenant is null then
     return null;
-  end if;
-  if v_tenant = '*' then
-    if pgmem._is_admin() then
-      return v_tenant;
+  elsif v_tenant = '*' then
+    if not v_admin then
+      raise exception 'tenant "*" means the installation-wide rows, which only pgmem_admin may act for'
+        using errcode = '42501', hint = 'SET pgmem.tenant to one of your tenants';
     end if;
-    raise exception 'tenant "*" means the installation-wide rows, which only pgmem_admin may act for'
-      using errcode = '42501', hint = 'SET pgmem.tenant to one of your tenants';
-  end if;
-  if v_tenant !~ '^[A-Za-z0-9][A-Za-z0-9_.:@-]{0,63}$' then
+  elsif v_tenant !~ '^[A-Za-z0-9][A-Za-z0-9_.:@-]{0,63}$' then
     raise exception 'invalid tenant name "%": use 1 to 64 letters, digits and _ . : @ -, starting with a letter or digit', v_tenant
       using errcode = '22023';
+  elsif not (v_admin
+             or exists (select 1 from pgmem.tenant_grants g where g.tenant = v_tenant and g.role_name = session_user)
+             or exists (select 1 from pgmem.tenant_grants g join pg_roles r on r.rolname = g.role_name
+                         where g.tenant = v_tenant and pg_has_role(session_user, r.oid, 'member'))) then
+    raise exception 'login "%" may not act for tenant "%"', session_user, v_tenant
+      using errcode = '42501',
+            hint = format('an admin grants it with: select pgmem.grant_tenant(%L, %L); an application serving many tenants sets a signed claim in pgmem.tenant_claim instead (SECURITY.md)',
+                          session_user, v_tenant);
   end if;
-  if exists (select 1 from pgmem.tenant_grants g where g.tenant = v_tenant and g.role_name = session_user)
-     or pgmem._is_admin()
-     or exists (select 1 from pgmem.tenant_grants g join pg_roles r on r.rolname = g.role_name
-                 where g.tenant = v_tenant and pg_has_role(session_user, r.oid, 'member')) then
-    return v_tenant;
+  if not v_admin then
+    perform pgmem._check_session_limits();  -- 015_limits.sql
   end if;
-  raise exception 'login "%" may not act for tenant "%"', session_user, v_tenant
-    using errcode = '42501',
-          hint = format('an admin grants it with: select pgmem.grant_tenant(%L, %L); an application serving many tenants sets a signed claim in pgmem.tenant_claim instead (SECURITY.md)',
-                        session_user, v_tenant);
+  return v_tenant;
 end $$;
 comment on function pgmem.current_tenant() is
   'The tenant of this session (SET pgmem.tenant, or the tenant of a signed claim in pgmem.tenant_claim), checked against the login''s grants (pgmem.tenant_grants); NULL when none is set: then pgmem functions see nothing and write nothing. A tenant the login may not act for is an error (42501).';

@@ -63,7 +63,16 @@ end $$;
 do $$
 declare
   t text;
-  shared_tables text[] := array['settings', 'categories', 'profiles'];
+  -- tables of installation-wide defaults with per-tenant overrides (settings, categories,
+  -- profiles, ...): found by their tenant column's DEFAULT '*', so a new one is covered
+  -- without being listed. Everyone reads the '*' rows; only pgmem_admin writes them.
+  shared_tables text[] := array(
+    select c.relname::text from pg_class c join pg_namespace n on n.oid = c.relnamespace
+      join pg_attribute a on a.attrelid = c.oid and a.attname = 'tenant' and not a.attisdropped
+      join pg_attrdef d on d.adrelid = c.oid and d.adnum = a.attnum
+     where n.nspname = 'pgmem' and c.relkind in ('r', 'p')
+       and pg_get_expr(d.adbin, d.adrelid) = '''*''::text'
+     order by 1);
   admin_tables text[] := array['tenants', 'tenant_grants'];
   -- every table of the schema with a tenant column: a new table is isolated without being listed
   tenant_tables text[] := array(

@@ -60,7 +60,9 @@ class Env:
 
     def login(self, kind: str, tenant: str | None = "a", **options) -> psycopg.Connection:
         name, pw = self.logins[kind]
-        opts = {"pgmem.tenant": tenant, **options}
+        # app and reader sessions must run with both timeouts on (015_limits.sql)
+        opts = {"pgmem.tenant": tenant, "statement_timeout": "30s", "idle_in_transaction_session_timeout": "60s",
+                **options}
         c = psycopg.connect(host="127.0.0.1", port=self.cluster.port, user=name, password=pw,
                             dbname=conninfo_to_dict(self.dsn)["dbname"], autocommit=True)
         for k, v in opts.items():
@@ -335,3 +337,233 @@ class TestAdmin:
         assert scalar(admin, "select pgmem.grant_tenant(%s, 'b')", (env.logins["app"][0],))
         app = env.login("app", "b")
         assert scalar(app, "select count(*) from pgmem.memories") == 1
+
+
+# ============================================================== attacker: the reader role
+VICTIM = "victimcorp"  # tenant b's name in the view tests: it is in every row of b a view could show
+
+
+@pytest.fixture
+def views_env(cluster, dsn, logins):
+    """Tenant a (the reader's) and tenant victimcorp, each with memories, accesses, queued
+    memories and job runs, so that every view has rows of both."""
+    su = connect(dsn, tenant=None)
+    su.execute("select pgmem.grant_tenant(%s, 'a')", (logins["reader"][0],))
+    for t in ("a", VICTIM):
+        with connect(dsn, tenant=t) as c:
+            ids = [c.execute("select memory_id from pgmem.remember(%s, user_id => %s, session_id => %s)",
+                             (f"{t} memory number {i} about {w}", f"{t}-user", f"{t}-session")).fetchone()[0]
+                   for i, w in enumerate(["kites", "boats", "trains"])]
+            c.execute("select pgmem.touch(%s::bigint[])", (ids,))
+            c.execute("call pgmem.run_job('prune', '{\"dry_run\": true}')")
+    yield su
+    su.close()
+
+
+def view_names(conn) -> list[str]:
+    return [r[0] for r in conn.execute(
+        "select c.relname from pg_class c join pg_namespace n on n.oid = c.relnamespace"
+        " where n.nspname = 'pgmem' and c.relkind in ('v', 'm') order by 1")]
+
+
+class TestReader:
+    def test_views_are_barriers_that_run_as_their_reader(self, dsn, views_env):
+        """High 3 (the fix, on every view of the catalog: views other files add included)."""
+        su = views_env
+        bad = [r for r in rows(su, """
+            select c.relname, c.reloptions from pg_class c join pg_namespace n on n.oid = c.relnamespace
+             where n.nspname = 'pgmem' and c.relkind = 'v'
+               and not (coalesce(c.reloptions, '{}') @> array['security_barrier=true', 'security_invoker=true'])""")]
+        assert bad == []
+
+    def test_no_view_leaks_through_a_failing_cast(self, cluster, dsn, logins, views_env):
+        """High 3: as pgmem_reader in tenant a, `where tenant::int = 1` on memory_health put
+        tenant b's values into the error message."""
+        reader = _reader(cluster, dsn, logins)
+        seen = 0
+        for view in view_names(views_env):
+            cols = [r["attname"] for r in rows(views_env, """
+                select a.attname from pg_attribute a where a.attrelid = %s::regclass and a.attnum > 0
+                   and not a.attisdropped and format_type(a.atttypid, a.atttypmod) in ('text', 'character varying', 'name')""",
+                (f"pgmem.{view}",))]
+            for col in cols:
+                try:
+                    with reader.transaction():
+                        reader.execute(sql.SQL("select * from pgmem.{} where {}::int = 1").format(
+                            sql.Identifier(view), sql.Identifier(col))).fetchall()
+                except psycopg.errors.InvalidTextRepresentation as e:
+                    seen += 1
+                    assert VICTIM not in str(e), f"{view}.{col}: {e}"
+        assert seen > 0  # the trick ran (on tenant a's own rows)
+
+    def test_no_view_leaks_to_a_leaky_function(self, cluster, dsn, logins, views_env):
+        """High 3: a cheap pg_temp function in the WHERE clause printed every row of every
+        tenant as NOTICEs (memory_health, category_stats, tenant_stats, job_status)."""
+        reader = _reader(cluster, dsn, logins)
+        notices: list[str] = []
+        reader.add_notice_handler(lambda d: notices.append(d.message_primary or ""))
+        reader.execute("""create function pg_temp.leak(r text) returns boolean language plpgsql cost 0.0000001
+                          as $$ begin raise notice 'row: %', r; return true; end $$""")
+        counted = {}
+        for view in view_names(views_env):
+            before = len(notices)
+            got = reader.execute(sql.SQL("select v.* from pgmem.{} v where pg_temp.leak(v::text)").format(
+                sql.Identifier(view))).fetchall()
+            counted[view] = (len(got), len(notices) - before)
+        leaked = [n for n in notices if VICTIM in n]
+        assert leaked == [], leaked[:3]
+        assert any(n for n, _ in counted.values()), counted  # the reader does see its own rows
+        # the su sees the victim's rows in the same views: the test would have caught a leak
+        assert all(VICTIM in json.dumps(rows(views_env, sql.SQL("select * from pgmem.{}").format(sql.Identifier(v))),
+                                        default=str)
+                   for v in ("memory_health", "category_stats", "tenant_stats", "job_status"))
+
+    def test_reader_reads_views_not_content(self, cluster, dsn, logins, views_env):
+        reader = _reader(cluster, dsn, logins)
+        assert {r["tenant"] for r in rows(reader, "select * from pgmem.tenant_stats")} == {"a"}
+        refused(reader, "select content from pgmem.memories", match="permission denied")
+        refused(reader, "select embedding from pgmem.memories", match="permission denied")
+        refused(reader, "select * from pgmem.history", match="permission denied")
+        refused(reader, "select * from pgmem.search('kites')", match="permission denied")
+        # what it may read of the tables is its own tenant's
+        assert {r["tenant"] for r in rows(reader, "select tenant from pgmem.memories")} == {"a"}
+
+
+def _reader(cluster, dsn, logins) -> psycopg.Connection:
+    name, pw = logins["reader"]
+    c = psycopg.connect(host="127.0.0.1", port=cluster.port, user=name, password=pw,
+                        dbname=conninfo_to_dict(dsn)["dbname"], autocommit=True,
+                        options="-c pgmem.tenant=a -c statement_timeout=30s -c idle_in_transaction_session_timeout=60s")
+    return c
+
+
+# ============================================================== attacker: another tenant
+class TestAnotherTenant:
+    def test_session_limits_cannot_be_switched_off(self, env):
+        """Medium (no time limits): a tenant's session ran statements of 30 to 110 s; now an app
+        or reader session must keep statement_timeout and idle_in_transaction_session_timeout
+        on and within the installation's maxima."""
+        app = env.login("app", "a")
+        assert scalar(app, "select count(*) from pgmem.memories") == 1
+        for setting, value in (("statement_timeout", "0"), ("statement_timeout", "10min"),
+                               ("idle_in_transaction_session_timeout", "0"), ("idle_in_transaction_session_timeout", "1h")):
+            app.execute(f"set {setting} = '{value}'")
+            e = refused(app, "select count(*) from pgmem.memories", match=f"{setting} is")
+            assert "ALTER ROLE" in e.diag.message_hint
+            refused(app, "select * from pgmem.search('milk')", match=f"{setting} is")
+            app.execute(f"reset {setting}")
+            app.execute(f"set {setting} = '30s'")
+        assert scalar(app, "select count(*) from pgmem.memories") == 1
+        # a tenant cannot raise its own ceiling; the installation's is the admin's
+        refused(app, "insert into pgmem.settings (tenant, key, value) values ('a', 'max_statement_timeout_ms', '0')",
+                match="permission denied")
+        env.su.execute("update pgmem.settings set value = '0' where tenant = '*' and key = 'max_statement_timeout_ms'")
+        app.execute("set statement_timeout = 0")
+        assert scalar(app, "select count(*) from pgmem.memories") == 1
+
+    def test_limits_do_not_bind_the_admin(self, env):
+        admin = env.login("admin", "b", statement_timeout="0", idle_in_transaction_session_timeout="0")
+        assert scalar(admin, "select count(*) from pgmem.memories where tenant = 'b'") == 1
+
+    @pytest.mark.parametrize("params, message", [
+        ({"recency_half_life_days": 0}, "params.recency_half_life_days must be a number of days above 0"),
+        ({"usage_half_life_days": -3}, "params.usage_half_life_days must be a number of days above 0"),
+        ({"half_life_days": "thirty"}, "params.half_life_days must be a number of days above 0"),
+        ({"actor_mismatch": 50}, "params.actor_mismatch must be a number between 0 and 1"),
+        ({"thresholds": {"query": 1.5}}, "params.thresholds.query must be a number between 0 and 1"),
+        ({"access_cap": 0}, "params.access_cap must be a number >= 1"),
+    ])
+    def test_profile_params_are_checked_when_written(self, env, params, message):
+        """Medium: half-life 0 gave 22012 at search time; actor_mismatch 50 a score of 25.5."""
+        app = env.login("app", "a")
+        e = refused(app, "insert into pgmem.profiles (tenant, name, method, params) values ('a', 'mine', 'search', %s::jsonb)",
+                    "22023", message, params=(json.dumps(params),))
+        assert 'profile "mine" (tenant a)' in str(e)
+        refused(env.su, "update pgmem.profiles set params = params || %s::jsonb where tenant = '*' and name = 'jam'",
+                "22023", message, params=(json.dumps(params),))
+
+    def test_profile_weights_are_checked_when_written(self, env):
+        app = env.login("app", "a")
+        refused(app, "insert into pgmem.profiles (tenant, name, method, weights) values ('a', 'w', 'search', '{\"semantic\": 0.5}')",
+                "22023", "weights must sum to 1")
+        refused(app, "insert into pgmem.profiles (tenant, name, method, weights) values ('a', 'w', 'search', "
+                     "'{\"semantic\": 1.5, \"lexical\": -0.5}')", "22023", 'weight "lexical" must be a number >= 0')
+        app.execute("insert into pgmem.profiles (tenant, name, method, weights, params) values ('a', 'w', 'search', "
+                    "'{\"semantic\": 0.7, \"lexical\": 0.3}', '{\"recency_half_life_days\": 7, \"actor_mismatch\": 0}')")
+        assert rows(app, "select * from pgmem.search('milk', profile => 'w')")
+
+
+# ============================================================== the app, through the client
+class TestClient:
+    def test_tenant_cannot_inject_connection_options(self, env):
+        """Medium (connection-option injection): MemoryClient(tenant="a -c pgmem.tenant=b")
+        ran as b (the tenant was pasted into libpq's options unquoted); tenant="acme corp"
+        hung for 30 s, then raised PoolTimeout."""
+        from pgmem.client import MemoryClient
+        from pgmem.errors import ConfigError
+
+        for bad in ("a -c pgmem.tenant=b", "acme corp", "a'b", "", "*", "x" * 65, None, 7):
+            t = time.monotonic()
+            with pytest.raises(ConfigError, match="invalid tenant name"):
+                MemoryClient(env.dsn, tenant=bad, embedder=None)
+            assert time.monotonic() - t < 1.0
+        # a valid tenant is set with set_config, whatever the login may do with it
+        with MemoryClient(_login_dsn(env, "app"), tenant="a", embedder=None) as mem:
+            assert mem.call("current_tenant")[0]["current_tenant"] == "a"
+        with MemoryClient(_login_dsn(env, "app"), tenant="b", embedder=None) as mem:
+            with pytest.raises(psycopg.errors.InsufficientPrivilege, match='may not act for tenant "b"'):
+                mem.search("vault code")
+
+    def test_keyword_names_do_not_reach_the_sql(self, env):
+        """Low: remember(**{"force => true, who => current_user::text, what": "x"}) ran the
+        expression: argument names were pasted into the SQL."""
+        from pgmem.client import MemoryClient
+        from pgmem.errors import PgmemError
+
+        with MemoryClient(_login_dsn(env, "app"), tenant="a", embedder=None) as mem:
+            before = scalar(env.su, "select count(*) from pgmem.memories")
+            with pytest.raises(PgmemError, match="is not an argument name of pgmem.remember"):
+                mem.remember("x", **{"force => true, who => current_user::text, what": "x"})
+            with pytest.raises(PgmemError, match="pgmem.remember has no argument 'colour'; its arguments are: "):
+                mem.remember("x", colour="red")
+            with pytest.raises(PgmemError, match="has no argument 'bogus'"):
+                mem.call("search", query_text="milk", bogus=1)
+            with pytest.raises(PgmemError, match="is not a pgmem function name"):
+                mem.call("search(); drop table pgmem.memories; --")
+            with pytest.raises(PgmemError, match="pgmem._pack does not exist"):
+                mem.call("_pack")
+            assert scalar(env.su, "select count(*) from pgmem.memories") == before
+            assert mem.remember("a new note of a about kites").stored
+
+    def test_shared_role_client_with_claims(self, env):
+        from pgmem.claims import sign_tenant_claim
+        from pgmem.client import MemoryClient
+
+        key = bytes(scalar(env.su, "select pgmem.add_claim_key('default')"))
+        with MemoryClient(_login_dsn(env, "shared"), tenant_claim=sign_tenant_claim(key, "a", ttl=60),
+                          embedder=None) as mem:
+            assert mem.tenant == "a"
+            assert [h.id for h in mem.search("milk")] == [env.a_id]
+            mem.set_tenant_claim(sign_tenant_claim(key, "b", ttl=60))
+            assert [h.id for h in mem.search("vault code")] == [env.b_id]
+            mem.set_tenant_claim(sign_tenant_claim(secrets.token_bytes(32), "a", ttl=60))
+            with pytest.raises(psycopg.Error, match="wrong signature"):
+                mem.search("milk")
+
+    def test_passwords_are_not_printed(self, env):
+        """Low: a malformed DSN's error printed the password."""
+        from pgmem.client import MemoryClient
+        from pgmem.errors import PgmemError
+
+        for dsn in ("postgresql://u:sek rit@127.0.0.1:1/db", "host=127.0.0.1 password='sekrit",
+                    "postgresql://u:sekrit@127.0.0.1:1/db?bogus=1"):
+            with pytest.raises(PgmemError) as ei:
+                MemoryClient(dsn, tenant="a", embedder=None)
+            assert "sek" not in str(ei.value) and "****" in str(ei.value), ei.value
+
+
+def _login_dsn(env, kind: str) -> str:
+    from urllib.parse import quote
+
+    name, pw = env.logins[kind]
+    return f"postgresql://{name}:{quote(pw, safe='')}@127.0.0.1:{env.cluster.port}/{conninfo_to_dict(env.dsn)['dbname']}"

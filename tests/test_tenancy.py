@@ -71,8 +71,10 @@ def role_connect(cluster, dsn: str, roles, kind: str, tenant: str | None, *, gra
     dbname = conninfo_to_dict(dsn)["dbname"]
     if grant and tenant and kind != "admin":
         grant_tenant(dsn, name, tenant)
+    # app and reader sessions must run with both timeouts on (015_limits.sql)
+    opts = "-c statement_timeout=30s -c idle_in_transaction_session_timeout=60s"
     c = psycopg.connect(host="127.0.0.1", port=cluster.port, user=name, password=pw, dbname=dbname,
-                        autocommit=True, options=f"-c pgmem.tenant={tenant}" if tenant else "")
+                        autocommit=True, options=opts + (f" -c pgmem.tenant={tenant}" if tenant else ""))
     register_vector(c)
     assert c.execute("select current_user").fetchone()[0] == name
     return c

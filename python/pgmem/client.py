@@ -171,13 +171,17 @@ def _claim_tenant(token: str) -> str:
 class _Base:
     def __init__(self, dsn: str | None = None, tenant: str | None = "default", *, embedder: Any = "auto",
                  extractor: Any = None, min_size: int = 1, max_size: int = 4, timeout: float = 30.0,
-                 retries: int = 3, statement_timeout_ms: int | None = None, tenant_claim: str | None = None):
+                 retries: int = 3, statement_timeout_ms: int | None = 30000,
+                 idle_in_transaction_ms: int | None = 60000, tenant_claim: str | None = None):
         """``tenant``: the tenant this client acts for; the login must be granted it
         (pgmem.grant_tenant). ``tenant_claim``: instead, a signed claim for the tenant (a shared
-        application role; pgmem.claims); ``set_tenant_claim`` replaces it when it expires."""
-        from .migrate import resolve_dsn
+        application role; pgmem.claims); ``set_tenant_claim`` replaces it when it expires.
+        ``statement_timeout_ms`` / ``idle_in_transaction_ms``: the session's timeouts (sessions of
+        app and reader logins must have both, at most max_statement_timeout_ms and
+        max_idle_in_transaction_ms of pgmem.settings; None leaves the server's)."""
+        from .migrate import check_dsn, resolve_dsn
 
-        self.dsn = resolve_dsn(dsn)
+        self.dsn = check_dsn(resolve_dsn(dsn))  # a malformed DSN: an error now, without its password
         self.tenant_claim = None
         if tenant_claim is not None:
             self.set_tenant_claim(tenant_claim)
@@ -185,8 +189,10 @@ class _Base:
                 raise ConfigError(f"tenant {tenant!r} differs from the tenant of tenant_claim ({self.tenant!r})")
         else:
             self.tenant = validate_tenant(tenant)
-        if statement_timeout_ms is not None and (not isinstance(statement_timeout_ms, int) or statement_timeout_ms < 0):
-            raise ConfigError(f"statement_timeout_ms must be a non-negative integer, got {statement_timeout_ms!r}")
+        for name, v in (("statement_timeout_ms", statement_timeout_ms), ("idle_in_transaction_ms", idle_in_transaction_ms)):
+            if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < 0):
+                raise ConfigError(f"{name} must be a non-negative integer (milliseconds), got {v!r}")
+        self.idle_in_transaction_ms = idle_in_transaction_ms
         self._arg_names: dict[str, frozenset[str]] | None = None
         self._embedder_arg = embedder
         self._embedder = None
@@ -255,13 +261,15 @@ class _Base:
         """The statement that gives a connection this client's tenant (or claim) and limits."""
         q = ("select set_config('pgmem.tenant', %s, false), set_config('pgmem.tenant_claim', %s, false)")
         params: tuple = ("" if self.tenant_claim else self.tenant, self.tenant_claim or "")
-        if self.statement_timeout_ms is not None:
-            q += ", set_config('statement_timeout', %s, false)"
-            params += (str(int(self.statement_timeout_ms)),)
+        for name, v in (("statement_timeout", self.statement_timeout_ms),
+                        ("idle_in_transaction_session_timeout", self.idle_in_transaction_ms)):
+            if v is not None:
+                q += f", set_config('{name}', %s, false)"
+                params += (str(int(v)),)
         return q, params
 
     def _session_key(self) -> tuple:
-        return (self.tenant, self.tenant_claim, self.statement_timeout_ms)
+        return (self.tenant, self.tenant_claim, self.statement_timeout_ms, self.idle_in_transaction_ms)
 
     # SQL builders: one SQL function call each ------------------------------------
     @staticmethod
