@@ -69,7 +69,7 @@ comment on function pgmem._hmac(bytea, bytea, bytea) is 'HMAC-SHA256 of a messag
 -- library, or pgmem.sign_tenant_claim); the database verifies it with the key in
 -- pgmem.claim_keys, which only the owner role reads. Returns the claimed tenant, or raises
 -- invalid_authorization_specification (28000) naming what is wrong.
-create or replace function pgmem._claim_tenant(p_claim text) returns text
+create or replace function pgmem._claim_tenant(p_claim text, p_tenant text default null) returns text
   language plpgsql stable security definer
   set search_path = pgmem, pg_catalog, pg_temp
 as $$
@@ -121,11 +121,21 @@ begin
                                            and pg_has_role(session_user, r.oid, 'member')) then
     raise exception 'pgmem.tenant_claim is for role "%", not for login "%"', v_role, session_user using errcode = '28000';
   end if;
+  if p_tenant is not null and p_tenant <> v_tenant then
+    raise exception 'pgmem.tenant is "%" but the signed claim is for tenant "%"', p_tenant, v_tenant
+      using errcode = '42501', hint = 'set only pgmem.tenant_claim (RESET pgmem.tenant)';
+  end if;
   return v_tenant;
 end $$;
-comment on function pgmem._claim_tenant(text) is
-  'Verifies a signed tenant claim (HS256 JWT) with pgmem.claim_keys and returns its tenant; raises 28000 naming the problem.';
+comment on function pgmem._claim_tenant(text, text) is
+  'Verifies a signed tenant claim (HS256 JWT) with pgmem.claim_keys and returns its tenant (which must equal p_tenant when given); raises 28000 naming the problem.';
 
+-- Cost: this runs once per statement in the policies, once per API call in _require_tenant(),
+-- and whenever a helper needs the tenant, so it is one PL/pgSQL function with one query (the
+-- grant and the session ceilings together), and nothing at all for an unset tenant.
+-- Session limits (015_limits.sql): a session of a login that is not an administrator must run
+-- with statement_timeout and idle_in_transaction_session_timeout on and within the ceilings
+-- max_statement_timeout_ms and max_idle_in_transaction_ms ('*' rows of pgmem.settings).
 create or replace function pgmem.current_tenant() returns text
   language plpgsql stable security definer
   set search_path = pgmem, pg_catalog, pg_temp
@@ -133,42 +143,79 @@ as $$
 declare
   v_tenant text := nullif(current_setting('pgmem.tenant', true), '');
   v_claim text := nullif(current_setting('pgmem.tenant_claim', true), '');
-  v_claimed text;
-  v_admin boolean := pgmem._is_admin();
+  v_granted boolean := false;
+  v_max float8[];
+  v_now float8;
+  v_name text;
+  i integer := 0;
 begin
-  if v_claim is not null then
-    v_claimed := pgmem._claim_tenant(v_claim);
-    if v_tenant is not null and v_tenant <> v_claimed then
-      raise exception 'pgmem.tenant is "%" but the signed claim is for tenant "%"', v_tenant, v_claimed
-        using errcode = '42501', hint = 'set only pgmem.tenant_claim (RESET pgmem.tenant)';
-    end if;
-    v_tenant := v_claimed;
-  elsif v_tenant is null then
+  if v_claim is null and v_tenant is null then
     return null;
+  end if;
+  if v_claim is not null then
+    v_granted := true;
+    v_tenant := pgmem._claim_tenant(v_claim, v_tenant);
   elsif v_tenant = '*' then
-    if not v_admin then
+    if not pg_has_role(session_user, 'pgmem_admin', 'member') then
       raise exception 'tenant "*" means the installation-wide rows, which only pgmem_admin may act for'
         using errcode = '42501', hint = 'SET pgmem.tenant to one of your tenants';
     end if;
   elsif v_tenant !~ '^[A-Za-z0-9][A-Za-z0-9_.:@-]{0,63}$' then
     raise exception 'invalid tenant name "%": use 1 to 64 letters, digits and _ . : @ -, starting with a letter or digit', v_tenant
       using errcode = '22023';
-  elsif not (v_admin
-             or exists (select 1 from pgmem.tenant_grants g where g.tenant = v_tenant and g.role_name = session_user)
-             or exists (select 1 from pgmem.tenant_grants g join pg_roles r on r.rolname = g.role_name
-                         where g.tenant = v_tenant and pg_has_role(session_user, r.oid, 'member'))) then
+  end if;
+  -- administrators (pgmem_admin members: superusers and pgmem_owner too) act for every tenant
+  if pg_has_role(session_user, 'pgmem_admin', 'member') then
+    return v_tenant;
+  end if;
+  select v_granted
+         or exists (select 1 from pgmem.tenant_grants g where g.tenant = v_tenant and g.role_name = session_user)
+         or exists (select 1 from pgmem.tenant_grants g join pg_roles r on r.rolname = g.role_name
+                     where g.tenant = v_tenant and pg_has_role(session_user, r.oid, 'member')),
+         (select array_agg((x.value #>> '{}')::float8 order by x.key desc) from pgmem.settings x
+           where x.tenant = '*' and x.key in ('max_statement_timeout_ms', 'max_idle_in_transaction_ms'))
+    into v_granted, v_max;
+  if not v_granted then
     raise exception 'login "%" may not act for tenant "%"', session_user, v_tenant
       using errcode = '42501',
             hint = format('an admin grants it with: select pgmem.grant_tenant(%L, %L); an application serving many tenants sets a signed claim in pgmem.tenant_claim instead (SECURITY.md)',
                           session_user, v_tenant);
   end if;
-  if not v_admin then
-    perform pgmem._check_session_limits();  -- 015_limits.sql
-  end if;
+  foreach v_name in array array['statement_timeout', 'idle_in_transaction_session_timeout'] loop
+    i := i + 1;
+    continue when coalesce(v_max[i], 0) <= 0;  -- 0: no ceiling
+    v_now := extract(epoch from current_setting(v_name)::interval) * 1000;
+    if v_now = 0 or v_now > v_max[i] then
+      raise exception '% is %, but sessions of login "%" must run with it between 1 ms and % ms',
+        v_name, case when v_now = 0 then 'off' else current_setting(v_name) end, session_user, v_max[i]::bigint
+        using errcode = '42501',
+              hint = format('SET %s = ''%ss'' in the session (MemoryClient does it), or an admin sets a default: ALTER ROLE %I SET %s = ''%ss''',
+                            v_name, least(30, v_max[i] / 1000)::int, session_user, v_name, least(30, v_max[i] / 1000)::int);
+    end if;
+  end loop;
   return v_tenant;
 end $$;
 comment on function pgmem.current_tenant() is
   'The tenant of this session (SET pgmem.tenant, or the tenant of a signed claim in pgmem.tenant_claim), checked against the login''s grants (pgmem.tenant_grants); NULL when none is set: then pgmem functions see nothing and write nothing. A tenant the login may not act for is an error (42501).';
+
+-- With enforce_tenants on, a tenant must be registered in pgmem.tenants before it writes:
+-- checked for the session's tenant (_require_tenant) and for a tenant a row names itself
+-- (the memories trigger, 040).
+create or replace function pgmem._check_registered(p_tenant text) returns text
+  language plpgsql stable
+  set search_path = pgmem, public, pg_temp
+as $$
+begin
+  if p_tenant <> '*' and pgmem._setting_bool('enforce_tenants')
+     and not exists (select 1 from pgmem.tenants where tenant = p_tenant) then
+    raise exception 'unknown tenant "%": tenants are enforced and "%" is not registered', p_tenant, p_tenant
+      using errcode = '22023',
+            hint = format('an admin registers it with: insert into pgmem.tenants (tenant) values (%L)', p_tenant);
+  end if;
+  return p_tenant;
+end $$;
+comment on function pgmem._check_registered(text) is
+  'Returns the tenant, or raises 22023 when enforce_tenants is on and it is not in pgmem.tenants.';
 
 create or replace function pgmem._require_tenant() returns text
   language plpgsql stable
@@ -181,12 +228,7 @@ begin
       using errcode = '42501',
             hint = 'run SET pgmem.tenant = ''your_tenant'' first (MemoryClient(tenant=...) does it for you)';
   end if;
-  if pgmem._setting_bool('enforce_tenants') and not exists (select 1 from pgmem.tenants where tenant = t) then
-    raise exception 'unknown tenant "%": tenants are enforced and "%" is not registered', t, t
-      using errcode = '22023',
-            hint = format('an admin registers it with: insert into pgmem.tenants (tenant) values (%L)', t);
-  end if;
-  return t;
+  return pgmem._check_registered(t);
 end $$;
 comment on function pgmem._require_tenant() is
   'The current tenant, or an error naming the problem (unset, not granted to this login, or unknown when enforce_tenants is on).';
@@ -205,7 +247,7 @@ begin
 end $$;
 comment on function pgmem._require_admin(text) is 'Raises 42501 unless the session''s login is a pgmem_admin member.';
 
-create or replace function pgmem.grant_tenant(role_name name, tenant text, note text default null) returns boolean
+create or replace function pgmem.grant_tenant(role_name text, tenant text, note text default null) returns boolean
   language plpgsql volatile security definer
   set search_path = pgmem, pg_catalog, pg_temp
 as $$
@@ -223,10 +265,10 @@ begin
   on conflict on constraint tenant_grants_pkey do nothing;
   return found;
 end $$;
-comment on function pgmem.grant_tenant(name, text, text) is
+comment on function pgmem.grant_tenant(text, text, text) is
   'Lets a login role (or the members of a group role) act for a tenant (SET pgmem.tenant). pgmem_admin only. Returns false when it was already granted.';
 
-create or replace function pgmem.revoke_tenant(role_name name, tenant text) returns boolean
+create or replace function pgmem.revoke_tenant(role_name text, tenant text) returns boolean
   language plpgsql volatile security definer
   set search_path = pgmem, pg_catalog, pg_temp
 as $$
@@ -236,7 +278,7 @@ begin
   delete from pgmem.tenant_grants g where g.role_name = revoke_tenant.role_name and g.tenant = revoke_tenant.tenant;
   return found;
 end $$;
-comment on function pgmem.revoke_tenant(name, text) is
+comment on function pgmem.revoke_tenant(text, text) is
   'Withdraws a tenant from a role (sessions already using it fail at their next statement). pgmem_admin only. Returns false when there was nothing to withdraw.';
 
 create or replace function pgmem.add_claim_key(kid text default 'default', secret bytea default null,
@@ -278,7 +320,7 @@ end $$;
 comment on function pgmem.drop_claim_key(text) is 'Removes a claim key: claims signed with it stop working at once. pgmem_admin only.';
 
 create or replace function pgmem.sign_tenant_claim(tenant text, ttl interval default '15 minutes',
-                                                   role_name name default null, kid text default 'default') returns text
+                                                   role_name text default null, kid text default 'default') returns text
   language plpgsql volatile security definer
   set search_path = pgmem, pg_catalog, pg_temp
 as $$
@@ -304,19 +346,32 @@ begin
              'tenant', tenant, 'exp', floor(extract(epoch from now() + ttl))::bigint, 'role', role_name))::text, 'UTF8'));
   return v_msg || '.' || pgmem._b64url(pgmem._hmac(v_key.ipad_key, v_key.opad_key, convert_to(v_msg, 'UTF8')));
 end $$;
-comment on function pgmem.sign_tenant_claim(text, interval, name, text) is
+comment on function pgmem.sign_tenant_claim(text, interval, text, text) is
   'A signed tenant claim (HS256 JWT) for SET pgmem.tenant_claim, valid for ttl (at most a day), optionally only for one login role. pgmem_admin only: an auth service outside the database signs with pgmem.claims.sign_tenant_claim and the key from add_claim_key.';
 
 -- ------------------------------------------------------------------ settings
+-- The tenant (pgmem.current_tenant(): a checked value, not free) is looked up only when some
+-- tenant overrides the key: most keys have only the installation's value.
+-- (PL/pgSQL, not SQL: a SQL function is planned at every call, and the planner evaluates
+-- current_tenant() to estimate the selectivity of the override query even when it never runs.
+-- SECURITY DEFINER: it reads only '*' rows and the checked tenant's, and as the owner its
+-- queries skip the row-level security policies, which would check the tenant again each.)
 create or replace function pgmem._setting(p_key text) returns jsonb
-  language sql stable parallel safe
+  language plpgsql stable parallel safe security definer
   set search_path = pgmem, public, pg_temp
 as $$
-  select value from pgmem.settings
-   where key = p_key and tenant in (coalesce(pgmem.current_tenant(), '*'), '*')
-   order by (tenant = '*')  -- a tenant's own value wins over the installation default
-   limit 1
-$$;
+declare v jsonb;
+begin
+  if exists (select 1 from pgmem.settings o where o.key = p_key and o.tenant <> '*') then
+    select s.value into v from pgmem.settings s
+     where s.key = p_key and s.tenant in (pgmem.current_tenant(), '*')
+     order by (s.tenant = '*')  -- a tenant's own value wins over the installation default
+     limit 1;
+  else
+    select s.value into v from pgmem.settings s where s.key = p_key and s.tenant = '*';
+  end if;
+  return v;
+end $$;
 comment on function pgmem._setting(text) is 'A setting for the current tenant (its own value, else the installation default).';
 
 create or replace function pgmem._setting_num(p_key text, p_default float8 default null) returns float8
@@ -408,15 +463,21 @@ end $$;
 comment on function pgmem._check_embedding(vector, text) is
   'Returns the vector if it has the installed dimension and a finite, non-zero norm; else raises a clear error.';
 
+-- SECURITY DEFINER for the reason _setting is: it reads '*' rows and the checked tenant's only.
 create or replace function pgmem._check_category(p_category text) returns real
-  language plpgsql stable parallel safe
+  language plpgsql stable parallel safe security definer
   set search_path = pgmem, public, pg_temp
 as $$
 declare w real;
 begin
-  select c.weight into w from pgmem.categories c
-   where c.category = p_category and c.tenant in (coalesce(pgmem.current_tenant(), '*'), '*')
-   order by (c.tenant = '*') limit 1;
+  -- the tenant (a checked value, not free) only when some tenant has its own categories
+  if exists (select 1 from pgmem.categories o where o.tenant <> '*') then
+    select c.weight into w from pgmem.categories c
+     where c.category = p_category and c.tenant in (pgmem.current_tenant(), '*')
+     order by (c.tenant = '*') limit 1;
+  else
+    select c.weight into w from pgmem.categories c where c.category = p_category and c.tenant = '*';
+  end if;
   if w is null then
     perform pgmem._bad_input(format('unknown category "%s": known categories are %s', p_category,
       (select string_agg(distinct category, ', ' order by category) from pgmem.categories

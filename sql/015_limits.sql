@@ -3,39 +3,12 @@
 -- Session limits. statement_timeout and idle_in_transaction_session_timeout are settings any
 -- session may change, and PostgreSQL applies a role's own defaults (ALTER ROLE ... SET) only
 -- to sessions that log in as that role, not to the members of pgmem_app or pgmem_reader. So
--- the database checks them where every tenant session passes, pgmem.current_tenant(): a
--- session of a login that is not an administrator must run with both timeouts switched on
--- and at most the installation's maxima (settings max_statement_timeout_ms and
--- max_idle_in_transaction_ms), or it gets an error naming the fix. MemoryClient sets both;
--- an operator gives other logins defaults with ALTER ROLE (SECURITY.md).
-
-create or replace function pgmem._check_session_limits() returns void
-  language plpgsql stable
-  set search_path = pgmem, pg_catalog, pg_temp
-as $$
-declare
-  v_name text;
-  v_max float8;
-  v_now float8;
-begin
-  foreach v_name in array array['statement_timeout', 'idle_in_transaction_session_timeout'] loop
-    -- the installation's value only ('*'): a tenant cannot raise its own ceiling
-    select (s.value #>> '{}')::float8 into v_max from pgmem.settings s
-     where s.tenant = '*' and s.key = case v_name when 'statement_timeout' then 'max_statement_timeout_ms'
-                                                  else 'max_idle_in_transaction_ms' end;
-    continue when coalesce(v_max, 0) <= 0;  -- 0: no ceiling
-    v_now := extract(epoch from current_setting(v_name)::interval) * 1000;
-    if v_now = 0 or v_now > v_max then
-      raise exception '% is %, but sessions of login "%" must run with it between 1 ms and % ms',
-        v_name, case when v_now = 0 then 'off' else current_setting(v_name) end, session_user, v_max::bigint
-        using errcode = '42501',
-              hint = format('SET %s = ''%ss'' in the session (MemoryClient does it), or an admin sets a default: ALTER ROLE %I SET %s = ''%ss''',
-                            v_name, least(30, v_max / 1000)::int, session_user, v_name, least(30, v_max / 1000)::int);
-    end if;
-  end loop;
-end $$;
-comment on function pgmem._check_session_limits() is
-  'Raises 42501 unless statement_timeout and idle_in_transaction_session_timeout are on and within max_statement_timeout_ms / max_idle_in_transaction_ms (checked for every non-admin tenant session by pgmem.current_tenant()).';
+-- the database checks them where every tenant session passes, pgmem.current_tenant()
+-- (010_util.sql, in the same query as the login's grant): a session of a login that is not
+-- an administrator must run with both timeouts switched on and at most the installation's
+-- maxima (settings max_statement_timeout_ms and max_idle_in_transaction_ms), or it gets an
+-- error naming the fix. MemoryClient sets both; an operator gives other logins defaults
+-- with ALTER ROLE (SECURITY.md).
 
 -- Profiles: a profile's parameters are checked when it is written, not when a search divides
 -- by them (issue 14: recency_half_life_days 0 gave 22012, actor_mismatch 50 a score of 25.5).

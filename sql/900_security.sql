@@ -185,7 +185,7 @@ declare
                              'add_claim_key', 'drop_claim_key', 'sign_tenant_claim'];
   app_helpers text[] := array[
     -- the tenant, errors and argument checks: every API path (and the generated columns) use them
-    '_require_tenant', '_is_admin', '_bad_input', '_check_between', '_check_unit', '_check_time',
+    '_require_tenant', '_check_registered', '_is_admin', '_bad_input', '_check_between', '_check_unit', '_check_time',
     '_check_embedding', '_check_category', '_setting', '_setting_num', '_setting_bool',
     '_words', '_content_key', '_scope_key', '_lexeme_query',
     -- single-memory operations of the API (110): the row is the caller's tenant's, locked by id
@@ -254,6 +254,8 @@ end $$;
 -- statement on the caller's tenant (pgmem._require_tenant()), or checks pgmem._is_admin();
 -- tests/test_tenancy.py compares this list with the catalog and runs each as another tenant.
 --   current_tenant, _claim_tenant   read the grants and keys (owner-only tables)
+--   _setting, _check_category       read '*' rows and the checked tenant's only; as the owner they skip
+--                                   the policies (each would check the tenant again)
 --   grant_tenant, revoke_tenant, add_claim_key, drop_claim_key, sign_tenant_claim
 --                                   pgmem_admin only (_require_admin)
 --   erase_user                      history is written by pgmem only (500_privacy.sql)
@@ -264,4 +266,5 @@ end $$;
 --                                   GIN and HNSW index paths would be lost for pgmem_app (measured at
 --                                   100,000 memories: fused search p50 157 ms as pgmem_app vs 59 ms as
 --                                   owner). They run as the owner, with the tenant filter in their SQL.
---   trigger functions (rule 4)      _memories_before, _memories_after, _check_memory_tenant, and any other
+--   trigger functions (rule 4)      every function returning trigger (made SECURITY DEFINER above): they
+--                                   can only be called as triggers, and touch only NEW's and OLD's tenant

@@ -285,7 +285,7 @@ class TestApp:
 
 # the private helpers pgmem_app may execute (sql/900_security.sql, app_helpers, with reasons)
 ALLOWED_HELPERS = [
-    "_require_tenant", "_is_admin", "_bad_input", "_check_between", "_check_unit", "_check_time", "_check_embedding",
+    "_require_tenant", "_check_registered", "_is_admin", "_bad_input", "_check_between", "_check_unit", "_check_time", "_check_embedding",
     "_check_category", "_setting", "_setting_num", "_setting_bool", "_words", "_content_key", "_scope_key",
     "_lexeme_query", "_get_for_update", "_snapshot", "_set_op", "_op_details", "_profile", "_effective_weights",
     "_search", "_activate"]
@@ -460,6 +460,17 @@ class TestAnotherTenant:
         env.su.execute("update pgmem.settings set value = '0' where tenant = '*' and key = 'max_statement_timeout_ms'")
         app.execute("set statement_timeout = 0")
         assert scalar(app, "select count(*) from pgmem.memories") == 1
+
+    def test_unregistered_tenants_cannot_write(self, env):
+        """Low: with enforce_tenants = true, a plain INSERT naming an unregistered tenant succeeded."""
+        env.su.execute("update pgmem.settings set value = 'true' where tenant = '*' and key = 'enforce_tenants'")
+        env.su.execute("insert into pgmem.tenants (tenant) values ('a')")
+        admin = env.login("admin", "a")
+        refused(admin, "insert into pgmem.memories (tenant, content) values ('ghost', 'x')", "22023", 'unknown tenant "ghost"')
+        refused(env.su, "insert into pgmem.memories (tenant, content) values ('ghost', 'x')", "22023", 'unknown tenant "ghost"')
+        app = env.login("app", "a")
+        assert scalar(app, "insert into pgmem.memories (content) values ('a registered tenant writes') returning tenant") == "a"
+        assert scalar(admin, "insert into pgmem.memories (tenant, content) values ('a', 'named') returning tenant") == "a"
 
     def test_limits_do_not_bind_the_admin(self, env):
         admin = env.login("admin", "b", statement_timeout="0", idle_in_transaction_session_timeout="0")

@@ -39,10 +39,10 @@ end $$;
 comment on role pgmem_owner is 'pgmem: owns pgmem''s tables and functions (not a superuser). The worker and pg_cron jobs run as it.';
 
 create table pgmem.tenant_grants (
-  role_name  name not null,
+  role_name  text not null,
   tenant     text not null check (tenant ~ '^[A-Za-z0-9][A-Za-z0-9_.:@-]{0,63}$'),
   granted_at timestamptz not null default now(),
-  granted_by name not null default session_user,
+  granted_by text not null default session_user,
   note       text,
   primary key (tenant, role_name)
 );
@@ -54,7 +54,7 @@ create table pgmem.claim_keys (
   ipad_key   bytea not null check (octet_length(ipad_key) = 64),
   opad_key   bytea not null check (octet_length(opad_key) = 64),
   created_at timestamptz not null default now(),
-  created_by name not null default session_user,
+  created_by text not null default session_user,
   expires_at timestamptz,
   note       text
 );

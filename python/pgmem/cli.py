@@ -51,14 +51,14 @@ def cmd_db_status(args) -> int:
     if args.json:
         print(json.dumps(info, indent=2))
     else:
-        print(f"home:      {info['home']}")
-        print(f"running:   {'yes' if info['running'] else 'no'}")
-        print(f"port:      {info['port']}")
-        print(f"log:       {info['log']}")
+        print(f"home:    {info['home']}")
+        print(f"running: {'yes' if info['running'] else 'no'}")
+        print(f"port:    {info['port']}")
+        print(f"log:     {info['log']}")
         if info["dsn"]:
-            print(f"dsn:       {info['dsn']}  (owner role: the client, worker and jobs)")
+            print(f"dsn:     {info['dsn']}  (owner role: the client, worker and jobs)")
         if info["admin_dsn"]:
-            print(f"admin dsn: {info['admin_dsn']}  (superuser: migrations)")
+            print(f"admin:   {info['admin_dsn']}  (superuser: migrations)")
     return 0 if info["running"] else 3
 
 
