@@ -8,10 +8,7 @@
 -- A worker that dies mid-batch rolls back: nothing half-written, locks released, and the
 -- rows are taken by the next worker.
 
-create or replace function pgmem._is_admin() returns boolean
-  language sql stable
-  return (select rolsuper from pg_roles where rolname = current_user)
-      or pg_has_role(current_user, 'pgmem_admin', 'member');
+-- (pgmem._is_admin(): sql/010_util.sql, tenancy)
 
 create or replace function pgmem.claim_embeddings(batch integer default 64, all_tenants boolean default false)
 returns table (memory_id bigint, tenant text, content text, who text, what text, location text, why text,
