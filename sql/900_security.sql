@@ -261,6 +261,8 @@ end $$;
 --   erase_user                      history is written by pgmem only (500_privacy.sql)
 --   remember, surprise              history rows of rejected/duplicate candidates; the read path's reason below
 --   build_context                   calls pgmem._pack, which pgmem_app may not call
+--   explain_search                  builds the query record (pgmem._query and its helpers) for the weights;
+--                                   reads through pgmem.search, which filters on the tenant
 --   _search, _activate, recall      under RLS PostgreSQL evaluates the policy before any operator that is
 --                                   not leakproof, and neither @@ (full text) nor <=> (pgvector) is: the
 --                                   GIN and HNSW index paths would be lost for pgmem_app (measured at

@@ -815,7 +815,7 @@ DOCUMENTED_UNPINNED = {
 # sql/900_security.sql lists these with the reason each runs as the owner
 SECURITY_DEFINER_AUDITED = sorted([
     "current_tenant", "_claim_tenant", "grant_tenant", "revoke_tenant", "add_claim_key", "drop_claim_key",
-    "sign_tenant_claim", "erase_user", "remember", "surprise", "build_context", "_search", "_activate", "recall",
+    "sign_tenant_claim", "erase_user", "remember", "surprise", "build_context", "explain_search", "_search", "_activate", "recall",
     "_setting", "_check_category"])
 
 
