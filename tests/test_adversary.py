@@ -578,3 +578,23 @@ def _login_dsn(env, kind: str) -> str:
 
     name, pw = env.logins[kind]
     return f"postgresql://{name}:{quote(pw, safe='')}@127.0.0.1:{env.cluster.port}/{conninfo_to_dict(env.dsn)['dbname']}"
+
+
+class TestEmbeddedOwner:
+    def test_worker_and_cron_run_as_the_owner_not_a_superuser(self, cluster):
+        """High 2: the worker, the CLI, the migrations and pg_cron all wrote as the superuser
+        in the embedded set-up. Now the client's default DSN is the owner role's (migrations
+        keep the superuser's), and pg_cron jobs scheduled through it run as the owner."""
+        from conftest import CRON_DB
+
+        cluster.ensure_owner_login(CRON_DB)
+        with psycopg.connect(cluster.owner_dsn(CRON_DB), autocommit=True) as owner:
+            assert scalar(owner, "select rolsuper from pg_roles where rolname = current_user") is False
+            assert scalar(owner, "select current_user") == "pgmem_owner"
+            name = f"pgmem-test-{uuid.uuid4().hex[:8]}"
+            jobid = scalar(owner, "select cron.schedule_in_database(%s, '0 0 1 1 *', 'select 1', %s)", (name, CRON_DB))
+            try:
+                assert scalar(owner, "select username from cron.job where jobid = %s", (jobid,)) == "pgmem_owner"
+            finally:
+                owner.execute("select cron.unschedule(%s)", (jobid,))
+        assert "pgmem_owner:****@" in cluster.owner_dsn(mask=True)
