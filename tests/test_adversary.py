@@ -598,3 +598,33 @@ class TestEmbeddedOwner:
             finally:
                 owner.execute("select cron.unschedule(%s)", (jobid,))
         assert "pgmem_owner:****@" in cluster.owner_dsn(mask=True)
+
+
+class TestHistory:
+    def test_unmerge_reads_only_its_tenants_history(self, env):
+        """Medium (forged history): a forged 'merge' row for tenant b's memory made b's unmerge
+        zero an access count and add a link of weight 99. The app can no longer write history
+        (TestApp.test_cannot_write_history); and should a row of another tenant name b's memory
+        (written here by the superuser), unmerge does not read it."""
+        import numpy as np
+
+        v = np.zeros(384, dtype=np.float32)
+        v[3] = 1.0
+        w = v.copy()
+        w[4] = 0.05
+        with connect(env.dsn, tenant="b") as b:
+            keep = b.execute("select memory_id from pgmem.remember('the vault is in the cellar', %s::vector, "
+                             "importance => 0.9, force => true)", (v,)).fetchone()[0]
+            gone = b.execute("select memory_id from pgmem.remember('the vault sits in the cellar', %s::vector, "
+                             "importance => 0.2, force => true)", (w / np.linalg.norm(w),)).fetchone()[0]
+            b.execute("select pgmem.touch(array[%s, %s]::bigint[])", (keep, gone))
+            merged = b.execute("select survivor_id, merged_id from pgmem.merge_duplicates(threshold => 0.9)").fetchall()
+            assert (keep, gone) in merged, merged
+            survivor_count = scalar(b, "select access_count from pgmem.memories where id = %s", (keep,))
+        env.su.execute("insert into pgmem.history (tenant, memory_id, op, details) values ('a', %s, 'merge', %s::jsonb)",
+                       (gone, json.dumps({"role": "merged", "survivor_id": keep, "access_count_added": survivor_count,
+                                          "links": [{"src_id": gone, "dst_id": env.b_id, "weight": -99, "count": -1}]})))
+        admin = env.login("admin", "b")
+        assert rows(admin, "select state from pgmem.unmerge(%s)", (gone,))[0]["state"] == "active"
+        assert scalar(env.su, "select access_count from pgmem.memories where id = %s", (keep,)) == survivor_count - 1
+        assert scalar(env.su, "select count(*) from pgmem.links where weight > 50 or weight < 0") == 0
