@@ -101,8 +101,10 @@ begin
     raise exception 'pgmem.tenant_claim names key "%", which is unknown or expired', coalesce(v_header->>'kid', 'default')
       using errcode = '28000', hint = 'an admin adds keys with pgmem.add_claim_key()';
   end if;
-  if pgmem._hmac(v_key.ipad_key, v_key.opad_key, convert_to(v_parts[1] || '.' || v_parts[2], 'UTF8'))
-     <> pgmem._b64url_decode(v_parts[3]) then
+  -- the hashes of the two signatures are compared, not the signatures: a byte-by-byte compare
+  -- that stops at the first difference would tell a forger, by its timing, how much was right
+  if sha256(pgmem._hmac(v_key.ipad_key, v_key.opad_key, convert_to(v_parts[1] || '.' || v_parts[2], 'UTF8')))
+     <> sha256(pgmem._b64url_decode(v_parts[3])) then
     raise exception 'pgmem.tenant_claim has a wrong signature' using errcode = '28000';
   end if;
   if jsonb_typeof(v_payload) <> 'object' or jsonb_typeof(v_payload->'exp') is distinct from 'number' then
