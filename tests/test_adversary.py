@@ -261,6 +261,30 @@ class TestApp:
         assert scalar(app, "insert into pgmem.memories (content) values ('plain insert of a') returning id") > env.a_id
         assert rows(app, "select * from pgmem.remember('remembered by a')")[0]["decision"] == "stored"
 
+    def test_cannot_lock_pgmem_tables(self, env):
+        """A table-level UPDATE, DELETE or TRUNCATE privilege lets a role LOCK the table in
+        ACCESS EXCLUSIVE mode, stopping every tenant; the app holds column-level rights only."""
+        app = env.login("app", "a")
+        tables = [r[0] for r in env.su.execute(
+            "select format('%I.%I', n.nspname, c.relname) from pg_class c join pg_namespace n on n.oid = c.relnamespace"
+            " where n.nspname = 'pgmem' and c.relkind = 'r' order by 1")]
+        for t in tables:
+            for mode in ("row exclusive", "share", "exclusive", "access exclusive"):
+                refused(app, f"lock table {t} in {mode} mode nowait", match="permission denied")
+        # ...and it still completes its own queued memories (through the SECURITY DEFINER functions)
+        mid = scalar(app, "select memory_id from pgmem.remember('a memory waiting for its vector')")
+        import numpy as np
+
+        v = np.zeros(384, dtype=np.float32)
+        v[9] = 1
+        from pgvector.psycopg import register_vector
+
+        register_vector(app)
+        with app.transaction():
+            assert mid in [r["memory_id"] for r in rows(app, "select * from pgmem.claim_embeddings(10)")]
+            assert rows(app, "select id from pgmem.complete_embedding(%s, %s::vector)", (mid, v))[0]["id"] == mid
+        assert scalar(app, "select count(*) from pgmem.embedding_queue where memory_id = %s", (mid,)) == 0
+
     def test_private_helpers_are_not_executable(self, env):
         """High 5 (privilege half): pgmem._pack was executable by the app role and skipped
         build_context's caps. Every private helper outside the audited allowlist is refused."""

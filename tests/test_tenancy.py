@@ -812,7 +812,7 @@ DOCUMENTED_UNPINNED = {
 SECURITY_DEFINER_AUDITED = sorted([
     "current_tenant", "_claim_tenant", "grant_tenant", "revoke_tenant", "add_claim_key", "drop_claim_key",
     "sign_tenant_claim", "erase_user", "remember", "surprise", "build_context", "_search", "_activate", "recall",
-    "_setting", "_check_category"])
+    "_setting", "_check_category", "claim_embeddings", "complete_embedding", "fail_embedding"])
 
 
 def _unpinned(conn) -> list[dict]:
