@@ -27,6 +27,22 @@ create or replace function pgmem._is_admin() returns boolean
 comment on function pgmem._is_admin() is
   'True when the session''s login is a member of pgmem_admin (superusers and pgmem_owner are).';
 
+-- Tenant names: the rule of pgmem.tenants' check constraint, in one place for the functions.
+create or replace function pgmem._tenant_name_ok(p_tenant text) returns boolean
+  language sql immutable parallel safe
+  return p_tenant ~ '^[A-Za-z0-9][A-Za-z0-9_.:@-]{0,63}$';
+comment on function pgmem._tenant_name_ok(text) is 'True for a valid tenant name: 1 to 64 letters, digits and _ . : @ -, starting with a letter or digit.';
+
+create or replace function pgmem._bad_tenant_name(p_tenant text) returns void
+  language plpgsql immutable
+  set search_path = pgmem, pg_catalog, pg_temp
+as $$
+begin
+  raise exception 'invalid tenant name "%": use 1 to 64 letters, digits and _ . : @ -, starting with a letter or digit',
+    coalesce(p_tenant, 'NULL') using errcode = '22023';
+end $$;
+comment on function pgmem._bad_tenant_name(text) is 'Raises 22023 naming the rule for tenant names.';
+
 create or replace function pgmem._b64url(p_bytes bytea) returns text
   language sql immutable parallel safe strict
   return rtrim(translate(replace(encode(p_bytes, 'base64'), E'\n', ''), '+/', '-_'), '=');
@@ -115,7 +131,7 @@ begin
       using errcode = '28000', hint = 'get a fresh claim from the auth service';
   end if;
   v_tenant := v_payload->>'tenant';
-  if v_tenant is null or v_tenant !~ '^[A-Za-z0-9][A-Za-z0-9_.:@-]{0,63}$' then
+  if v_tenant is null or not pgmem._tenant_name_ok(v_tenant) then
     raise exception 'pgmem.tenant_claim names no valid tenant (%)', coalesce(v_tenant, 'none') using errcode = '28000';
   end if;
   v_role := v_payload->>'role';
@@ -162,9 +178,8 @@ begin
       raise exception 'tenant "*" means the installation-wide rows, which only pgmem_admin may act for'
         using errcode = '42501', hint = 'SET pgmem.tenant to one of your tenants';
     end if;
-  elsif v_tenant !~ '^[A-Za-z0-9][A-Za-z0-9_.:@-]{0,63}$' then
-    raise exception 'invalid tenant name "%": use 1 to 64 letters, digits and _ . : @ -, starting with a letter or digit', v_tenant
-      using errcode = '22023';
+  elsif not pgmem._tenant_name_ok(v_tenant) then
+    perform pgmem._bad_tenant_name(v_tenant);
   end if;
   -- administrators (pgmem_admin members: superusers and pgmem_owner too) act for every tenant
   if pg_has_role(session_user, 'pgmem_admin', 'member') then
@@ -260,8 +275,8 @@ begin
     perform pgmem._bad_input(format('role "%s" does not exist', role_name),
       format('create it first: create role %I login password ''...''; grant pgmem_app to %I', role_name, role_name));
   end if;
-  if tenant is null or tenant !~ '^[A-Za-z0-9][A-Za-z0-9_.:@-]{0,63}$' then
-    perform pgmem._bad_input(format('invalid tenant name "%s": use 1 to 64 letters, digits and _ . : @ -, starting with a letter or digit', tenant));
+  if tenant is null or not pgmem._tenant_name_ok(tenant) then
+    perform pgmem._bad_tenant_name(tenant);
   end if;
   insert into pgmem.tenant_grants as g (role_name, tenant, note) values (role_name, tenant, note)
   on conflict on constraint tenant_grants_pkey do nothing;
@@ -332,8 +347,8 @@ declare
   v_msg text;
 begin
   perform pgmem._require_admin('sign_tenant_claim');
-  if tenant is null or tenant !~ '^[A-Za-z0-9][A-Za-z0-9_.:@-]{0,63}$' then
-    perform pgmem._bad_input(format('invalid tenant name "%s"', tenant));
+  if tenant is null or not pgmem._tenant_name_ok(tenant) then
+    perform pgmem._bad_tenant_name(tenant);
   end if;
   if ttl is null or ttl <= interval '0' or ttl > interval '1 day' then
     perform pgmem._bad_input(format('ttl must be between 1 second and 1 day, got %s', coalesce(ttl::text, 'NULL')),

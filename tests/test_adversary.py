@@ -23,25 +23,14 @@ from psycopg.conninfo import conninfo_to_dict
 from psycopg.rows import dict_row
 
 from conftest import connect
+from test_tenancy import login_roles
 
 
 # ------------------------------------------------------------------------------ logins
 @pytest.fixture(scope="module")
 def logins(cluster):
-    suffix = uuid.uuid4().hex[:10]
-    made: dict[str, tuple[str, str]] = {}
-    with connect(cluster.dsn("postgres"), tenant=None) as su:
-        for kind, grant in (("app", "pgmem_app"), ("shared", "pgmem_app"), ("reader", "pgmem_reader"),
-                            ("admin", "pgmem_admin")):
-            name, pw = f"adv_{kind}_{suffix}", secrets.token_urlsafe(18)
-            su.execute(sql.SQL("create role {} login password {}").format(sql.Identifier(name), sql.Literal(pw)))
-            su.execute(sql.SQL("grant {} to {}").format(sql.Identifier(grant), sql.Identifier(name)))
-            made[kind] = (name, pw)
-    yield made
-    with connect(cluster.dsn("postgres"), tenant=None) as su:
-        for name, _ in made.values():
-            su.execute("select pg_terminate_backend(pid) from pg_stat_activity where usename = %s", (name,))
-            su.execute(sql.SQL("drop role if exists {}").format(sql.Identifier(name)))
+    yield from login_roles(cluster, "adv_", {"app": "pgmem_app", "shared": "pgmem_app", "reader": "pgmem_reader",
+                                             "admin": "pgmem_admin"})
 
 
 class Env:

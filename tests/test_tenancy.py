@@ -36,14 +36,14 @@ SHARED_SESSION = "s-shared"
 
 
 # ------------------------------------------------------------------------------ roles
-@pytest.fixture(scope="module")
-def roles(cluster):
-    """Login roles app/bi/admin (unique names), granted pgmem_app/pgmem_reader/pgmem_admin."""
+def login_roles(cluster, prefix: str, grants: dict[str, str]):
+    """Login roles (cluster-wide, so with unique names) granted pgmem's roles, kind -> pgmem
+    role; yields {kind: (name, password)} and drops them afterwards (a fixture body)."""
     suffix = uuid.uuid4().hex[:10]
     made: dict[str, tuple[str, str]] = {}
     with connect(cluster.dsn("postgres"), tenant=None) as su:
-        for kind, grant in (("app", "pgmem_app"), ("bi", "pgmem_reader"), ("admin", "pgmem_admin")):
-            name, pw = f"{kind}_user_{suffix}", secrets.token_urlsafe(18)
+        for kind, grant in grants.items():
+            name, pw = f"{prefix}{kind}_{suffix}", secrets.token_urlsafe(18)
             su.execute(sql.SQL("create role {} login password {}").format(sql.Identifier(name), sql.Literal(pw)))
             su.execute(sql.SQL("grant {} to {}").format(sql.Identifier(grant), sql.Identifier(name)))
             made[kind] = (name, pw)
@@ -53,6 +53,12 @@ def roles(cluster):
             # sessions of the role in databases the test left behind would block the drop
             su.execute("select pg_terminate_backend(pid) from pg_stat_activity where usename = %s", (name,))
             su.execute(sql.SQL("drop role if exists {}").format(sql.Identifier(name)))
+
+
+@pytest.fixture(scope="module")
+def roles(cluster):
+    """Login roles app/bi/admin (unique names), granted pgmem_app/pgmem_reader/pgmem_admin."""
+    yield from login_roles(cluster, "user_", {"app": "pgmem_app", "bi": "pgmem_reader", "admin": "pgmem_admin"})
 
 
 def grant_tenant(dsn: str, role: str, *tenants: str) -> None:
@@ -797,7 +803,7 @@ def test_erase_user_with_colliding_user_ids(cluster, dsn, roles):
 
 DOCUMENTED_UNPINNED = {
     # SQL-standard bodies (parsed at CREATE: names resolved then, whatever the caller's search_path)
-    "_candidates_sql", "_signal_sql", "_lexical_order_sql", "_lexeme_query", "_candidate_tsquery", "_content_key", "_is_admin", "_b64url", "_b64url_decode", "_hmac", "_job_lock_key", "_op_details", "_scope_key", "_search_sql", "_set_op",
+    "_candidates_sql", "_signal_sql", "_lexical_order_sql", "_lexeme_query", "_candidate_tsquery", "_content_key", "_is_admin", "_b64url", "_b64url_decode", "_hmac", "_tenant_name_ok", "_job_lock_key", "_op_details", "_scope_key", "_search_sql", "_set_op",
     "_setting_bool", "_setting_num", "_snapshot", "_words", "access_boost", "access_frequency", "age_days",
     "cosine_sim", "current_tenant", "decayed_importance", "emotional_intensity", "estimate_tokens", "exp_decay",
     "fragment_strength", "jaccard", "linear_recency", "path_overlap", "power_law_decay", "processing_depth",
