@@ -264,11 +264,60 @@ begin
 end $$;
 comment on function pgmem._require_admin(text) is 'Raises 42501 unless the session''s login is a pgmem_admin member.';
 
-create or replace function pgmem.grant_tenant(role_name text, tenant text, note text default null) returns boolean
-  language plpgsql volatile security definer
+-- Session limits for a login (015_limits.sql): its sessions in this database start with
+-- statement_timeout and idle_in_transaction_session_timeout on (30 s and 60 s, or the
+-- ceilings when those are lower), so a plain driver (psql, node-postgres, a BI tool) works
+-- without setting them. ALTER ROLE needs a superuser or CREATEROLE, which the owner role does
+-- not have: so this runs with the caller's rights (SECURITY INVOKER), and when the caller may
+-- not, it says what a superuser should run instead.
+create or replace function pgmem.set_session_limits(role_name text) returns boolean
+  language plpgsql volatile
   set search_path = pgmem, pg_catalog, pg_temp
 as $$
 #variable_conflict use_variable
+declare
+  v_caps float8[] := array(select coalesce((select (x.value #>> '{}')::float8 from pgmem.settings x
+                                              where x.tenant = '*' and x.key = k), 0)
+                             from unnest(array['max_statement_timeout_ms', 'max_idle_in_transaction_ms']) with ordinality u(k, o)
+                            order by o);
+  v_sql text[];
+  v_login boolean;
+begin
+  perform pgmem._require_admin('set_session_limits');
+  select r.rolcanlogin into v_login from pg_roles r where r.rolname = role_name;
+  if v_login is null then
+    perform pgmem._bad_input(format('role "%s" does not exist', role_name));
+  end if;
+  if not v_login then
+    raise notice 'pgmem: % is not a login: PostgreSQL applies a role''s settings only to sessions that log in as it, so set them on each login that is a member', role_name;
+    return false;
+  end if;
+  v_sql := array[
+    format('alter role %I in database %I set statement_timeout = %L', role_name, current_database(),
+           (case when v_caps[1] > 0 then least(30000, v_caps[1]) else 30000 end)::bigint || 'ms'),
+    format('alter role %I in database %I set idle_in_transaction_session_timeout = %L', role_name, current_database(),
+           (case when v_caps[2] > 0 then least(60000, v_caps[2]) else 60000 end)::bigint || 'ms')];
+  begin
+    execute v_sql[1];
+    execute v_sql[2];
+  exception when insufficient_privilege then
+    raise notice 'pgmem: login "%" may not change role "%"; a superuser runs: %', session_user, role_name,
+      array_to_string(v_sql, '; ');
+    return false;
+  end;
+  return true;
+end $$;
+comment on function pgmem.set_session_limits(text) is
+  'Gives a login''s sessions in this database statement_timeout and idle_in_transaction_session_timeout within pgmem''s ceilings (ALTER ROLE ... IN DATABASE ... SET), so that they pass the session-limit check with any driver. pgmem_admin with the right to alter the role (superuser or CREATEROLE); otherwise a notice names the statements to run. grant_tenant calls it.';
+
+-- SECURITY INVOKER: it inserts the grant with the admin's own rights, and set_session_limits
+-- needs them (see above).
+create or replace function pgmem.grant_tenant(role_name text, tenant text, note text default null) returns boolean
+  language plpgsql volatile
+  set search_path = pgmem, pg_catalog, pg_temp
+as $$
+#variable_conflict use_variable
+declare v_new boolean;
 begin
   perform pgmem._require_admin('grant_tenant');
   if not exists (select 1 from pg_roles r where r.rolname = role_name) then
@@ -280,13 +329,17 @@ begin
   end if;
   insert into pgmem.tenant_grants as g (role_name, tenant, note) values (role_name, tenant, note)
   on conflict on constraint tenant_grants_pkey do nothing;
-  return found;
+  v_new := found;
+  if not pg_has_role(role_name, 'pgmem_admin', 'member') then
+    perform pgmem.set_session_limits(role_name);
+  end if;
+  return v_new;
 end $$;
 comment on function pgmem.grant_tenant(text, text, text) is
-  'Lets a login role (or the members of a group role) act for a tenant (SET pgmem.tenant). pgmem_admin only. Returns false when it was already granted.';
+  'Lets a login role (or the members of a group role) act for a tenant (SET pgmem.tenant), and gives a login''s sessions the timeouts pgmem requires (set_session_limits). pgmem_admin only. Returns false when it was already granted.';
 
 create or replace function pgmem.revoke_tenant(role_name text, tenant text) returns boolean
-  language plpgsql volatile security definer
+  language plpgsql volatile
   set search_path = pgmem, pg_catalog, pg_temp
 as $$
 #variable_conflict use_variable

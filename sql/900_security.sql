@@ -182,7 +182,7 @@ do $$
 declare
   r record;
   admin_only text[] := array['merge_duplicates', 'unmerge', 'prune', 'purge', 'archive_stale', 'tune_thresholds',
-                             'schedule_jobs', 'unschedule_jobs', 'run_job', 'grant_tenant', 'revoke_tenant',
+                             'schedule_jobs', 'unschedule_jobs', 'run_job', 'grant_tenant', 'revoke_tenant', 'set_session_limits',
                              'add_claim_key', 'drop_claim_key', 'sign_tenant_claim'];
   app_helpers text[] := array[
     -- the tenant, errors and argument checks: every API path (and the generated columns) use them
@@ -257,8 +257,9 @@ end $$;
 --   current_tenant, _claim_tenant   read the grants and keys (owner-only tables)
 --   _setting, _check_category       read '*' rows and the checked tenant's only; as the owner they skip
 --                                   the policies (each would check the tenant again)
---   grant_tenant, revoke_tenant, add_claim_key, drop_claim_key, sign_tenant_claim
---                                   pgmem_admin only (_require_admin)
+--   add_claim_key, drop_claim_key, sign_tenant_claim
+--                                   pgmem_admin only (_require_admin); the keys are the owner's alone
+--   (grant_tenant, revoke_tenant and set_session_limits are SECURITY INVOKER: the admin's own rights)
 --   erase_user                      history is written by pgmem only (500_privacy.sql)
 --   remember, surprise              history rows of rejected/duplicate candidates; the read path's reason below
 --   build_context                   calls pgmem._pack, which pgmem_app may not call

@@ -42,6 +42,8 @@ class Env:
         self.opened: list[psycopg.Connection] = [self.su]
         for kind in ("app", "reader"):
             self.su.execute("select pgmem.grant_tenant(%s, 'a')", (logins[kind][0],))
+        # the shared login is bound to no tenant (it uses claims): its timeouts are set by hand
+        self.su.execute("select pgmem.set_session_limits(%s)", (logins["shared"][0],))
         with connect(dsn, tenant="b") as b:
             self.b_id = b.execute("select memory_id from pgmem.remember('tenant b secret: the vault code is 4711')").fetchone()[0]
         with connect(dsn, tenant="a") as a:
@@ -49,9 +51,8 @@ class Env:
 
     def login(self, kind: str, tenant: str | None = "a", **options) -> psycopg.Connection:
         name, pw = self.logins[kind]
-        # app and reader sessions must run with both timeouts on (015_limits.sql)
-        opts = {"pgmem.tenant": tenant, "statement_timeout": "30s", "idle_in_transaction_session_timeout": "60s",
-                **options}
+        # no timeouts set here: grant_tenant / set_session_limits gave the logins theirs
+        opts = {"pgmem.tenant": tenant, **options}
         c = psycopg.connect(host="127.0.0.1", port=self.cluster.port, user=name, password=pw,
                             dbname=conninfo_to_dict(self.dsn)["dbname"], autocommit=True)
         for k, v in opts.items():
@@ -445,8 +446,7 @@ class TestReader:
 def _reader(cluster, dsn, logins) -> psycopg.Connection:
     name, pw = logins["reader"]
     c = psycopg.connect(host="127.0.0.1", port=cluster.port, user=name, password=pw,
-                        dbname=conninfo_to_dict(dsn)["dbname"], autocommit=True,
-                        options="-c pgmem.tenant=a -c statement_timeout=30s -c idle_in_transaction_session_timeout=60s")
+                        dbname=conninfo_to_dict(dsn)["dbname"], autocommit=True, options="-c pgmem.tenant=a")
     return c
 
 
@@ -484,6 +484,22 @@ class TestAnotherTenant:
         app = env.login("app", "a")
         assert scalar(app, "insert into pgmem.memories (content) values ('a registered tenant writes') returning tenant") == "a"
         assert scalar(admin, "insert into pgmem.memories (tenant, content) values ('a', 'named') returning tenant") == "a"
+
+    def test_a_plain_driver_session_starts_inside_the_limits(self, env):
+        """grant_tenant gave the login its timeouts (ALTER ROLE ... IN DATABASE ... SET), so a
+        session that sets nothing (psql, a BI tool) works; set_session_limits says what to run
+        when its caller may not alter the role."""
+        app = env.login("app", "a")
+        assert scalar(app, "show statement_timeout") == "30s"
+        assert scalar(app, "show idle_in_transaction_session_timeout") == "1min"
+        assert scalar(app, "select count(*) from pgmem.memories") == 1
+        admin = env.login("admin", None)
+        notices: list[str] = []
+        admin.add_notice_handler(lambda d: notices.append(d.message_primary or ""))
+        assert scalar(admin, "select pgmem.set_session_limits(%s)", (env.logins["app"][0],)) is False
+        assert notices and "a superuser runs: alter role" in notices[-1], notices
+        assert scalar(admin, "select pgmem.set_session_limits('pgmem_app')") is False
+        assert "is not a login" in notices[-1]
 
     def test_limits_do_not_bind_the_admin(self, env):
         admin = env.login("admin", "b", statement_timeout="0", idle_in_transaction_session_timeout="0")

@@ -565,10 +565,11 @@ def _current_tenant(w: World):
     assert scalar(w.a, "select pgmem.current_tenant()") == "a"
 
 
-@check("grant_tenant", "revoke_tenant", "add_claim_key", "drop_claim_key", "sign_tenant_claim")
+@check("grant_tenant", "revoke_tenant", "add_claim_key", "drop_claim_key", "sign_tenant_claim", "set_session_limits")
 def _tenant_admin(w: World):
     # the binding is the admin's: the app role cannot grant itself tenant b, nor mint a claim for it
     for q in ("select pgmem.grant_tenant(current_user, 'b')", "select pgmem.revoke_tenant(current_user, 'a')",
+              "select pgmem.set_session_limits(current_user)",
               "select pgmem.add_claim_key('mine')", "select pgmem.drop_claim_key('default')",
               "select pgmem.sign_tenant_claim('b')"):
         expect_error(lambda: scalar(w.a, q), "42501", "permission denied")
@@ -816,7 +817,7 @@ DOCUMENTED_UNPINNED = {
 
 # sql/900_security.sql lists these with the reason each runs as the owner
 SECURITY_DEFINER_AUDITED = sorted([
-    "current_tenant", "_claim_tenant", "grant_tenant", "revoke_tenant", "add_claim_key", "drop_claim_key",
+    "current_tenant", "_claim_tenant", "add_claim_key", "drop_claim_key",
     "sign_tenant_claim", "erase_user", "remember", "surprise", "build_context", "_search", "_activate", "recall",
     "_setting", "_check_category", "claim_embeddings", "complete_embedding", "fail_embedding"])
 
