@@ -59,6 +59,7 @@ EXAMPLES: list[tuple[str, str]] = [
     # tenancy (SECURITY.md): run as an administrator; current_user stands for a login role
     ("grant_tenant", "select pgmem.grant_tenant(current_user, 'acme', 'the reference example') as granted"),
     ("revoke_tenant", "select pgmem.revoke_tenant(current_user, 'acme') as revoked"),
+    ("set_session_limits", "select pgmem.set_session_limits(current_user) as set"),
     ("add_claim_key", "select octet_length(pgmem.add_claim_key('docs')) as key_bytes"),
     ("sign_tenant_claim", "select split_part(pgmem.sign_tenant_claim('acme', '5 minutes', kid => 'docs'), '.', 1) as header, array_length(string_to_array(pgmem.sign_tenant_claim('acme', kid => 'docs'), '.'), 1) as parts"),
     ("drop_claim_key", "select pgmem.drop_claim_key('docs') as dropped"),

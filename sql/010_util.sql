@@ -27,6 +27,22 @@ create or replace function pgmem._is_admin() returns boolean
 comment on function pgmem._is_admin() is
   'True when the session''s login is a member of pgmem_admin (superusers and pgmem_owner are).';
 
+-- Tenant names: the rule of pgmem.tenants' check constraint, in one place for the functions.
+create or replace function pgmem._tenant_name_ok(p_tenant text) returns boolean
+  language sql immutable parallel safe
+  return p_tenant ~ '^[A-Za-z0-9][A-Za-z0-9_.:@-]{0,63}$';
+comment on function pgmem._tenant_name_ok(text) is 'True for a valid tenant name: 1 to 64 letters, digits and _ . : @ -, starting with a letter or digit.';
+
+create or replace function pgmem._bad_tenant_name(p_tenant text) returns void
+  language plpgsql immutable
+  set search_path = pgmem, pg_catalog, pg_temp
+as $$
+begin
+  raise exception 'invalid tenant name "%": use 1 to 64 letters, digits and _ . : @ -, starting with a letter or digit',
+    coalesce(p_tenant, 'NULL') using errcode = '22023';
+end $$;
+comment on function pgmem._bad_tenant_name(text) is 'Raises 22023 naming the rule for tenant names.';
+
 create or replace function pgmem._b64url(p_bytes bytea) returns text
   language sql immutable parallel safe strict
   return rtrim(translate(replace(encode(p_bytes, 'base64'), E'\n', ''), '+/', '-_'), '=');
@@ -101,8 +117,10 @@ begin
     raise exception 'pgmem.tenant_claim names key "%", which is unknown or expired', coalesce(v_header->>'kid', 'default')
       using errcode = '28000', hint = 'an admin adds keys with pgmem.add_claim_key()';
   end if;
-  if pgmem._hmac(v_key.ipad_key, v_key.opad_key, convert_to(v_parts[1] || '.' || v_parts[2], 'UTF8'))
-     <> pgmem._b64url_decode(v_parts[3]) then
+  -- the hashes of the two signatures are compared, not the signatures: a byte-by-byte compare
+  -- that stops at the first difference would tell a forger, by its timing, how much was right
+  if sha256(pgmem._hmac(v_key.ipad_key, v_key.opad_key, convert_to(v_parts[1] || '.' || v_parts[2], 'UTF8')))
+     <> sha256(pgmem._b64url_decode(v_parts[3])) then
     raise exception 'pgmem.tenant_claim has a wrong signature' using errcode = '28000';
   end if;
   if jsonb_typeof(v_payload) <> 'object' or jsonb_typeof(v_payload->'exp') is distinct from 'number' then
@@ -113,7 +131,7 @@ begin
       using errcode = '28000', hint = 'get a fresh claim from the auth service';
   end if;
   v_tenant := v_payload->>'tenant';
-  if v_tenant is null or v_tenant !~ '^[A-Za-z0-9][A-Za-z0-9_.:@-]{0,63}$' then
+  if v_tenant is null or not pgmem._tenant_name_ok(v_tenant) then
     raise exception 'pgmem.tenant_claim names no valid tenant (%)', coalesce(v_tenant, 'none') using errcode = '28000';
   end if;
   v_role := v_payload->>'role';
@@ -160,9 +178,8 @@ begin
       raise exception 'tenant "*" means the installation-wide rows, which only pgmem_admin may act for'
         using errcode = '42501', hint = 'SET pgmem.tenant to one of your tenants';
     end if;
-  elsif v_tenant !~ '^[A-Za-z0-9][A-Za-z0-9_.:@-]{0,63}$' then
-    raise exception 'invalid tenant name "%": use 1 to 64 letters, digits and _ . : @ -, starting with a letter or digit', v_tenant
-      using errcode = '22023';
+  elsif not pgmem._tenant_name_ok(v_tenant) then
+    perform pgmem._bad_tenant_name(v_tenant);
   end if;
   -- administrators (pgmem_admin members: superusers and pgmem_owner too) act for every tenant
   if pg_has_role(session_user, 'pgmem_admin', 'member') then
@@ -247,29 +264,82 @@ begin
 end $$;
 comment on function pgmem._require_admin(text) is 'Raises 42501 unless the session''s login is a pgmem_admin member.';
 
-create or replace function pgmem.grant_tenant(role_name text, tenant text, note text default null) returns boolean
-  language plpgsql volatile security definer
+-- Session limits for a login (015_limits.sql): its sessions in this database start with
+-- statement_timeout and idle_in_transaction_session_timeout on (30 s and 60 s, or the
+-- ceilings when those are lower), so a plain driver (psql, node-postgres, a BI tool) works
+-- without setting them. ALTER ROLE needs a superuser or CREATEROLE, which the owner role does
+-- not have: so this runs with the caller's rights (SECURITY INVOKER), and when the caller may
+-- not, it says what a superuser should run instead.
+create or replace function pgmem.set_session_limits(role_name text) returns boolean
+  language plpgsql volatile
   set search_path = pgmem, pg_catalog, pg_temp
 as $$
 #variable_conflict use_variable
+declare
+  v_caps float8[] := array(select coalesce((select (x.value #>> '{}')::float8 from pgmem.settings x
+                                              where x.tenant = '*' and x.key = k), 0)
+                             from unnest(array['max_statement_timeout_ms', 'max_idle_in_transaction_ms']) with ordinality u(k, o)
+                            order by o);
+  v_sql text[];
+  v_login boolean;
+begin
+  perform pgmem._require_admin('set_session_limits');
+  select r.rolcanlogin into v_login from pg_roles r where r.rolname = role_name;
+  if v_login is null then
+    perform pgmem._bad_input(format('role "%s" does not exist', role_name));
+  end if;
+  if not v_login then
+    raise notice 'pgmem: % is not a login: PostgreSQL applies a role''s settings only to sessions that log in as it, so set them on each login that is a member', role_name;
+    return false;
+  end if;
+  v_sql := array[
+    format('alter role %I in database %I set statement_timeout = %L', role_name, current_database(),
+           (case when v_caps[1] > 0 then least(30000, v_caps[1]) else 30000 end)::bigint || 'ms'),
+    format('alter role %I in database %I set idle_in_transaction_session_timeout = %L', role_name, current_database(),
+           (case when v_caps[2] > 0 then least(60000, v_caps[2]) else 60000 end)::bigint || 'ms')];
+  begin
+    execute v_sql[1];
+    execute v_sql[2];
+  exception when insufficient_privilege then
+    raise notice 'pgmem: login "%" may not change role "%"; a superuser runs: %', session_user, role_name,
+      array_to_string(v_sql, '; ');
+    return false;
+  end;
+  return true;
+end $$;
+comment on function pgmem.set_session_limits(text) is
+  'Gives a login''s sessions in this database statement_timeout and idle_in_transaction_session_timeout within pgmem''s ceilings (ALTER ROLE ... IN DATABASE ... SET), so that they pass the session-limit check with any driver. pgmem_admin with the right to alter the role (superuser or CREATEROLE); otherwise a notice names the statements to run. grant_tenant calls it.';
+
+-- SECURITY INVOKER: it inserts the grant with the admin's own rights, and set_session_limits
+-- needs them (see above).
+create or replace function pgmem.grant_tenant(role_name text, tenant text, note text default null) returns boolean
+  language plpgsql volatile
+  set search_path = pgmem, pg_catalog, pg_temp
+as $$
+#variable_conflict use_variable
+declare v_new boolean;
 begin
   perform pgmem._require_admin('grant_tenant');
   if not exists (select 1 from pg_roles r where r.rolname = role_name) then
     perform pgmem._bad_input(format('role "%s" does not exist', role_name),
       format('create it first: create role %I login password ''...''; grant pgmem_app to %I', role_name, role_name));
   end if;
-  if tenant is null or tenant !~ '^[A-Za-z0-9][A-Za-z0-9_.:@-]{0,63}$' then
-    perform pgmem._bad_input(format('invalid tenant name "%s": use 1 to 64 letters, digits and _ . : @ -, starting with a letter or digit', tenant));
+  if tenant is null or not pgmem._tenant_name_ok(tenant) then
+    perform pgmem._bad_tenant_name(tenant);
   end if;
   insert into pgmem.tenant_grants as g (role_name, tenant, note) values (role_name, tenant, note)
   on conflict on constraint tenant_grants_pkey do nothing;
-  return found;
+  v_new := found;
+  if not pg_has_role(role_name, 'pgmem_admin', 'member') then
+    perform pgmem.set_session_limits(role_name);
+  end if;
+  return v_new;
 end $$;
 comment on function pgmem.grant_tenant(text, text, text) is
-  'Lets a login role (or the members of a group role) act for a tenant (SET pgmem.tenant). pgmem_admin only. Returns false when it was already granted.';
+  'Lets a login role (or the members of a group role) act for a tenant (SET pgmem.tenant), and gives a login''s sessions the timeouts pgmem requires (set_session_limits). pgmem_admin only. Returns false when it was already granted.';
 
 create or replace function pgmem.revoke_tenant(role_name text, tenant text) returns boolean
-  language plpgsql volatile security definer
+  language plpgsql volatile
   set search_path = pgmem, pg_catalog, pg_temp
 as $$
 #variable_conflict use_variable
@@ -330,8 +400,8 @@ declare
   v_msg text;
 begin
   perform pgmem._require_admin('sign_tenant_claim');
-  if tenant is null or tenant !~ '^[A-Za-z0-9][A-Za-z0-9_.:@-]{0,63}$' then
-    perform pgmem._bad_input(format('invalid tenant name "%s"', tenant));
+  if tenant is null or not pgmem._tenant_name_ok(tenant) then
+    perform pgmem._bad_tenant_name(tenant);
   end if;
   if ttl is null or ttl <= interval '0' or ttl > interval '1 day' then
     perform pgmem._bad_input(format('ttl must be between 1 second and 1 day, got %s', coalesce(ttl::text, 'NULL')),

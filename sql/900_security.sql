@@ -150,14 +150,15 @@ grant execute on all procedures in schema pgmem to pgmem_admin;
 -- (rule 5: ids are the database's, so no id can be probed or taken ahead of the sequence).
 grant select on pgmem.memories, pgmem.links, pgmem.embedding_queue, pgmem.history, pgmem.accesses,
   pgmem.activation_log, pgmem.feedback to pgmem_app;
-grant delete on pgmem.links, pgmem.embedding_queue to pgmem_app;
 grant select on pgmem.settings, pgmem.categories, pgmem.profiles, pgmem.thresholds, pgmem.tenants to pgmem_app;
 grant select on pgmem.job_runs, pgmem.threshold_changes to pgmem_app;
 do $$
 declare
   r record;
   -- table: the writes pgmem_app may do (its own tenant's rows, row-level security)
-  writes jsonb := '{"memories": "insert, update", "links": "insert, update", "embedding_queue": "insert, update",
+  -- (table-level UPDATE, DELETE or TRUNCATE would also let the app LOCK a table for every
+  -- tenant; column-level grants do not, and the app deletes nothing: the queue is pgmem's)
+  writes jsonb := '{"memories": "insert, update", "links": "insert, update",
                     "accesses": "insert", "activation_log": "insert", "feedback": "insert, update",
                     "categories": "insert, update", "profiles": "insert, update"}';
   cols text;
@@ -181,7 +182,7 @@ do $$
 declare
   r record;
   admin_only text[] := array['merge_duplicates', 'unmerge', 'prune', 'purge', 'archive_stale', 'tune_thresholds',
-                             'schedule_jobs', 'unschedule_jobs', 'run_job', 'grant_tenant', 'revoke_tenant',
+                             'schedule_jobs', 'unschedule_jobs', 'run_job', 'grant_tenant', 'revoke_tenant', 'set_session_limits',
                              'add_claim_key', 'drop_claim_key', 'sign_tenant_claim'];
   app_helpers text[] := array[
     -- the tenant, errors and argument checks: every API path (and the generated columns) use them
@@ -256,13 +257,16 @@ end $$;
 --   current_tenant, _claim_tenant   read the grants and keys (owner-only tables)
 --   _setting, _check_category       read '*' rows and the checked tenant's only; as the owner they skip
 --                                   the policies (each would check the tenant again)
---   grant_tenant, revoke_tenant, add_claim_key, drop_claim_key, sign_tenant_claim
---                                   pgmem_admin only (_require_admin)
+--   add_claim_key, drop_claim_key, sign_tenant_claim
+--                                   pgmem_admin only (_require_admin); the keys are the owner's alone
+--   (grant_tenant, revoke_tenant and set_session_limits are SECURITY INVOKER: the admin's own rights)
 --   erase_user                      history is written by pgmem only (500_privacy.sql)
 --   remember, surprise              history rows of rejected/duplicate candidates; the read path's reason below
 --   build_context                   calls pgmem._pack, which pgmem_app may not call
 --   explain_search                  builds the query record (pgmem._query and its helpers) for the weights;
 --                                   reads through pgmem.search, which filters on the tenant
+--   claim_embeddings, complete_embedding, fail_embedding
+--                                   the embedding queue is written by pgmem only (120_embedding_queue.sql)
 --   _search, _activate, recall      under RLS PostgreSQL evaluates the policy before any operator that is
 --                                   not leakproof, and neither @@ (full text) nor <=> (pgvector) is: the
 --                                   GIN and HNSW index paths would be lost for pgmem_app (measured at

@@ -23,25 +23,14 @@ from psycopg.conninfo import conninfo_to_dict
 from psycopg.rows import dict_row
 
 from conftest import connect
+from test_tenancy import login_roles
 
 
 # ------------------------------------------------------------------------------ logins
 @pytest.fixture(scope="module")
 def logins(cluster):
-    suffix = uuid.uuid4().hex[:10]
-    made: dict[str, tuple[str, str]] = {}
-    with connect(cluster.dsn("postgres"), tenant=None) as su:
-        for kind, grant in (("app", "pgmem_app"), ("shared", "pgmem_app"), ("reader", "pgmem_reader"),
-                            ("admin", "pgmem_admin")):
-            name, pw = f"adv_{kind}_{suffix}", secrets.token_urlsafe(18)
-            su.execute(sql.SQL("create role {} login password {}").format(sql.Identifier(name), sql.Literal(pw)))
-            su.execute(sql.SQL("grant {} to {}").format(sql.Identifier(grant), sql.Identifier(name)))
-            made[kind] = (name, pw)
-    yield made
-    with connect(cluster.dsn("postgres"), tenant=None) as su:
-        for name, _ in made.values():
-            su.execute("select pg_terminate_backend(pid) from pg_stat_activity where usename = %s", (name,))
-            su.execute(sql.SQL("drop role if exists {}").format(sql.Identifier(name)))
+    yield from login_roles(cluster, "adv_", {"app": "pgmem_app", "shared": "pgmem_app", "reader": "pgmem_reader",
+                                             "admin": "pgmem_admin"})
 
 
 class Env:
@@ -53,6 +42,8 @@ class Env:
         self.opened: list[psycopg.Connection] = [self.su]
         for kind in ("app", "reader"):
             self.su.execute("select pgmem.grant_tenant(%s, 'a')", (logins[kind][0],))
+        # the shared login is bound to no tenant (it uses claims): its timeouts are set by hand
+        self.su.execute("select pgmem.set_session_limits(%s)", (logins["shared"][0],))
         with connect(dsn, tenant="b") as b:
             self.b_id = b.execute("select memory_id from pgmem.remember('tenant b secret: the vault code is 4711')").fetchone()[0]
         with connect(dsn, tenant="a") as a:
@@ -60,9 +51,8 @@ class Env:
 
     def login(self, kind: str, tenant: str | None = "a", **options) -> psycopg.Connection:
         name, pw = self.logins[kind]
-        # app and reader sessions must run with both timeouts on (015_limits.sql)
-        opts = {"pgmem.tenant": tenant, "statement_timeout": "30s", "idle_in_transaction_session_timeout": "60s",
-                **options}
+        # no timeouts set here: grant_tenant / set_session_limits gave the logins theirs
+        opts = {"pgmem.tenant": tenant, **options}
         c = psycopg.connect(host="127.0.0.1", port=self.cluster.port, user=name, password=pw,
                             dbname=conninfo_to_dict(self.dsn)["dbname"], autocommit=True)
         for k, v in opts.items():
@@ -261,6 +251,30 @@ class TestApp:
         assert scalar(app, "insert into pgmem.memories (content) values ('plain insert of a') returning id") > env.a_id
         assert rows(app, "select * from pgmem.remember('remembered by a')")[0]["decision"] == "stored"
 
+    def test_cannot_lock_pgmem_tables(self, env):
+        """A table-level UPDATE, DELETE or TRUNCATE privilege lets a role LOCK the table in
+        ACCESS EXCLUSIVE mode, stopping every tenant; the app holds column-level rights only."""
+        app = env.login("app", "a")
+        tables = [r[0] for r in env.su.execute(
+            "select format('%I.%I', n.nspname, c.relname) from pg_class c join pg_namespace n on n.oid = c.relnamespace"
+            " where n.nspname = 'pgmem' and c.relkind = 'r' order by 1")]
+        for t in tables:
+            for mode in ("row exclusive", "share", "exclusive", "access exclusive"):
+                refused(app, f"lock table {t} in {mode} mode nowait", match="permission denied")
+        # ...and it still completes its own queued memories (through the SECURITY DEFINER functions)
+        mid = scalar(app, "select memory_id from pgmem.remember('a memory waiting for its vector')")
+        import numpy as np
+
+        v = np.zeros(384, dtype=np.float32)
+        v[9] = 1
+        from pgvector.psycopg import register_vector
+
+        register_vector(app)
+        with app.transaction():
+            assert mid in [r["memory_id"] for r in rows(app, "select * from pgmem.claim_embeddings(10)")]
+            assert rows(app, "select id from pgmem.complete_embedding(%s, %s::vector)", (mid, v))[0]["id"] == mid
+        assert scalar(app, "select count(*) from pgmem.embedding_queue where memory_id = %s", (mid,)) == 0
+
     def test_private_helpers_are_not_executable(self, env):
         """High 5 (privilege half): pgmem._pack was executable by the app role and skipped
         build_context's caps. Every private helper outside the audited allowlist is refused."""
@@ -432,8 +446,7 @@ class TestReader:
 def _reader(cluster, dsn, logins) -> psycopg.Connection:
     name, pw = logins["reader"]
     c = psycopg.connect(host="127.0.0.1", port=cluster.port, user=name, password=pw,
-                        dbname=conninfo_to_dict(dsn)["dbname"], autocommit=True,
-                        options="-c pgmem.tenant=a -c statement_timeout=30s -c idle_in_transaction_session_timeout=60s")
+                        dbname=conninfo_to_dict(dsn)["dbname"], autocommit=True, options="-c pgmem.tenant=a")
     return c
 
 
@@ -471,6 +484,22 @@ class TestAnotherTenant:
         app = env.login("app", "a")
         assert scalar(app, "insert into pgmem.memories (content) values ('a registered tenant writes') returning tenant") == "a"
         assert scalar(admin, "insert into pgmem.memories (tenant, content) values ('a', 'named') returning tenant") == "a"
+
+    def test_a_plain_driver_session_starts_inside_the_limits(self, env):
+        """grant_tenant gave the login its timeouts (ALTER ROLE ... IN DATABASE ... SET), so a
+        session that sets nothing (psql, a BI tool) works; set_session_limits says what to run
+        when its caller may not alter the role."""
+        app = env.login("app", "a")
+        assert scalar(app, "show statement_timeout") == "30s"
+        assert scalar(app, "show idle_in_transaction_session_timeout") == "1min"
+        assert scalar(app, "select count(*) from pgmem.memories") == 1
+        admin = env.login("admin", None)
+        notices: list[str] = []
+        admin.add_notice_handler(lambda d: notices.append(d.message_primary or ""))
+        assert scalar(admin, "select pgmem.set_session_limits(%s)", (env.logins["app"][0],)) is False
+        assert notices and "a superuser runs: alter role" in notices[-1], notices
+        assert scalar(admin, "select pgmem.set_session_limits('pgmem_app')") is False
+        assert "is not a login" in notices[-1]
 
     def test_limits_do_not_bind_the_admin(self, env):
         admin = env.login("admin", "b", statement_timeout="0", idle_in_transaction_session_timeout="0")
@@ -578,3 +607,53 @@ def _login_dsn(env, kind: str) -> str:
 
     name, pw = env.logins[kind]
     return f"postgresql://{name}:{quote(pw, safe='')}@127.0.0.1:{env.cluster.port}/{conninfo_to_dict(env.dsn)['dbname']}"
+
+
+class TestEmbeddedOwner:
+    def test_worker_and_cron_run_as_the_owner_not_a_superuser(self, cluster):
+        """High 2: the worker, the CLI, the migrations and pg_cron all wrote as the superuser
+        in the embedded set-up. Now the client's default DSN is the owner role's (migrations
+        keep the superuser's), and pg_cron jobs scheduled through it run as the owner."""
+        from conftest import CRON_DB
+
+        cluster.ensure_owner_login(CRON_DB)
+        with psycopg.connect(cluster.owner_dsn(CRON_DB), autocommit=True) as owner:
+            assert scalar(owner, "select rolsuper from pg_roles where rolname = current_user") is False
+            assert scalar(owner, "select current_user") == "pgmem_owner"
+            name = f"pgmem-test-{uuid.uuid4().hex[:8]}"
+            jobid = scalar(owner, "select cron.schedule_in_database(%s, '0 0 1 1 *', 'select 1', %s)", (name, CRON_DB))
+            try:
+                assert scalar(owner, "select username from cron.job where jobid = %s", (jobid,)) == "pgmem_owner"
+            finally:
+                owner.execute("select cron.unschedule(%s)", (jobid,))
+        assert "pgmem_owner:****@" in cluster.owner_dsn(mask=True)
+
+
+class TestHistory:
+    def test_unmerge_reads_only_its_tenants_history(self, env):
+        """Medium (forged history): a forged 'merge' row for tenant b's memory made b's unmerge
+        zero an access count and add a link of weight 99. The app can no longer write history
+        (TestApp.test_cannot_write_history); and should a row of another tenant name b's memory
+        (written here by the superuser), unmerge does not read it."""
+        import numpy as np
+
+        v = np.zeros(384, dtype=np.float32)
+        v[3] = 1.0
+        w = v.copy()
+        w[4] = 0.05
+        with connect(env.dsn, tenant="b") as b:
+            keep = b.execute("select memory_id from pgmem.remember('the vault is in the cellar', %s::vector, "
+                             "importance => 0.9, force => true)", (v,)).fetchone()[0]
+            gone = b.execute("select memory_id from pgmem.remember('the vault sits in the cellar', %s::vector, "
+                             "importance => 0.2, force => true)", (w / np.linalg.norm(w),)).fetchone()[0]
+            b.execute("select pgmem.touch(array[%s, %s]::bigint[])", (keep, gone))
+            merged = b.execute("select survivor_id, merged_id from pgmem.merge_duplicates(threshold => 0.9)").fetchall()
+            assert (keep, gone) in merged, merged
+            survivor_count = scalar(b, "select access_count from pgmem.memories where id = %s", (keep,))
+        env.su.execute("insert into pgmem.history (tenant, memory_id, op, details) values ('a', %s, 'merge', %s::jsonb)",
+                       (gone, json.dumps({"role": "merged", "survivor_id": keep, "access_count_added": survivor_count,
+                                          "links": [{"src_id": gone, "dst_id": env.b_id, "weight": -99, "count": -1}]})))
+        admin = env.login("admin", "b")
+        assert rows(admin, "select state from pgmem.unmerge(%s)", (gone,))[0]["state"] == "active"
+        assert scalar(env.su, "select access_count from pgmem.memories where id = %s", (keep,)) == survivor_count - 1
+        assert scalar(env.su, "select count(*) from pgmem.links where weight > 50 or weight < 0") == 0

@@ -36,14 +36,14 @@ SHARED_SESSION = "s-shared"
 
 
 # ------------------------------------------------------------------------------ roles
-@pytest.fixture(scope="module")
-def roles(cluster):
-    """Login roles app/bi/admin (unique names), granted pgmem_app/pgmem_reader/pgmem_admin."""
+def login_roles(cluster, prefix: str, grants: dict[str, str]):
+    """Login roles (cluster-wide, so with unique names) granted pgmem's roles, kind -> pgmem
+    role; yields {kind: (name, password)} and drops them afterwards (a fixture body)."""
     suffix = uuid.uuid4().hex[:10]
     made: dict[str, tuple[str, str]] = {}
     with connect(cluster.dsn("postgres"), tenant=None) as su:
-        for kind, grant in (("app", "pgmem_app"), ("bi", "pgmem_reader"), ("admin", "pgmem_admin")):
-            name, pw = f"{kind}_user_{suffix}", secrets.token_urlsafe(18)
+        for kind, grant in grants.items():
+            name, pw = f"{prefix}{kind}_{suffix}", secrets.token_urlsafe(18)
             su.execute(sql.SQL("create role {} login password {}").format(sql.Identifier(name), sql.Literal(pw)))
             su.execute(sql.SQL("grant {} to {}").format(sql.Identifier(grant), sql.Identifier(name)))
             made[kind] = (name, pw)
@@ -53,6 +53,12 @@ def roles(cluster):
             # sessions of the role in databases the test left behind would block the drop
             su.execute("select pg_terminate_backend(pid) from pg_stat_activity where usename = %s", (name,))
             su.execute(sql.SQL("drop role if exists {}").format(sql.Identifier(name)))
+
+
+@pytest.fixture(scope="module")
+def roles(cluster):
+    """Login roles app/bi/admin (unique names), granted pgmem_app/pgmem_reader/pgmem_admin."""
+    yield from login_roles(cluster, "user_", {"app": "pgmem_app", "bi": "pgmem_reader", "admin": "pgmem_admin"})
 
 
 def grant_tenant(dsn: str, role: str, *tenants: str) -> None:
@@ -559,10 +565,11 @@ def _current_tenant(w: World):
     assert scalar(w.a, "select pgmem.current_tenant()") == "a"
 
 
-@check("grant_tenant", "revoke_tenant", "add_claim_key", "drop_claim_key", "sign_tenant_claim")
+@check("grant_tenant", "revoke_tenant", "add_claim_key", "drop_claim_key", "sign_tenant_claim", "set_session_limits")
 def _tenant_admin(w: World):
     # the binding is the admin's: the app role cannot grant itself tenant b, nor mint a claim for it
     for q in ("select pgmem.grant_tenant(current_user, 'b')", "select pgmem.revoke_tenant(current_user, 'a')",
+              "select pgmem.set_session_limits(current_user)",
               "select pgmem.add_claim_key('mine')", "select pgmem.drop_claim_key('default')",
               "select pgmem.sign_tenant_claim('b')"):
         expect_error(lambda: scalar(w.a, q), "42501", "permission denied")
@@ -797,7 +804,7 @@ def test_erase_user_with_colliding_user_ids(cluster, dsn, roles):
 
 DOCUMENTED_UNPINNED = {
     # SQL-standard bodies (parsed at CREATE: names resolved then, whatever the caller's search_path)
-    "_lexeme_query", "_candidate_tsquery", "_content_key", "_is_admin", "_b64url", "_b64url_decode", "_hmac", "_job_lock_key", "_op_details", "_scope_key", "_set_op",
+    "_lexeme_query", "_candidate_tsquery", "_content_key", "_is_admin", "_b64url", "_b64url_decode", "_hmac", "_tenant_name_ok", "_job_lock_key", "_op_details", "_scope_key", "_set_op",
     # the read path's query-record functions, inlined into the ranking statements (sql/202, 203)
     "_eligible", "_candidates", "_jam_semantic", "_jam_coverage", "_jam_lexical_rank", "_jam_recency", "_jam_actor",
     "_jam_spatial", "_jam_usage", "_jam_prior", "_shadow_embedding", "_shadow_metadata", "_shadow_summary",
@@ -814,9 +821,9 @@ DOCUMENTED_UNPINNED = {
 
 # sql/900_security.sql lists these with the reason each runs as the owner
 SECURITY_DEFINER_AUDITED = sorted([
-    "current_tenant", "_claim_tenant", "grant_tenant", "revoke_tenant", "add_claim_key", "drop_claim_key",
+    "current_tenant", "_claim_tenant", "add_claim_key", "drop_claim_key",
     "sign_tenant_claim", "erase_user", "remember", "surprise", "build_context", "explain_search", "_search", "_activate", "recall",
-    "_setting", "_check_category"])
+    "_setting", "_check_category", "claim_embeddings", "complete_embedding", "fail_embedding"])
 
 
 def _unpinned(conn) -> list[dict]:

@@ -158,7 +158,9 @@ class Cluster:
             conn.execute(sql.SQL("alter role {} login password {}").format(sql.Identifier(OWNER), sql.Literal(pw)))
             conn.execute(sql.SQL("grant pg_read_all_settings to {}").format(sql.Identifier(OWNER)))
             if conn.execute("select to_regnamespace('cron') is not null").fetchone()[0]:
+                # pg_cron runs the jobs as the role that scheduled them: the owner, not the superuser
                 conn.execute(sql.SQL("grant usage on schema cron to {}").format(sql.Identifier(OWNER)))
+                conn.execute(sql.SQL("grant execute on all functions in schema cron to {}").format(sql.Identifier(OWNER)))
 
     # -------------------------------------------------------------- commands
     def _run(self, args: list[str], *, check: bool = True, timeout: float = 120) -> subprocess.CompletedProcess:

@@ -156,6 +156,12 @@ def preflight(conn) -> Preflight:
     if "vector" in rows and _version_tuple(rows["vector"]) < MIN_PGVECTOR:
         p.missing.append("vector")
         p.warnings.append(f"pgvector {rows['vector']} is too old: pgmem needs 0.8.0 (iterative index scans)")
+    # pgmem's functions resolve names in pgmem, public, pg_temp: a role that may create objects in
+    # public could plant a function there (SECURITY.md). PostgreSQL 15 revokes it by default;
+    # clusters upgraded from older versions keep the old grant.
+    if conn.execute("select has_schema_privilege('public', 'public', 'CREATE')").fetchone()[0]:
+        p.warnings.append("every role may create objects in schema public, where pgmem's functions look up names: "
+                          "run REVOKE CREATE ON SCHEMA public FROM PUBLIC (PostgreSQL 15's default; SECURITY.md)")
     preload = conn.execute("select current_setting('shared_preload_libraries')").fetchone()[0]
     if "pg_cron" not in rows or "pg_cron" not in preload:
         p.warnings.append("pg_cron is not loaded (shared_preload_libraries): scheduled jobs are unavailable; "
