@@ -568,6 +568,8 @@ class TestClient:
                 mem.remember("x", colour="red")
             with pytest.raises(PgmemError, match="has no argument 'bogus'"):
                 mem.call("search", query_text="milk", bogus=1)
+            with pytest.raises(PgmemError, match="has no argument 'pick'"):  # an output column, not an argument
+                mem.call("build_context", query_text="milk", pick=1)
             with pytest.raises(PgmemError, match="is not a pgmem function name"):
                 mem.call("search(); drop table pgmem.memories; --")
             with pytest.raises(PgmemError, match="pgmem._pack does not exist"):
