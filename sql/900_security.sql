@@ -263,6 +263,8 @@ end $$;
 --   erase_user                      history is written by pgmem only (500_privacy.sql)
 --   remember, surprise              history rows of rejected/duplicate candidates; the read path's reason below
 --   build_context                   calls pgmem._pack, which pgmem_app may not call
+--   explain_search                  builds the query record (pgmem._query and its helpers) for the weights;
+--                                   reads through pgmem.search, which filters on the tenant
 --   claim_embeddings, complete_embedding, fail_embedding
 --                                   the embedding queue is written by pgmem only (120_embedding_queue.sql)
 --   _search, _activate, recall      under RLS PostgreSQL evaluates the policy before any operator that is

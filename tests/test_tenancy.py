@@ -804,13 +804,17 @@ def test_erase_user_with_colliding_user_ids(cluster, dsn, roles):
 
 DOCUMENTED_UNPINNED = {
     # SQL-standard bodies (parsed at CREATE: names resolved then, whatever the caller's search_path)
-    "_candidates_sql", "_signal_sql", "_lexical_order_sql", "_lexeme_query", "_candidate_tsquery", "_content_key", "_is_admin", "_b64url", "_b64url_decode", "_hmac", "_tenant_name_ok", "_job_lock_key", "_op_details", "_scope_key", "_search_sql", "_set_op",
+    "_lexeme_query", "_candidate_tsquery", "_content_key", "_is_admin", "_b64url", "_b64url_decode", "_hmac", "_tenant_name_ok", "_job_lock_key", "_op_details", "_scope_key", "_set_op",
+    # the read path's query-record functions, inlined into the ranking statements (sql/202, 203)
+    "_eligible", "_candidates", "_jam_semantic", "_jam_coverage", "_jam_lexical_rank", "_jam_recency", "_jam_actor",
+    "_jam_spatial", "_jam_usage", "_jam_prior", "_shadow_embedding", "_shadow_metadata", "_shadow_summary",
+    "_shadow_temporal", "_engram_relevance", "_engram_importance", "_engram_recency", "_engram_access",
     "_setting_bool", "_setting_num", "_snapshot", "_words", "access_boost", "access_frequency", "age_days",
     "cosine_sim", "current_tenant", "decayed_importance", "emotional_intensity", "estimate_tokens", "exp_decay",
     "fragment_strength", "jaccard", "linear_recency", "path_overlap", "power_law_decay", "processing_depth",
     "query_tsquery", "query_terms", "salience", "text_overlap", "tokens",
     # PL/pgSQL without SET search_path (names resolved at run time with the caller's search_path)
-    "_bad_input", "_check_time", "_check_unit", "_effective_weights", "_filter_sql", "check_weights",
+    "_bad_input", "_check_time", "_check_unit", "_effective_weights", "check_weights",
     "run_job",  # a procedure that COMMITs cannot have SET clauses (documented in 400_jobs.sql)
 }
 
@@ -818,7 +822,7 @@ DOCUMENTED_UNPINNED = {
 # sql/900_security.sql lists these with the reason each runs as the owner
 SECURITY_DEFINER_AUDITED = sorted([
     "current_tenant", "_claim_tenant", "add_claim_key", "drop_claim_key",
-    "sign_tenant_claim", "erase_user", "remember", "surprise", "build_context", "_search", "_activate", "recall",
+    "sign_tenant_claim", "erase_user", "remember", "surprise", "build_context", "explain_search", "_search", "_activate", "recall",
     "_setting", "_check_category", "claim_embeddings", "complete_embedding", "fail_embedding"])
 
 
