@@ -61,7 +61,6 @@ create or replace function pgmem._hmac_pads(p_key bytea, out ipad_key bytea, out
 as $$
 declare
   k bytea := case when octet_length(p_key) > 64 then sha256(p_key) else p_key end;
-  i integer;
 begin
   k := k || decode(repeat('00', 64 - octet_length(k)), 'hex');
   ipad_key := k;
