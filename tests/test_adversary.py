@@ -390,6 +390,34 @@ class TestReader:
                and not (coalesce(c.reloptions, '{}') @> array['security_barrier=true', 'security_invoker=true'])""")]
         assert bad == []
 
+    def test_views_read_only_what_row_level_security_guards(self, views_env):
+        """The leak tests below see only tables this fixture fills; this one covers every view
+        of the catalog structurally: a view (security_invoker) can only show another tenant's
+        rows through a table without row-level security or a SECURITY DEFINER function (which
+        runs as the owner, whom the policies do not bind). Neither may appear under a view,
+        directly or through the SQL functions it calls."""
+        deps = rows(views_env, """
+            with recursive v as (
+              select c.oid, c.relname from pg_class c join pg_namespace n on n.oid = c.relnamespace
+               where n.nspname = 'pgmem' and c.relkind in ('v', 'm')),
+            d(view, classid, objid) as (
+              select v.relname, d.refclassid, d.refobjid from v
+                join pg_rewrite w on w.ev_class = v.oid
+                join pg_depend d on d.classid = 'pg_rewrite'::regclass and d.objid = w.oid
+              union
+              select d.view, x.refclassid, x.refobjid from d
+                join pg_depend x on d.classid = 'pg_proc'::regclass and x.classid = 'pg_proc'::regclass
+                                and x.objid = d.objid)
+            select distinct d.view, coalesce(c.relname, p.proname) as obj,
+                   case when c.oid is not null then 'table without row-level security'
+                        else 'SECURITY DEFINER function' end as why
+              from d
+              left join pg_class c on d.classid = 'pg_class'::regclass and c.oid = d.objid and c.relkind in ('r', 'p')
+                                   and not c.relrowsecurity
+              left join pg_proc p on d.classid = 'pg_proc'::regclass and p.oid = d.objid and p.prosecdef
+             where c.oid is not null or (p.oid is not null and p.proname <> 'current_tenant')""")
+        assert deps == [], deps
+
     def test_no_view_leaks_through_a_failing_cast(self, cluster, dsn, logins, views_env):
         """High 3: as pgmem_reader in tenant a, `where tenant::int = 1` on memory_health put
         tenant b's values into the error message."""
