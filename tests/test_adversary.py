@@ -331,6 +331,22 @@ class TestAdmin:
         admin = env.login("admin", "a")
         refused(admin, attack, sqlstate="42501")
 
+    def test_no_table_accepts_a_trigger_rule_or_policy_from_the_admin(self, env):
+        """High 2 on every table of the catalog (tables other files add included)."""
+        admin = env.login("admin", "a")
+        admin.execute("create function pg_temp.f() returns trigger language plpgsql as $$begin return new; end$$")
+        tables = [r[0] for r in env.su.execute(
+            "select format('%I.%I', n.nspname, c.relname) from pg_class c join pg_namespace n on n.oid = c.relnamespace"
+            " where n.nspname = 'pgmem' and c.relkind in ('r', 'p') order by 1")]
+        assert len(tables) >= 15
+        for t in tables:
+            for attack in (f"create trigger evil before insert on {t} for each row execute function pg_temp.f()",
+                           f"create rule evil as on insert to {t} do also notify evil",
+                           f"create policy evil on {t} using (true)",
+                           f"alter table {t} disable row level security",
+                           f"truncate {t} cascade"):
+                refused(admin, attack, sqlstate="42501")
+
     def test_owner_is_not_a_superuser(self, env):
         owner = rows(env.su, """select r.rolname, r.rolsuper, r.rolcreaterole, r.rolcreatedb, r.rolbypassrls
                                   from pg_class c join pg_roles r on r.oid = c.relowner where c.oid = 'pgmem.memories'::regclass""")[0]
