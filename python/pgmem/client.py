@@ -282,8 +282,10 @@ class _Base:
         named = ", ".join(f"{k} => %({k})s" + _CASTS.get(k, "") for k in args)
         return (f"select * from pgmem.{fn}({named})" if setof else f"select pgmem.{fn}({named})"), dict(args)
 
-    _ARG_NAMES_SQL = ("select p.proname, array_agg(distinct a) filter (where a is not null) from pg_proc p"
-                      " left join lateral unnest(p.proargnames) a on true"
+    # input argument names of every public function (output columns of RETURNS TABLE excluded)
+    _ARG_NAMES_SQL = ("select p.proname, array_agg(distinct a.n) filter (where a.n is not null"
+                      " and coalesce(a.m, 'i') in ('i', 'b', 'v')) from pg_proc p"
+                      " left join lateral unnest(p.proargnames, p.proargmodes::text[]) a(n, m) on true"
                       " where p.pronamespace = 'pgmem'::regnamespace and p.proname !~ '^_' group by p.proname")
 
     def _check_args(self, fn: str, names: Iterable[str]) -> None:
