@@ -368,7 +368,7 @@ def _cron_connection(dsn):
     """A connection to the database pg_cron lives in (cron.database_name) on the same server."""
     import psycopg.conninfo as ci
 
-    from .migrate import connect, resolve_dsn
+    from .db import connect, resolve_dsn
 
     dsn = resolve_dsn(dsn)
     with connect(dsn, autocommit=True) as c:
@@ -383,7 +383,7 @@ def _cron_connection(dsn):
 
 
 def cmd_jobs_schedule(args) -> int:
-    from .migrate import connect
+    from .db import connect
 
     cron, here = _cron_connection(args.dsn)
     with connect(args.dsn, autocommit=True) as c:
@@ -408,7 +408,7 @@ def cmd_jobs_unschedule(args) -> int:
 def cmd_jobs_status(args) -> int:
     from psycopg.rows import dict_row
 
-    from .migrate import connect
+    from .db import connect
 
     with connect(args.dsn, autocommit=True) as c:
         rows = c.cursor(row_factory=dict_row).execute("select * from pgmem.job_status order by job, tenant").fetchall()

@@ -23,7 +23,7 @@ from typing import Any, Iterable, Iterator, Mapping, Sequence
 import psycopg
 from psycopg.rows import dict_row
 
-from .errors import ConfigError, PgmemError
+from .errors import ConfigError, PgmemError, from_database
 
 log = logging.getLogger("pgmem.client")
 
@@ -148,7 +148,7 @@ class _Base:
     def __init__(self, dsn: str | None = None, tenant: str = "default", *, embedder: Any = "auto",
                  extractor: Any = None, min_size: int = 1, max_size: int = 4, timeout: float = 30.0,
                  retries: int = 3, statement_timeout_ms: int | None = None):
-        from .migrate import resolve_dsn
+        from .db import resolve_dsn
 
         if not tenant or not isinstance(tenant, str):
             raise ConfigError("tenant must be a non-empty string")
@@ -406,6 +406,11 @@ class MemoryClient(_Base):
                 delay = min(2.0, 0.05 * 2 ** attempt) * (0.5 + random.random())
                 log.warning("retrying after %s (attempt %d/%d, sleeping %.2fs)", type(e).__name__, attempt, self.retries, delay)
                 time.sleep(delay)
+            except psycopg.Error as e:
+                mapped = from_database(e)  # 22023 -> InvalidInput, P0002 -> NotFound, 42501 -> TenantError
+                if mapped is e:
+                    raise
+                raise mapped from e
 
     def _do(self, fn: str, args: dict, post, conn=None, *, setof: bool = True):
         sql, params = self._call_sql(fn, {k: v for k, v in args.items() if v is not None}, setof=setof)
@@ -532,6 +537,11 @@ class AsyncMemoryClient(_Base):
                     raise
                 attempt += 1
                 await asyncio.sleep(min(2.0, 0.05 * 2 ** attempt) * (0.5 + random.random()))
+            except psycopg.Error as e:
+                mapped = from_database(e)
+                if mapped is e:
+                    raise
+                raise mapped from e
 
     async def _do(self, fn: str, args: dict, post, conn=None, *, setof: bool = True):
         sql, params = self._call_sql(fn, {k: v for k, v in args.items() if v is not None}, setof=setof)

@@ -11,13 +11,14 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from urllib.parse import urlsplit
 
 from .config import migrations_dir, project_root, sql_dir
-from .errors import MigrationError, SetupError
+# VERSION_TABLE, connect, describe_dsn and resolve_dsn live in pgmem.db (the layer under the
+# client); they stay importable from here for migrations/env.py and older callers.
+from .db import VERSION_TABLE, connect, describe_dsn, installed_revision, resolve_dsn  # noqa: F401
+from .errors import MigrationError
 
 log = logging.getLogger("pgmem.migrate")
-VERSION_TABLE = "pgmem_alembic_version"
 MIN_PGVECTOR = (0, 8, 0)
 
 INSTALL_HINTS = {
@@ -27,33 +28,6 @@ INSTALL_HINTS = {
     "pg_cron": "pg_cron (Debian/Ubuntu: apt-get install postgresql-15-cron; then set "
                "shared_preload_libraries = 'pg_cron' and cron.database_name, and restart)",
 }
-
-
-def resolve_dsn(dsn: str | None = None) -> str:
-    """Explicit DSN > PGMEM_DSN > the embedded cluster."""
-    if dsn:
-        return dsn
-    env = os.environ.get("PGMEM_DSN")
-    if env:
-        return env
-    from .cluster import default_cluster
-
-    c = default_cluster()
-    if c.initialized():
-        return c.dsn()
-    raise SetupError("no database configured: set PGMEM_DSN, or run 'pgmem db up' for the embedded cluster")
-
-
-def describe_dsn(dsn: str) -> str:
-    """host:port/dbname of a DSN without its password, for messages."""
-    try:
-        import psycopg.conninfo as ci
-
-        d = ci.conninfo_to_dict(dsn)
-        return f"{d.get('host', 'localhost')}:{d.get('port', 5432)}/{d.get('dbname', d.get('user', '?'))}"
-    except Exception:
-        parts = urlsplit(dsn)
-        return f"{parts.hostname}:{parts.port}{parts.path}"
 
 
 def sqlalchemy_url(dsn: str) -> str:
@@ -71,18 +45,6 @@ def sqlalchemy_url(dsn: str) -> str:
     url = URL.create("postgresql+psycopg", username=d.pop("user", None), password=d.pop("password", None),
                      host=host, port=int(port) if port else None, database=d.pop("dbname", None), query=d)
     return url.render_as_string(hide_password=False)
-
-
-def connect(dsn: str | None = None, **kw):
-    """A psycopg connection with a one-line error when the server cannot be reached."""
-    import psycopg
-
-    dsn = resolve_dsn(dsn)
-    try:
-        return psycopg.connect(dsn, connect_timeout=int(os.environ.get("PGMEM_CONNECT_TIMEOUT", "10")), **kw)
-    except psycopg.OperationalError as e:
-        reason = str(e).strip().splitlines()[-1] if str(e).strip() else type(e).__name__
-        raise SetupError(f"cannot connect to {describe_dsn(dsn)}: {reason}") from None
 
 
 @dataclass
@@ -174,10 +136,7 @@ def downgrade(dsn: str | None = None, revision: str = "base") -> None:
 
 def current_revision(dsn: str | None = None) -> str | None:
     with connect(dsn, autocommit=True) as conn:
-        if conn.execute("select to_regclass(%s)", (f"public.{VERSION_TABLE}",)).fetchone()[0] is None:
-            return None
-        row = conn.execute(f"select version_num from public.{VERSION_TABLE}").fetchone()
-        return row[0] if row else None
+        return installed_revision(conn)
 
 
 def run_sql(sql: str) -> None:

@@ -109,7 +109,7 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import ARRAY, JSONB, TSVECTOR, UUID
 from sqlalchemy.orm import DeclarativeBase, Mapped, column_property
 
-from .migrate import VERSION_TABLE
+from .db import VERSION_TABLE
 
 __all__ = [
     "SCHEMA", "DEFAULT_EMBEDDING_DIM", "VERSION_TABLE", "TABLE_NAMES", "GENERATED_COLUMNS",

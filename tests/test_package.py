@@ -1,0 +1,178 @@
+"""pgmem as a package (issue 18): layers of the Python code, SQLSTATE mapping, the wheel.
+
+* Layers: the client, the worker and the models import neither the installer (migrate,
+  Alembic) nor the embedded cluster; ``pgmem.db`` resolves the DSN and connects.
+* errors.py maps SQLSTATEs raised by the SQL API to client exceptions: 22023 -> InvalidInput,
+  P0002 -> NotFound, 42501 (no tenant, or a tenant the login may not use) -> TenantError.
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import secrets
+import subprocess
+import sys
+import uuid
+
+import psycopg
+import pytest
+from psycopg import sql
+from psycopg.conninfo import make_conninfo
+
+from conftest import connect
+from pgmem import db
+from pgmem.client import AsyncMemoryClient, MemoryClient
+from pgmem.errors import (
+    DatabaseError,
+    InvalidInput,
+    NotFound,
+    PgmemError,
+    SetupError,
+    TenantError,
+    from_database,
+)
+
+PYTHONPATH = os.environ.get("PYTHONPATH", "")
+
+
+def _modules_after(code: str) -> set[str]:
+    """The pgmem/alembic/sqlalchemy/torch modules loaded by ``code`` in a fresh interpreter."""
+    probe = code + "\nimport sys, json\nprint(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in " \
+                   "('pgmem', 'alembic', 'sqlalchemy', 'torch', 'sentence_transformers', 'tqdm'))))"
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "PYTHONPATH": PYTHONPATH, "PGMEM_DSN": "postgresql://nobody@127.0.0.1:1/x"})
+    assert out.returncode == 0, out.stderr
+    return set(json.loads(out.stdout.strip().splitlines()[-1]))
+
+
+# ----------------------------------------------------------------------------- layers
+@pytest.mark.parametrize("code", [
+    "import pgmem.client",
+    "import pgmem.worker",
+    "from pgmem import MemoryClient, AsyncMemoryClient",
+    # constructing a client with a DSN resolves it through pgmem.db only
+    "from pgmem import MemoryClient; MemoryClient(tenant='acme', embedder=None)",
+    "import pgmem.extraction; pgmem.extraction.make_extractor('heuristic').extract('hi')",
+])
+def test_client_does_not_import_installer_or_cluster(code):
+    loaded = _modules_after(code)
+    assert "pgmem.migrate" not in loaded and "pgmem.cluster" not in loaded, loaded
+    assert not {m for m in loaded if m.split(".")[0] in ("alembic", "sqlalchemy", "torch", "tqdm")}, loaded
+    if "MemoryClient(" in code:
+        assert "pgmem.db" in loaded
+
+
+def test_models_import_no_installer():
+    loaded = _modules_after("import pgmem.models")
+    assert "pgmem.migrate" not in loaded and "pgmem.cluster" not in loaded and "alembic" not in loaded
+    assert "sqlalchemy" in loaded  # models are SQLAlchemy models, that import is theirs
+
+
+def test_extraction_split_keeps_public_names():
+    import pgmem.extraction as ex
+    from pgmem.extraction import heuristic, llm
+
+    for name in ex.__all__:
+        assert getattr(ex, name) is not None
+    assert ex.HeuristicExtractor is heuristic.HeuristicExtractor and ex.LLMExtractor is llm.LLMExtractor
+    # the heuristic module knows nothing of HTTP; the LLM module falls back on the heuristic one
+    assert "urllib" not in heuristic.__dict__ and "http" not in heuristic.__dict__
+    assert isinstance(llm.LLMExtractor(base_url="http://127.0.0.1:9/v1", model="m").fallback,
+                      heuristic.HeuristicExtractor)
+
+
+def test_resolve_dsn_precedence(monkeypatch):
+    monkeypatch.setenv("PGMEM_DSN", "postgresql://env@h/db")
+    assert db.resolve_dsn("postgresql://arg@h/db") == "postgresql://arg@h/db"
+    assert db.resolve_dsn(None) == "postgresql://env@h/db"
+    assert db.describe_dsn("postgresql://u:secret@db.example:6543/mem") == "db.example:6543/mem"
+
+
+def test_resolve_dsn_without_any_database_names_both_fixes(monkeypatch, tmp_path):
+    monkeypatch.delenv("PGMEM_DSN", raising=False)
+    monkeypatch.setenv("PGMEM_HOME", str(tmp_path / "nothing-here"))
+    with pytest.raises(SetupError, match="set PGMEM_DSN .*'pgmem db up'"):
+        db.resolve_dsn(None)
+
+
+def test_connect_error_is_one_line_without_password():
+    with pytest.raises(SetupError) as ei:
+        db.connect("postgresql://u:hunter2@127.0.0.1:1/x", connect_timeout=2)
+    msg = str(ei.value)
+    assert msg.startswith("cannot connect to 127.0.0.1:1/x:") and "hunter2" not in msg and "\n" not in msg
+
+
+# ----------------------------------------------------------------------------- SQLSTATEs
+def _server_error(dsn: str, sql: str, tenant: str | None = "acme") -> psycopg.Error:
+    with connect(dsn, tenant=tenant) as c:
+        with pytest.raises(psycopg.Error) as ei:
+            c.execute(sql)
+    return ei.value
+
+
+@pytest.mark.parametrize(("sql", "tenant", "cls", "state"), [
+    ("select pgmem._bad_input('k must be positive', 'pass k >= 1')", "acme", InvalidInput, "22023"),
+    ("select pgmem.forget(123456789)", "acme", NotFound, "P0002"),
+    ("select pgmem._require_tenant()", None, TenantError, "42501"),
+])
+def test_from_database_maps_sqlstates(dsn, sql, tenant, cls, state):
+    err = _server_error(dsn, sql, tenant)
+    assert err.sqlstate == state
+    mapped = from_database(err)
+    assert type(mapped) is cls and isinstance(mapped, DatabaseError) and isinstance(mapped, PgmemError)
+    assert mapped.sqlstate == state
+    assert mapped.message == err.diag.message_primary and mapped.hint == err.diag.message_hint
+    if mapped.hint:
+        assert str(mapped) == f"{mapped.message} (hint: {mapped.hint})"
+
+
+def test_from_database_leaves_other_errors_alone(dsn):
+    err = _server_error(dsn, "select 1/0")
+    assert from_database(err) is err
+
+
+def test_mapped_errors_are_builtin_kinds_too():
+    assert issubclass(InvalidInput, ValueError) and issubclass(NotFound, LookupError)
+    assert issubclass(TenantError, PermissionError)
+
+
+def test_client_raises_mapped_errors(dsn):
+    with MemoryClient(dsn, tenant="acme", embedder=None) as mem:
+        with pytest.raises(InvalidInput, match='unknown category "gossip"') as ei:
+            mem.remember("a fact", category="gossip")
+        assert ei.value.sqlstate == "22023" and isinstance(ei.value.__cause__, psycopg.errors.InvalidParameterValue)
+        with pytest.raises(NotFound, match="does not exist"):
+            mem.restore(987654321)
+
+
+@pytest.fixture
+def reader_dsn(cluster, dsn):
+    """The DSN of a login role granted only pgmem_reader (dropped after the test)."""
+    name, pw = f"reader_{uuid.uuid4().hex[:10]}", secrets.token_urlsafe(18)
+    with connect(cluster.dsn("postgres"), tenant=None) as su:
+        su.execute(sql.SQL("create role {} login password {} in role pgmem_reader").format(
+            sql.Identifier(name), sql.Literal(pw)))
+    yield make_conninfo(dsn, user=name, password=pw)
+    with connect(cluster.dsn("postgres"), tenant=None) as su:
+        su.execute("select pg_terminate_backend(pid) from pg_stat_activity where usename = %s", (name,))
+        su.execute(sql.SQL("drop role {}").format(sql.Identifier(name)))
+
+
+def test_client_maps_insufficient_privilege_to_tenant_error(reader_dsn):
+    # a BI login may read but not write: the server's 42501 reaches the caller as TenantError
+    with MemoryClient(reader_dsn, tenant="acme", embedder=None) as mem:
+        with pytest.raises(TenantError, match="permission denied") as ei:
+            mem.remember("a fact")
+        assert isinstance(ei.value.__cause__, psycopg.errors.InsufficientPrivilege)
+
+
+def test_async_client_raises_mapped_errors(dsn):
+    async def go():
+        async with AsyncMemoryClient(dsn, tenant="acme", embedder=None) as mem:
+            with pytest.raises(NotFound, match="does not exist"):
+                await mem.forget(987654321)
+            with pytest.raises(InvalidInput, match="unknown category"):
+                await mem.remember("a fact", category="gossip")
+
+    asyncio.run(go())
