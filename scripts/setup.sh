@@ -85,6 +85,12 @@ else
     log "installing torch==$TORCH_VERSION (CPU)"
     quiet_pip install "torch==$TORCH_VERSION"
   fi
+  # The distribution is "pgmem-agent" ("pgmem" on PyPI is another project); an editable
+  # install made under the old name would shadow it: remove that one (never a non-editable one).
+  if "${PIP[@]}" show pgmem 2>/dev/null | grep -q '^Editable project location:'; then
+    log "removing the editable install made under the old distribution name 'pgmem'"
+    "${PIP[@]}" uninstall -y pgmem >/dev/null
+  fi
   log "installing pgmem and its dependencies into $VENV"
   quiet_pip install -e ".[dev]" "torch==$TORCH_VERSION"
   echo "$want" > "$stamp"

@@ -11,9 +11,12 @@ import asyncio
 import json
 import os
 import secrets
+import shutil
 import subprocess
 import sys
 import uuid
+import zipfile
+from pathlib import Path
 
 import psycopg
 import pytest
@@ -176,3 +179,112 @@ def test_async_client_raises_mapped_errors(dsn):
                 await mem.remember("a fact", category="gossip")
 
     asyncio.run(go())
+
+
+# ----------------------------------------------------------------------------- the wheel
+REPO = Path(__file__).resolve().parent.parent
+WHEEL_TREE = ("pyproject.toml", "README.md", "python", "sql", "migrations")
+
+USE_THE_WHEEL = r"""
+import json, sys
+import pgmem
+from pgmem import MemoryClient
+
+assert "site-packages" in pgmem.__file__, pgmem.__file__
+dim = 384
+def unit(i):
+    v = [0.0] * dim
+    v[i] = 1.0
+    return v
+
+with MemoryClient(tenant="wheel", embedder=None) as mem:  # PGMEM_DSN
+    stored = [mem.remember(text, embedding=unit(i), who="user") for i, text in enumerate(
+        ["Maya is allergic to peanuts", "The deploy runs on Fridays", "Maya prefers tea to coffee"])]
+    text_only = mem.remember("Zanzibar trip booked for March", who="user", embed=False)
+    # bulk ingest: heuristic 5W1H extraction and a progress bar, without tqdm in the venv
+    many = mem.remember_many([{"content": "Kofi moved the standup to 9:30", "embedding": unit(7)}], progress=True)
+    by_vector = mem.search("allergy", embedding=unit(0), k=3)
+    by_text = mem.search("Zanzibar", k=3)
+print(json.dumps({"file": pgmem.__file__, "decisions": [r.decision for r in stored + [text_only] + many],
+                  "ids": [r.id for r in stored], "text_only": text_only.id,
+                  "by_vector": [h.id for h in by_vector], "by_text": [h.id for h in by_text],
+                  "lexical": [h.signals.get("lexical") for h in by_text]}))
+"""
+
+
+def _run(cmd: list[str], **kw) -> subprocess.CompletedProcess:
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=kw.pop("timeout", 600), **kw)
+    assert out.returncode == 0, f"{' '.join(map(str, cmd))} failed:\n{out.stdout[-3000:]}\n{out.stderr[-3000:]}"
+    return out
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory) -> Path:
+    """pgmem's wheel, built from a copy of the tree it is made of (the checkout stays clean)."""
+    src = tmp_path_factory.mktemp("src")
+    for item in WHEEL_TREE:
+        (shutil.copytree if (REPO / item).is_dir() else shutil.copy)(REPO / item, src / item)
+    out = tmp_path_factory.mktemp("dist")
+    _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(out), str(src)])
+    (whl,) = out.glob("pgmem_agent-*.whl")
+    return whl
+
+
+def test_wheel_carries_the_package_and_both_sql_lanes(wheel):
+    with zipfile.ZipFile(wheel) as z:
+        names = set(z.namelist())
+        meta = z.read(next(n for n in names if n.endswith(".dist-info/METADATA"))).decode()
+    want = {f"pgmem/{p.relative_to(REPO / 'python' / 'pgmem')}" for p in (REPO / "python" / "pgmem").rglob("*.py")}
+    want |= {f"pgmem/sql/{p.name}" for p in (REPO / "sql").glob("*.sql")}
+    want |= {f"pgmem/migrations/versions/{p.name}" for p in (REPO / "migrations" / "versions").glob("*.py")}
+    want |= {"pgmem/migrations/env.py", "pgmem/migrations/script.py.mako", "pgmem/py.typed"}
+    assert want - names == set()
+    assert "Name: pgmem-agent" in meta
+    core = [line.split(":", 1)[1].strip() for line in meta.splitlines()
+            if line.startswith("Requires-Dist:") and "extra ==" not in line]
+    assert sorted(c.split("[")[0].split(">")[0].strip() for c in core) == ["pgvector", "psycopg"]
+    extras = {line.split(":", 1)[1].strip() for line in meta.splitlines() if line.startswith("Provides-Extra:")}
+    assert {"embed", "extract", "install", "mcp", "bench", "dev"} <= extras
+
+
+def test_wheel_installs_into_any_postgresql_outside_the_checkout(wheel, fresh_db, tmp_path):
+    venv = tmp_path / "venv"
+    _run([sys.executable, "-m", "venv", str(venv)])
+    py = venv / "bin" / "python"
+    _run([str(py), "-m", "pip", "install", "-q", "--disable-pip-version-check", f"{wheel}[install]"], cwd=tmp_path)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PGMEM_", "PYTHON", "VIRTUAL_ENV"))}
+    env["PGMEM_DSN"] = fresh_db(None)  # an empty database: nothing of pgmem in it
+    env["PGMEM_HOME"] = str(tmp_path / "home")
+    work = tmp_path / "elsewhere"
+    work.mkdir()
+    with connect(env["PGMEM_DSN"], tenant=None) as c:
+        assert c.execute("select to_regnamespace('pgmem')").fetchone()[0] is None
+    # only what the wheel and its [install] extra bring: no torch, no sentence-transformers
+    mods = _run([str(py), "-c", "import importlib.util as u; print([m for m in ('torch', 'sentence_transformers', "
+                 "'tqdm', 'alembic') if u.find_spec(m)])"], env=env, cwd=work).stdout
+    assert mods.strip() == "['alembic']"
+    migrated = _run([str(venv / "bin" / "pgmem"), "migrate"], env=env, cwd=work)
+    head = sorted(p.name for p in (REPO / "migrations" / "versions").glob("0*.py"))[-1].split("_")[0]
+    assert f"pgmem is at revision {head}" in migrated.stdout
+    out = json.loads(_run([str(py), "-c", USE_THE_WHEEL], env=env, cwd=work).stdout.strip().splitlines()[-1])
+    assert out["file"].startswith(str(venv))
+    assert out["decisions"] == ["stored"] * 5
+    assert out["by_vector"][0] == out["ids"][0]  # the vector search finds the memory along e(0)
+    assert out["by_text"] == [out["text_only"]] and out["lexical"][0] > 0  # text only: lexical at once
+    # the idempotent lane came from the wheel: the installed functions carry the wheel's SQL
+    with connect(env["PGMEM_DSN"], tenant=None) as c:
+        n = c.execute("select count(*) from pg_proc where pronamespace = 'pgmem'::regnamespace").fetchone()[0]
+        assert n > 50
+
+
+def test_migrate_without_the_install_extra_says_what_to_install(wheel, tmp_path):
+    venv = tmp_path / "venv"
+    _run([sys.executable, "-m", "venv", str(venv)])
+    _run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check", str(wheel)],
+         cwd=tmp_path)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PGMEM_", "PYTHON", "VIRTUAL_ENV"))}
+    env["PGMEM_DSN"] = "postgresql://nobody@127.0.0.1:1/none"
+    out = subprocess.run([str(venv / "bin" / "pgmem"), "migrate"], capture_output=True, text=True, env=env,
+                         cwd=tmp_path, timeout=120)
+    assert out.returncode == 1
+    assert "pip install 'pgmem-agent[install]'" in out.stderr and "Traceback" not in out.stderr

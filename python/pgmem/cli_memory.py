@@ -92,7 +92,7 @@ def cmd_ingest(args) -> int:
     """Stream a JSONL file of events into pgmem: batches through remember_many; a bad line is
     reported with its number and skipped; a batch the database refuses is retried item by item
     so only the bad items are skipped. Re-running is safe: event_id makes it idempotent."""
-    from tqdm import tqdm
+    from ._progress import progress_bar
 
     from .client import event_to_args
 
@@ -104,7 +104,7 @@ def cmd_ingest(args) -> int:
         extractor = _default_extractor()
     counts: Counter = Counter()
     batch: list[tuple[int, dict]] = []
-    bar = tqdm(unit="ev", disable=not (sys.stderr.isatty() or args.progress), desc="ingest")
+    bar = progress_bar(unit="ev", disable=not (sys.stderr.isatty() or args.progress), desc="ingest")
 
     def flush():
         if not batch:

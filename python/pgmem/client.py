@@ -426,14 +426,14 @@ class MemoryClient(_Base):
                       on_error=None, conn=None) -> list[RememberResult]:
         """Store many events (dicts in the JSONL event format, or texts): embeds each batch at
         once and sends it in one pgmem.remember_many call. A progress bar shows on a terminal."""
-        from tqdm import tqdm
+        from ._progress import progress_bar
 
         events = list(events)
         if progress is None:
             progress = sys.stderr.isatty()
         extractor = (self.extractor or _default_extractor()) if extract else None
         out: list[RememberResult] = []
-        bar = tqdm(total=len(events), unit="mem", disable=not progress, desc="remember")
+        bar = progress_bar(total=len(events), unit="mem", disable=not progress, desc="remember")
         try:
             for start in range(0, len(events), batch_size):
                 chunk = events[start:start + batch_size]

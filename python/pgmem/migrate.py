@@ -12,11 +12,11 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .config import migrations_dir, project_root, sql_dir
+from .config import migrations_dir, sql_dir
 # VERSION_TABLE, connect, describe_dsn and resolve_dsn live in pgmem.db (the layer under the
 # client); they stay importable from here for migrations/env.py and older callers.
 from .db import VERSION_TABLE, connect, describe_dsn, installed_revision, resolve_dsn  # noqa: F401
-from .errors import MigrationError
+from .errors import MigrationError, SetupError
 
 log = logging.getLogger("pgmem.migrate")
 MIN_PGVECTOR = (0, 8, 0)
@@ -28,6 +28,23 @@ INSTALL_HINTS = {
     "pg_cron": "pg_cron (Debian/Ubuntu: apt-get install postgresql-15-cron; then set "
                "shared_preload_libraries = 'pg_cron' and cron.database_name, and restart)",
 }
+
+
+DISTRIBUTION = "pgmem-agent"  # the name on PyPI ("pgmem" and "pgmemory" are other projects)
+
+
+def _alembic():
+    """The alembic package, with SQLAlchemy; a clear error when the [install] extra is missing."""
+    try:
+        import alembic.command
+        import alembic.config
+        import sqlalchemy  # noqa: F401
+    except ImportError as e:
+        raise SetupError(
+            f"installing pgmem into a database needs Alembic and SQLAlchemy ({e.name} is missing): "
+            f"pip install '{DISTRIBUTION}[install]'"
+        ) from None
+    return alembic
 
 
 def sqlalchemy_url(dsn: str) -> str:
@@ -83,9 +100,11 @@ def preflight(conn) -> Preflight:
 
 
 def alembic_config(connection=None):
-    from alembic.config import Config
+    """Alembic's configuration for pgmem's revisions, without an ini file (the checkout's
+    alembic.ini is for the ``alembic`` command; the wheel carries none)."""
+    Config = _alembic().config.Config
 
-    cfg = Config(str(project_root() / "alembic.ini"))
+    cfg = Config()
     cfg.set_main_option("script_location", str(migrations_dir()))
     if connection is not None:
         cfg.attributes["connection"] = connection
@@ -93,6 +112,7 @@ def alembic_config(connection=None):
 
 
 def _engine(dsn: str):
+    _alembic()
     from sqlalchemy import create_engine, pool
 
     return create_engine(sqlalchemy_url(dsn), poolclass=pool.NullPool)
@@ -101,7 +121,7 @@ def _engine(dsn: str):
 def upgrade(dsn: str | None = None, revision: str = "head", *, embedding_dim: int | None = None) -> list[str]:
     """Check the server, run migrations up to ``revision``, re-apply the idempotent SQL.
     Returns warnings for the caller to show."""
-    from alembic import command
+    command = _alembic().command
 
     dsn = resolve_dsn(dsn)
     with connect(dsn, autocommit=True) as conn:
@@ -121,7 +141,7 @@ def upgrade(dsn: str | None = None, revision: str = "head", *, embedding_dim: in
 
 
 def downgrade(dsn: str | None = None, revision: str = "base") -> None:
-    from alembic import command
+    command = _alembic().command
 
     dsn = resolve_dsn(dsn)
     engine = _engine(dsn)
