@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 import asyncio
+import inspect
 import json
 import os
 import secrets
@@ -288,3 +289,53 @@ def test_migrate_without_the_install_extra_says_what_to_install(wheel, tmp_path)
                          cwd=tmp_path, timeout=120)
     assert out.returncode == 1
     assert "pip install 'pgmem-agent[install]'" in out.stderr and "Traceback" not in out.stderr
+
+
+# ----------------------------------------------------------------------------- async types
+def _api_methods() -> list[str]:
+    from pgmem.client import _Base
+
+    return sorted(n for n, v in vars(_Base).items() if not n.startswith("_") and inspect.isfunction(v))
+
+
+def test_every_async_method_is_a_coroutine_function_with_the_sync_signature():
+    from pgmem.client import _Base
+
+    names = _api_methods()
+    assert {"remember", "search", "build_context", "forget", "history"} <= set(names)
+    for name in names + ["call", "remember_many", "close"]:
+        method = getattr(AsyncMemoryClient, name)
+        assert inspect.iscoroutinefunction(method), f"AsyncMemoryClient.{name} is not a coroutine function"
+    for name in names:
+        assert inspect.signature(getattr(AsyncMemoryClient, name)) == inspect.signature(getattr(_Base, name))
+        assert getattr(AsyncMemoryClient, name).__doc__ == getattr(_Base, name).__doc__
+        # the annotation of an async def is the awaited type: the sync method's return type
+        assert inspect.signature(getattr(AsyncMemoryClient, name)).return_annotation == \
+            inspect.signature(getattr(MemoryClient, name)).return_annotation
+
+
+def test_async_client_end_to_end(dsn):
+    def unit(i: int) -> list[float]:
+        v = [0.0] * 384
+        v[i] = 1.0
+        return v
+
+    async def go():
+        async with AsyncMemoryClient(dsn, tenant="acme", embedder=None) as mem:
+            r = await mem.remember("Maya is allergic to peanuts", embedding=unit(3), who="user")
+            other = await mem.remember("The deploy runs on Fridays", embedding=unit(4), who="ops")
+            hits = await mem.search("peanuts", embedding=unit(3), k=2)
+            got = await mem.get(r.id)
+            ctx = await mem.build_context("peanuts", embedding=unit(3), token_budget=200)
+            await mem.forget(other.id, reason="test")
+            await mem.restore(other.id)
+            hist = await mem.history(other.id)
+            many = await mem.remember_many([{"content": "Kofi likes green tea", "embedding": unit(5)}])
+            return r, hits, got, ctx, hist, many
+
+    r, hits, got, ctx, hist, many = asyncio.run(go())
+    assert r.stored and hits[0].id == r.id and hits[0].signals["semantic"] == pytest.approx(1.0)
+    assert got["content"] == "Maya is allergic to peanuts"
+    assert ctx[0]["id"] == r.id
+    assert [h["op"] for h in hist] == ["add", "delete", "restore"]
+    assert [m.decision for m in many] == ["stored"]
