@@ -10,6 +10,8 @@ from pathlib import Path
 from .errors import ConfigError
 
 PACKAGE_DIR = Path(__file__).resolve().parent
+#: The name on PyPI ("pgmem" and "pgmemory" are other projects); import name and command: pgmem.
+DISTRIBUTION = "pgmem-agent"
 
 
 def project_root() -> Path:

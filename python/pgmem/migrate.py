@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .config import migrations_dir, sql_dir
+from .config import DISTRIBUTION, migrations_dir, sql_dir
 # VERSION_TABLE, connect, describe_dsn and resolve_dsn live in pgmem.db (the layer under the
 # client); they stay importable from here for migrations/env.py and older callers.
 from .db import VERSION_TABLE, connect, describe_dsn, installed_revision, resolve_dsn  # noqa: F401
@@ -28,9 +28,6 @@ INSTALL_HINTS = {
     "pg_cron": "pg_cron (Debian/Ubuntu: apt-get install postgresql-15-cron; then set "
                "shared_preload_libraries = 'pg_cron' and cron.database_name, and restart)",
 }
-
-
-DISTRIBUTION = "pgmem-agent"  # the name on PyPI ("pgmem" and "pgmemory" are other projects)
 
 
 def _alembic():
