@@ -23,7 +23,7 @@ export DEBIAN_FRONTEND=noninteractive
 # ---------------------------------------------------------------- apt packages
 APT_PACKAGES=(
   "postgresql-$PG_MAJOR" "postgresql-server-dev-$PG_MAJOR" "postgresql-plpython3-$PG_MAJOR"
-  "postgresql-$PG_MAJOR-cron" "postgresql-$PG_MAJOR-rum" postgresql-contrib
+  "postgresql-$PG_MAJOR-cron" postgresql-contrib
   "postgresql-$PG_MAJOR-plpgsql-check"  # lints every PL/pgSQL function (tests/test_plpgsql_check.py)
   python3-numpy python3-venv build-essential dpkg-dev ca-certificates
 )
