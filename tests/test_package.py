@@ -278,7 +278,7 @@ def test_wheel_installs_into_any_postgresql_outside_the_checkout(wheel, fresh_db
         assert n > 50
 
 
-def test_migrate_without_the_install_extra_says_what_to_install(wheel, tmp_path):
+def test_without_an_extra_the_command_says_what_to_install(wheel, tmp_path):
     venv = tmp_path / "venv"
     _run([sys.executable, "-m", "venv", str(venv)])
     _run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check", str(wheel)],
@@ -289,6 +289,10 @@ def test_migrate_without_the_install_extra_says_what_to_install(wheel, tmp_path)
                          cwd=tmp_path, timeout=120)
     assert out.returncode == 1
     assert "pip install 'pgmem-agent[install]'" in out.stderr and "Traceback" not in out.stderr
+    out = subprocess.run([str(venv / "bin" / "pgmem"), "mcp", "--tenant", "acme"], capture_output=True, text=True,
+                         env=env, cwd=tmp_path, timeout=120, stdin=subprocess.DEVNULL)
+    assert out.returncode == 1
+    assert "pip install 'pgmem-agent[mcp]'" in out.stderr and "Traceback" not in out.stderr
 
 
 # ----------------------------------------------------------------------------- async types
