@@ -39,6 +39,7 @@ def test_node_example_remembers_and_searches(dsn):
     by_vector = steps["search by vector"]["hits"]
     assert by_vector[0]["id"] == with_vector["memory_id"] and float(by_vector[0]["semantic"]) == 1.0
     assert steps["embedding queue"] == {"queued": 1}
+    assert steps["session limits"] == {"statement_timeout": "30s", "idle_in_transaction_session_timeout": "1min"}
     with connect(dsn, tenant="acme") as c:
         rows = c.execute("select id, tenant, user_id, embedding is not null from pgmem.memories order by id").fetchall()
     assert rows == [(int(text_only["memory_id"]), "acme", "maya", False),

@@ -166,9 +166,9 @@ def reader_dsn(cluster, dsn):
 def test_client_maps_insufficient_privilege_to_tenant_error(reader_dsn):
     # a BI login may read but not write: the server's 42501 reaches the caller as TenantError
     with MemoryClient(reader_dsn, tenant="acme", embedder=None) as mem:
-        with pytest.raises(TenantError, match="permission denied") as ei:
+        with pytest.raises(TenantError) as ei:
             mem.remember("a fact")
-        assert isinstance(ei.value.__cause__, psycopg.errors.InsufficientPrivilege)
+        assert ei.value.sqlstate == "42501" and isinstance(ei.value.__cause__, psycopg.errors.InsufficientPrivilege)
 
 
 def test_async_client_raises_mapped_errors(dsn):

@@ -29,7 +29,12 @@ const unitVector = (dim, axis) => Array.from({ length: dim }, (_, i) => (i === a
 
 const show = (step, value) => console.log(JSON.stringify({ step, ...value }));
 
-const client = new pg.Client({ connectionString: dsn });
+// pgmem refuses sessions of application logins that run without time limits (SECURITY.md):
+// set them for every connection, as MemoryClient does.
+const client = new pg.Client({
+  connectionString: dsn,
+  options: "-c statement_timeout=30s -c idle_in_transaction_session_timeout=60s",
+});
 await client.connect();
 try {
   // Every pgmem session works for one tenant.
@@ -72,6 +77,12 @@ try {
   const { rows: [queue] } = await client.query(
     "select count(*)::int as queued from pgmem.embedding_queue where memory_id = $1", [textOnly.memory_id]);
   show("embedding queue", queue);
+
+  // 6. The session's time limits, as set in the connection options above.
+  const { rows: [limits] } = await client.query(
+    "select current_setting('statement_timeout') as statement_timeout, " +
+    "current_setting('idle_in_transaction_session_timeout') as idle_in_transaction_session_timeout");
+  show("session limits", limits);
 } finally {
   await client.end();
 }
