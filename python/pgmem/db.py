@@ -8,6 +8,7 @@ DSN: an explicit argument > ``PGMEM_DSN`` > the embedded cluster (``pgmem db up`
 from __future__ import annotations
 
 import os
+import re
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -17,26 +18,65 @@ from .errors import SetupError
 VERSION_TABLE = "pgmem_alembic_version"
 
 
-def resolve_dsn(dsn: str | None = None) -> str:
-    """Explicit DSN > PGMEM_DSN > the embedded cluster."""
+def resolve_dsn(dsn: str | None = None, *, superuser: bool = False) -> str:
+    """Explicit DSN > PGMEM_DSN > the embedded cluster: as its owner role pgmem_owner (not a
+    superuser) for using pgmem, as its superuser for migrations (``superuser=True``)."""
     if dsn:
         return dsn
     env = os.environ.get("PGMEM_DSN")
     if env:
         return env
-    embedded = _embedded_dsn()
+    embedded = _embedded_dsn(superuser)
     if embedded:
         return embedded
     raise SetupError("no database configured: set PGMEM_DSN (e.g. postgresql://user@host/db), "
                      "or run 'pgmem db up' for the embedded cluster")
 
 
-def _embedded_dsn() -> str | None:
+def _embedded_dsn(superuser: bool = False) -> str | None:
     """The DSN of the embedded cluster under PGMEM_HOME, or None when there is none."""
     from .cluster import default_cluster
 
     c = default_cluster()
-    return c.dsn() if c.initialized() else None
+    if not c.initialized():
+        return None
+    return c.owner_dsn() if not superuser and c.has_owner_login() else c.dsn()
+
+
+_PASSWORD_RE = re.compile(r"(://[^:/@\s]*:)[^@\s]*(@)|(password\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)", re.I)
+
+
+def mask_password(text: str, dsn: str | None = None) -> str:
+    """``text`` (a DSN, or a message quoting one) with every password replaced by ****; with
+    ``dsn``, also every appearance of that DSN's password (libpq quotes the part it could not
+    parse, e.g. 'unexpected spaces found in "<password>"')."""
+    out = text
+    for pw in sorted(_dsn_passwords(dsn or ""), key=len, reverse=True):
+        out = out.replace(pw, "****")
+    return _PASSWORD_RE.sub(lambda m: f"{m.group(1)}****{m.group(2)}" if m.group(1) else f"{m.group(3)}****", out)
+
+
+def _dsn_passwords(dsn: str) -> list[str]:
+    """The password(s) a DSN holds, however malformed it is (URI or key=value)."""
+    found = []
+    m = re.match(r"^[a-z][a-z0-9+.-]*://[^:/@?#]*:(.*)@[^@]*$", dsn, re.I | re.S)
+    if m:
+        found.append(m.group(1))
+    for m in re.finditer(r"password\s*=\s*('(?:[^'\\]|\\.)*'?|\S+)", dsn, re.I):
+        found += [m.group(1), m.group(1).strip("'")]
+    return [p for p in found if len(p) >= 2]
+
+
+def check_dsn(dsn: str) -> str:
+    """The DSN if libpq can parse it, else a SetupError that does not show its password."""
+    import psycopg.conninfo as ci
+    from psycopg import ProgrammingError
+
+    try:
+        ci.conninfo_to_dict(dsn)
+    except ProgrammingError as e:
+        raise SetupError(f"malformed DSN ({mask_password(dsn, dsn)}): {mask_password(str(e).strip(), dsn)}") from None
+    return dsn
 
 
 def describe_dsn(dsn: str) -> str:
@@ -47,8 +87,13 @@ def describe_dsn(dsn: str) -> str:
         d = ci.conninfo_to_dict(dsn)
         return f"{d.get('host', 'localhost')}:{d.get('port', 5432)}/{d.get('dbname', d.get('user', '?'))}"
     except Exception:
-        parts = urlsplit(dsn)
-        return f"{parts.hostname}:{parts.port}{parts.path}"
+        try:
+            parts = urlsplit(dsn)
+            if parts.scheme and parts.hostname:
+                return f"{parts.hostname}:{parts.port}{parts.path}"
+        except ValueError:
+            pass
+        return "(a malformed DSN)"
 
 
 def connect_timeout() -> int:
@@ -58,17 +103,19 @@ def connect_timeout() -> int:
     return int_env("PGMEM_CONNECT_TIMEOUT", 10)
 
 
-def connect(dsn: str | None = None, **kw: Any):
-    """A psycopg connection with a one-line error when the server cannot be reached."""
+def connect(dsn: str | None = None, *, superuser: bool = False, **kw: Any):
+    """A psycopg connection with a one-line error (never showing a password) when the server
+    cannot be reached or the DSN is malformed."""
     import psycopg
 
-    dsn = resolve_dsn(dsn)
+    dsn = resolve_dsn(dsn, superuser=superuser)
     kw.setdefault("connect_timeout", connect_timeout())
     try:
         return psycopg.connect(dsn, **kw)
-    except psycopg.OperationalError as e:
+    except (psycopg.OperationalError, psycopg.ProgrammingError) as e:
+        # a malformed DSN's message quotes the DSN, password included
         reason = str(e).strip().splitlines()[-1] if str(e).strip() else type(e).__name__
-        raise SetupError(f"cannot connect to {describe_dsn(dsn)}: {reason}") from None
+        raise SetupError(f"cannot connect to {describe_dsn(dsn)}: {mask_password(reason, dsn)}") from None
 
 
 def installed_revision(conn) -> str | None:

@@ -13,9 +13,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .config import DISTRIBUTION, migrations_dir, sql_dir
-# VERSION_TABLE, connect, describe_dsn and resolve_dsn live in pgmem.db (the layer under the
-# client); they stay importable from here for migrations/env.py and older callers.
-from .db import VERSION_TABLE, connect, describe_dsn, installed_revision, resolve_dsn  # noqa: F401
+# The DSN and connection helpers live in pgmem.db (the layer under the client); they stay
+# importable from here for migrations/env.py and older callers.
+from .db import (VERSION_TABLE, check_dsn, connect, describe_dsn, installed_revision,  # noqa: F401
+                 mask_password, resolve_dsn)
 from .errors import MigrationError, SetupError
 
 log = logging.getLogger("pgmem.migrate")
@@ -89,6 +90,12 @@ def preflight(conn) -> Preflight:
     if "vector" in rows and _version_tuple(rows["vector"]) < MIN_PGVECTOR:
         p.missing.append("vector")
         p.warnings.append(f"pgvector {rows['vector']} is too old: pgmem needs 0.8.0 (iterative index scans)")
+    # pgmem's functions resolve names in pgmem, public, pg_temp: a role that may create objects in
+    # public could plant a function there (SECURITY.md). PostgreSQL 15 revokes it by default;
+    # clusters upgraded from older versions keep the old grant.
+    if conn.execute("select has_schema_privilege('public', 'public', 'CREATE')").fetchone()[0]:
+        p.warnings.append("every role may create objects in schema public, where pgmem's functions look up names: "
+                          "run REVOKE CREATE ON SCHEMA public FROM PUBLIC (PostgreSQL 15's default; SECURITY.md)")
     preload = conn.execute("select current_setting('shared_preload_libraries')").fetchone()[0]
     if "pg_cron" not in rows or "pg_cron" not in preload:
         p.warnings.append("pg_cron is not loaded (shared_preload_libraries): scheduled jobs are unavailable; "
@@ -120,7 +127,7 @@ def upgrade(dsn: str | None = None, revision: str = "head", *, embedding_dim: in
     Returns warnings for the caller to show."""
     command = _alembic().command
 
-    dsn = resolve_dsn(dsn)
+    dsn = resolve_dsn(dsn, superuser=True)
     with connect(dsn, autocommit=True) as conn:
         pf = preflight(conn)
     pf.raise_if_missing(describe_dsn(dsn))
@@ -140,7 +147,7 @@ def upgrade(dsn: str | None = None, revision: str = "head", *, embedding_dim: in
 def downgrade(dsn: str | None = None, revision: str = "base") -> None:
     command = _alembic().command
 
-    dsn = resolve_dsn(dsn)
+    dsn = resolve_dsn(dsn, superuser=True)
     engine = _engine(dsn)
     try:
         with engine.begin() as sa_conn:
@@ -152,7 +159,7 @@ def downgrade(dsn: str | None = None, revision: str = "base") -> None:
 
 
 def current_revision(dsn: str | None = None) -> str | None:
-    with connect(dsn, autocommit=True) as conn:
+    with connect(dsn, autocommit=True, superuser=True) as conn:
         return installed_revision(conn)
 
 
