@@ -463,8 +463,11 @@ create or replace function pgmem._setting_bool(p_key text) returns boolean
   return coalesce((pgmem._setting(p_key))::text::boolean, false);
 
 -- ------------------------------------------------------------------ errors
+-- Volatile, not immutable: an immutable call with constant arguments is evaluated when the
+-- statement is planned, so a linter that plans every statement (plpgsql_check) would raise
+-- every error message in the code at once.
 create or replace function pgmem._bad_input(p_message text, p_hint text default null) returns void
-  language plpgsql immutable parallel safe
+  language plpgsql volatile parallel safe
   set search_path = pgmem, public, pg_temp
 as $$
 begin

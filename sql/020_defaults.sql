@@ -22,9 +22,6 @@ insert into pgmem.settings (tenant, key, value, description) values
   ('*', 'max_statement_timeout_ms', '60000', 'sessions of pgmem_app and pgmem_reader logins must run with statement_timeout on and at most this (ms; 0 = no ceiling)'),
   ('*', 'max_idle_in_transaction_ms', '60000', 'sessions of pgmem_app and pgmem_reader logins must run with idle_in_transaction_session_timeout on and at most this (ms; 0 = no ceiling)')
 on conflict (tenant, key) do nothing;
--- candidate_pool's built-in default was 200 until the recent branch of search() (bench/README.md
--- L7, L12): an installation still at the old default moves to the new one; a changed value stays.
-update pgmem.settings set value = '100' where tenant = '*' and key = 'candidate_pool' and value = '200';
 
 -- engram.md, Category Importance Weights
 insert into pgmem.categories (tenant, category, weight, description) values

@@ -23,6 +23,7 @@ from psycopg.conninfo import conninfo_to_dict
 from psycopg.rows import dict_row
 
 from conftest import connect
+from pgmem.errors import TenantError
 from test_tenancy import login_roles
 
 
@@ -598,9 +599,10 @@ class TestClient:
         with MemoryClient(_login_dsn(env, "app"), tenant="a", embedder=None) as mem:
             assert mem.call("current_tenant")[0]["current_tenant"] == "a"
         with MemoryClient(_login_dsn(env, "app"), tenant="b", embedder=None) as mem:
-            # (the client may map 42501 to its own PermissionError)
-            with pytest.raises((psycopg.errors.InsufficientPrivilege, PermissionError), match='may not act for tenant "b"'):
+            # the client raises pgmem.errors.TenantError (SQLSTATE 42501) from the server's error
+            with pytest.raises(TenantError, match='may not act for tenant "b"') as ei:
                 mem.search("vault code")
+            assert isinstance(ei.value.__cause__, psycopg.errors.InsufficientPrivilege)
 
     def test_keyword_names_do_not_reach_the_sql(self, env):
         """Low: remember(**{"force => true, who => current_user::text, what": "x"}) ran the

@@ -113,6 +113,9 @@ def build_parser() -> argparse.ArgumentParser:
     from . import cli_memory
 
     cli_memory.register(sub)
+    from . import mcp_server  # `pgmem mcp` (the MCP SDK is imported only when it runs)
+
+    mcp_server.register(sub)
     return p
 
 
