@@ -253,11 +253,12 @@ begin
   res.importance := importance;
 
   -- Fragment salience (fragment-reconstructive-memory.md, Salience Formula); novelty is the
-  -- gate's semantic novelty (keyword novelty without an embedding), goal relevance unknown.
+  -- gate's semantic novelty (keyword novelty without an embedding); goal relevance is the
+  -- max cosine to the active goals (pgmem.goal_relevance, 700_identity.sql; NULL without goals).
   v_novelty := coalesce(g.semantic_novelty, g.keyword_novelty);
   v_emotion := case when valence is null and arousal is null then null
                     else pgmem.emotional_intensity(valence, arousal) end;
-  res.salience := pgmem.salience(v_emotion, v_novelty, null,
+  res.salience := pgmem.salience(v_emotion, v_novelty, pgmem.goal_relevance(embedding, agent_id),
                              pgmem.processing_depth(who, what, happened_at, location, why, how),
                              pgmem._setting('salience_weights'));
   v_gate := v_gate || jsonb_build_object('importance_source', v_importance_source,
