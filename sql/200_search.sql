@@ -186,6 +186,11 @@ begin
         perform pgmem._bad_input(format('filter "metadata" must be a JSON object (containment), got %s', v));
       end if;
       parts := parts || 'm.metadata @> ($1->''metadata'')'::text;
+    elsif k in ('motor', 'sensory') then  -- reconstructive (issue 16): Fragment content domains, containment
+      if jsonb_typeof(v) <> 'object' then
+        perform pgmem._bad_input(format('filter "%s" must be a JSON object (containment), got %s', k, v));
+      end if;
+      parts := parts || format('m.%I @> ($1->%L)', k, k);
     elsif k = 'ids' then
       if jsonb_typeof(v) <> 'array' or exists (select 1 from jsonb_array_elements(v) e where jsonb_typeof(e) <> 'number') then
         perform pgmem._bad_input(format('filter "ids" must be an array of memory ids, got %s', v));
@@ -193,7 +198,7 @@ begin
       parts := parts || 'm.id = any(array(select (jsonb_array_elements_text($1->''ids''))::bigint))'::text;
     else
       perform pgmem._bad_input(format('unknown filter "%s"', k),
-        'filters: user_id, agent_id, session_id, who, category, tier, state, location (string or array), created_after, created_before (timestamp), metadata (object, containment), ids (array)');
+        'filters: user_id, agent_id, session_id, who, category, tier, state, location (string or array), created_after, created_before (timestamp), metadata, motor, sensory (object, containment), ids (array)');
     end if;
   end loop;
   if not has_state then

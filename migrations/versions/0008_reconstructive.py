@@ -38,6 +38,9 @@ alter table pgmem.memories
   add column sensory jsonb check (sensory is null or jsonb_typeof(sensory) = 'object');
 create index memories_motor on pgmem.memories using gin (motor jsonb_path_ops) where motor is not null;
 create index memories_sensory on pgmem.memories using gin (sensory jsonb_path_ops) where sensory is not null;
+-- remember() takes motor and sensory (sql/100_remember.sql): its old signature goes
+drop function if exists pgmem.remember(text, vector, text, text, timestamptz, text, text, text, text, float8, jsonb,
+  text, text, text, text, text, text[], text[], float8, float8, float8, timestamptz, timestamptz, text, integer, text, boolean);
 
 -- ------------------------------------------------------------------ reconstruction log
 -- fragment-reconstructive-memory.md, Variance and Certainty: every reconstruction of a query
