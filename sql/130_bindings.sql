@@ -61,7 +61,9 @@ create or replace function pgmem._binding_weights(p_weights jsonb default null) 
   set search_path = pgmem, public, pg_temp
 as $$
 declare
-  w jsonb := coalesce(pgmem._setting('binding_weights'), '{}') || coalesce(p_weights, '{}');
+  -- the installation's weights, a tenant's own (for the kinds it sets), the caller's
+  w jsonb := coalesce((select s.value from pgmem.settings s where s.tenant = '*' and s.key = 'binding_weights'), '{}')
+             || coalesce(pgmem._setting('binding_weights'), '{}') || coalesce(p_weights, '{}');
   k text;
   v jsonb;
 begin
