@@ -103,7 +103,7 @@ begin
   agent_id := coalesce(agent_id, '');
   insert into pgmem.identity_traits as t (tenant, agent_id, name, value, inertia)
   values (v_tenant, agent_id, name, observed, v_inertia)
-  on conflict (tenant, agent_id, name) do update
+  on conflict on constraint identity_traits_pkey do update
     set value = t.inertia * t.value + (1 - t.inertia) * observed,  -- EMA at the stored inertia
         inertia = case when inertia is not null then inertia else t.inertia end,
         observations = t.observations + 1, updated_at = clock_timestamp()
@@ -156,7 +156,7 @@ begin
   values (v_tenant, agent_id, key, statement,
           case when v_first then confidence else (1 - v_inertia) * confidence end,  -- a new alternative starts from 0
           v_inertia, array(select distinct e from unnest(evidence) e order by e))
-  on conflict (tenant, agent_id, key, statement) do update
+  on conflict on constraint identity_beliefs_pkey do update
     set confidence = b.inertia * b.confidence + (1 - b.inertia) * confidence,
         inertia = case when inertia is not null then inertia else b.inertia end,
         evidence = array(select distinct e from unnest(b.evidence || excluded.evidence) e order by e),
@@ -193,7 +193,7 @@ begin
   agent_id := coalesce(agent_id, '');
   insert into pgmem.identity_goals as g (tenant, agent_id, key, goal, embedding, priority, inertia)
   values (v_tenant, agent_id, key, goal, embedding, priority, v_inertia)
-  on conflict (tenant, agent_id, key) do update
+  on conflict on constraint identity_goals_pkey do update
     set goal = excluded.goal,
         embedding = case when excluded.embedding is null then g.embedding
                          when g.embedding is null then excluded.embedding
