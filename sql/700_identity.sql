@@ -104,7 +104,7 @@ begin
   insert into pgmem.identity_traits as t (tenant, agent_id, name, value, inertia)
   values (v_tenant, agent_id, name, observed, v_inertia)
   on conflict on constraint identity_traits_pkey do update
-    set value = t.inertia * t.value + (1 - t.inertia) * observed,  -- EMA at the stored inertia
+    set value = coalesce(inertia, t.inertia) * t.value + (1 - coalesce(inertia, t.inertia)) * observed,  -- EMA (the given inertia, else the stored one)
         inertia = case when inertia is not null then inertia else t.inertia end,
         observations = t.observations + 1, updated_at = clock_timestamp()
   returning t.* into r;
@@ -157,7 +157,7 @@ begin
           case when v_first then confidence else (1 - v_inertia) * confidence end,  -- a new alternative starts from 0
           v_inertia, array(select distinct e from unnest(evidence) e order by e))
   on conflict on constraint identity_beliefs_pkey do update
-    set confidence = b.inertia * b.confidence + (1 - b.inertia) * confidence,
+    set confidence = coalesce(inertia, b.inertia) * b.confidence + (1 - coalesce(inertia, b.inertia)) * confidence,
         inertia = case when inertia is not null then inertia else b.inertia end,
         evidence = array(select distinct e from unnest(b.evidence || excluded.evidence) e order by e),
         observations = b.observations + 1, updated_at = clock_timestamp();
@@ -197,9 +197,9 @@ begin
     set goal = excluded.goal,
         embedding = case when excluded.embedding is null then g.embedding
                          when g.embedding is null then excluded.embedding
-                         else l2_normalize((select array_agg(g.inertia * a + (1 - g.inertia) * b order by o)
+                         else l2_normalize((select array_agg(coalesce(inertia, g.inertia) * a + (1 - coalesce(inertia, g.inertia)) * b order by o)
                                               from unnest(g.embedding::real[], excluded.embedding::real[]) with ordinality u(a, b, o))::vector) end,
-        priority = g.inertia * g.priority + (1 - g.inertia) * excluded.priority,
+        priority = coalesce(inertia, g.inertia) * g.priority + (1 - coalesce(inertia, g.inertia)) * excluded.priority,
         inertia = case when inertia is not null then inertia else g.inertia end,
         state = 'active', observations = g.observations + 1, updated_at = clock_timestamp()
   returning g.* into r;
