@@ -103,3 +103,68 @@ begin
 end $$;
 comment on function pgmem.spread(bigint[], integer, float8, text[], jsonb, integer, float8[], boolean) is
   'Fragment spreading activation from seed memories over the bindings (pgmem.links), as a recursive CTE: each memory''s activation is the maximum over paths of at most `iterations` bindings of seed level × Π(decay × kind weight × binding strength); at most `fanout` (setting spread_fanout) strongest bindings of each memory are followed, so a hub cannot blow up a query. Returns each memory reached with its best path.';
+
+-- Fused search with spreading activation as a signal and a candidate branch (issue 16, item
+-- 8: does spreading activation help retrieval?). The `seeds` best hits of pgmem.search spread
+-- activation over the bindings, each starting at its fused score / the best one; the memories
+-- reached join the candidates (the branch), and every candidate is scored
+--   (1 - spread_weight) × fused + spread_weight × activation
+-- with its exact fused score (search_exact over the candidate ids: the same signals and
+-- weights as search) and its activation (0 when not reached). spread_weight 0 is search.
+create or replace function pgmem.search_spread(
+  query_text text default null,
+  query_embedding vector default null,
+  k integer default 10,
+  seeds integer default 10,
+  spread_weight float8 default 0.3,
+  iterations integer default 2,
+  decay float8 default 0.5,
+  kinds text[] default null,
+  weights jsonb default null,
+  filters jsonb default '{}',
+  as_of timestamptz default null,
+  profile text default 'jam')
+returns table (id bigint, score float8, fused float8, activation float8, depth integer, via_kind text, via_id bigint,
+               content text, who text, happened_at timestamptz, created_at timestamptz)
+  language plpgsql volatile security definer
+  set search_path = pgmem, public, pg_temp
+as $$
+#variable_conflict use_column
+declare
+  v_tenant text := pgmem._require_tenant();
+  v_hits bigint[];
+  v_scores float8[];
+  v_act jsonb;
+  v_cand bigint[];
+begin
+  perform pgmem._check_between(k, 'k', 1, 1000);
+  perform pgmem._check_between(seeds, 'seeds', 1, 200);
+  if spread_weight is null or spread_weight <> spread_weight or spread_weight < 0 or spread_weight > 1 then
+    perform pgmem._bad_input(format('spread_weight must be between 0 and 1, got %s', coalesce(spread_weight::text, 'NULL')));
+  end if;
+  select array_agg(h.id order by h.score desc, h.id), array_agg(h.score order by h.score desc, h.id) into v_hits, v_scores
+    from pgmem.search(query_text, query_embedding, k => greatest(k, seeds), profile => profile, filters => filters,
+                      as_of => as_of) h;
+  if v_hits is null then
+    return;
+  end if;
+  select coalesce(jsonb_agg(to_jsonb(s)), '[]') into v_act
+    from pgmem.spread(v_hits[1:seeds], iterations, decay, kinds, weights, null,
+                      array(select greatest(0, least(1, x / nullif(v_scores[1], 0))) from unnest(v_scores[1:seeds]) x)) s;
+  v_cand := array(select distinct x from (select unnest(v_hits) union all
+                                          select (a->>'memory_id')::bigint from jsonb_array_elements(v_act) a) u(x));
+  return query
+  with act as (
+    select a.* from jsonb_to_recordset(v_act) as a(memory_id bigint, activation float8, depth integer, via_kind text, via_id bigint)),
+  ex as (
+    select * from pgmem.search_exact(query_text, query_embedding, k => cardinality(v_cand), profile => profile,
+                                     filters => coalesce(filters, '{}'::jsonb) || jsonb_build_object('ids', to_jsonb(v_cand)),
+                                     as_of => as_of))
+  select ex.id, (1 - spread_weight) * ex.score + spread_weight * coalesce(act.activation, 0), ex.score,
+         coalesce(act.activation, 0), act.depth, act.via_kind, act.via_id, ex.content, ex.who, ex.happened_at, ex.created_at
+    from ex left join act on act.memory_id = ex.id
+   order by 2 desc, ex.id
+   limit k;
+end $$;
+comment on function pgmem.search_spread(text, vector, integer, integer, float8, integer, float8, text[], jsonb, jsonb, timestamptz, text) is
+  'Fused search with spreading activation as a signal and a candidate branch: the best `seeds` hits spread activation over the bindings (starting at their fused score / the best), the memories reached join the candidates, and each is scored (1 - spread_weight) × its exact fused score + spread_weight × its activation.';

@@ -3,7 +3,7 @@
 -- 900_security.sql): a session sees its tenant's rows.
 
 -- Every binding seen from each of its two memories: one row per (memory, binding).
-create or replace view pgmem.binding_graph as
+create or replace view pgmem.binding_graph with (security_invoker = true, security_barrier = true) as
 select l.tenant, d.memory_id, d.other_id, l.kind, d.direction, l.weight::float8 as weight,
        pgmem.binding_strength(l.kind, l.weight) as strength, l.count, l.metadata,
        o.state as other_state, left(o.content, 200) as other_content, l.created_at, l.updated_at
@@ -13,7 +13,7 @@ select l.tenant, d.memory_id, d.other_id, l.kind, d.direction, l.weight::float8 
 comment on view pgmem.binding_graph is
   'The binding graph per memory: each binding (temporal, semantic, causal, concept, co_access, merged, supersedes) seen from both of its memories (direction out = src, in = dst), with its weight, its strength in spread() and the other memory''s state and first 200 characters.';
 
-create or replace view pgmem.work_queue_status as
+create or replace view pgmem.work_queue_status with (security_invoker = true, security_barrier = true) as
 select q.tenant, q.priority,
        case q.priority when 0 then 'QUERY' when 1 then 'ENCODE' when 2 then 'REFLECT' when 3 then 'MAINTENANCE' else 'IDLE' end as priority_name,
        q.task, count(*) as items, count(*) filter (where q.not_before <= now()) as ready,

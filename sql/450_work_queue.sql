@@ -47,7 +47,7 @@ on conflict (tenant, key) do nothing;
 create or replace function pgmem.enqueue(task text, memory_ids bigint[] default '{}', params jsonb default '{}',
                                          priority integer default null, not_before timestamptz default null)
 returns bigint
-  language plpgsql volatile security definer
+  language plpgsql volatile  -- the caller's rights: _is_admin() and RLS see the caller
   set search_path = pgmem, public, pg_temp
 as $$
 #variable_conflict use_variable

@@ -92,3 +92,18 @@ grant execute on function pgmem.current_tenant(), pgmem._is_admin(), pgmem.age_d
   pgmem.exp_decay(float8, float8), pgmem.linear_recency(timestamptz, timestamptz, float8),
   pgmem.access_boost(integer), pgmem.decayed_importance(float8, timestamptz, integer, timestamptz, float8),
   pgmem.fragment_strength(float8, timestamptz, timestamptz[], timestamptz) to pgmem_reader;
+
+-- reconstructive (issue 16): identity, the reconstruction log, the work queue, the binding views.
+-- The functions that write these tables are SECURITY DEFINER and filter on the caller's tenant
+-- (spread, search_spread, reconstruct, reconstruction_certainty, refresh_bindings, identity_*,
+-- identity, goal relevance's readers, rescore_salience, reflect, work); the app role reads its
+-- tenant's rows (RLS), reads goals (goal_relevance runs as the caller, from remember), and
+-- inserts work items (enqueue, and the ENCODE triggers, which run as the caller).
+grant select on pgmem.identity_traits, pgmem.identity_beliefs, pgmem.identity_goals, pgmem.identity_snapshots,
+  pgmem.reconstructions, pgmem.work_queue to pgmem_app;
+grant insert on pgmem.work_queue to pgmem_app;
+grant select on pgmem.binding_graph, pgmem.work_queue_status to pgmem_reader, pgmem_app;
+grant execute on function pgmem.binding_strength(text, float8) to pgmem_reader;
+-- the binding views run as their caller (security_invoker): the reader reads what they show, under RLS
+grant select on pgmem.links, pgmem.work_queue to pgmem_reader;
+grant select (tenant, id, state, content) on pgmem.memories to pgmem_reader;
