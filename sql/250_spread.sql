@@ -35,7 +35,8 @@ create or replace function pgmem.spread(
   weights jsonb default null,
   fanout integer default null,
   seed_levels float8[] default null,
-  directed boolean default false)
+  directed boolean default false,
+  received_only boolean default false)
 returns table (memory_id bigint, activation float8, depth integer, via_kind text, via_id bigint, path bigint[])
   language plpgsql stable security definer
   set search_path = pgmem, public, pg_temp
@@ -98,11 +99,13 @@ begin
              where w.depth < iterations) n
      where n.rn = 1)
   select b.id, b.level, b.depth, b.via_kind, b.via_id, b.path
-    from (select distinct on (w.id) w.* from w order by w.id, w.level desc, w.depth, w.via_id) b
+    from (select distinct on (w.id) w.* from w
+           where not received_only or w.depth > 0  -- a seed's own level left out: what the others pass it
+           order by w.id, w.level desc, w.depth, w.via_id) b
    order by b.level desc, b.id;
 end $$;
-comment on function pgmem.spread(bigint[], integer, float8, text[], jsonb, integer, float8[], boolean) is
-  'Fragment spreading activation from seed memories over the bindings (pgmem.links), as a recursive CTE: each memory''s activation is the maximum over paths of at most `iterations` bindings of seed level × Π(decay × kind weight × binding strength); at most `fanout` (setting spread_fanout) strongest bindings of each memory are followed, so a hub cannot blow up a query. Returns each memory reached with its best path.';
+comment on function pgmem.spread(bigint[], integer, float8, text[], jsonb, integer, float8[], boolean, boolean) is
+  'Fragment spreading activation from seed memories over the bindings (pgmem.links), as a recursive CTE: each memory''s activation is the maximum over paths of at most `iterations` bindings of seed level × Π(decay × kind weight × binding strength); at most `fanout` (setting spread_fanout) strongest bindings of each memory are followed, so a hub cannot blow up a query. Returns each memory reached with its best path; received_only => true leaves out the seeds'' own levels (a seed then has only what other seeds pass it).';
 
 -- Fused search with spreading activation as a signal and a candidate branch (issue 16, item
 -- 8: does spreading activation help retrieval?). The `seeds` best hits of pgmem.search spread
@@ -110,7 +113,8 @@ comment on function pgmem.spread(bigint[], integer, float8, text[], jsonb, integ
 -- reached join the candidates (the branch), and every candidate is scored
 --   (1 - spread_weight) × fused + spread_weight × activation
 -- with its exact fused score (search_exact over the candidate ids: the same signals and
--- weights as search) and its activation (0 when not reached). spread_weight 0 is search.
+-- weights as search) and the activation other hits pass it (spread's received_only: a seed's
+-- own level would only repeat its fused score; 0 when not reached). spread_weight 0 is search.
 create or replace function pgmem.search_spread(
   query_text text default null,
   query_embedding vector default null,
@@ -150,7 +154,8 @@ begin
   end if;
   select coalesce(jsonb_agg(to_jsonb(s)), '[]') into v_act
     from pgmem.spread(v_hits[1:seeds], iterations, decay, kinds, weights, null,
-                      array(select greatest(0, least(1, x / nullif(v_scores[1], 0))) from unnest(v_scores[1:seeds]) x)) s;
+                      array(select greatest(0, least(1, x / nullif(v_scores[1], 0))) from unnest(v_scores[1:seeds]) x),
+                      directed => false, received_only => true) s;
   v_cand := array(select distinct x from (select unnest(v_hits) union all
                                           select (a->>'memory_id')::bigint from jsonb_array_elements(v_act) a) u(x));
   return query

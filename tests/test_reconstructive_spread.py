@@ -236,3 +236,34 @@ def test_spread_seed_levels(conn):
     got = spread(conn, [a, b], seed_levels=[0.4, 0.9], iterations=1)
     assert got == pytest.approx({a: 0.4, b: 0.9, c: 0.45})
     assert math.isclose(got[c], max(0.4, 0.9) * 0.5)
+
+
+def test_spread_received_only_leaves_out_the_seeds_own_levels(conn):
+    a, b, c, d = memories(conn, 4)
+    link(conn, a, b, "temporal")
+    link(conn, b, c, "temporal")
+    # a and b are seeds: b receives .5 × 1.0 from a, a receives .5 × .8 from b; c is reached from b
+    got = spread(conn, [a, b], seed_levels=[1.0, 0.8], received_only=True)
+    assert got == pytest.approx({a: 0.4, b: 0.5, c: 0.4})
+    assert d not in got
+
+
+def test_search_spread_lifts_what_the_hits_are_bound_to(conn):
+    from conftest import at_cos, e
+    ids = []
+    for i, (text, v) in enumerate([("the kite festival is on the hill", e(1)), ("bring sandwiches and water", e(2)),
+                                   ("kites fly well in strong wind", at_cos(1, 3, 0.7)), ("the tax form is due", e(4))]):
+        ids.append(conn.execute("select memory_id from pgmem.remember(%s, %s::vector, force => true)", (text, v)).fetchone()[0])
+    link(conn, ids[0], ids[1], "temporal")
+    q = dict(query_text=None, query_embedding=e(1), k=4, seeds=1)
+    sql = ("select id, score, fused, activation from pgmem.search_spread(query_embedding => %(query_embedding)s::vector, "
+           "k => %(k)s, seeds => %(seeds)s, spread_weight => %(w)s)")
+    plain = [r[0] for r in conn.execute("select id from pgmem.search(query_embedding => %s::vector, k => 4)", (e(1),))]
+    assert [r[0] for r in conn.execute(sql, {**q, "w": 0.0})] == plain
+    rows = {r[0]: r[1:] for r in conn.execute(sql, {**q, "w": 0.5})}
+    # the seed passes its level (1.0, the best hit) × decay .5 to what it is bound to
+    assert rows[ids[1]][2] == pytest.approx(0.5)
+    assert rows[ids[1]][0] == pytest.approx(0.5 * rows[ids[1]][1] + 0.5 * 0.5)
+    assert rows[ids[0]][2] == 0  # the seed's own level is not counted again
+    order = [r[0] for r in conn.execute(sql, {**q, "w": 0.5})]
+    assert order.index(ids[1]) < plain.index(ids[1])
