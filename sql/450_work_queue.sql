@@ -22,6 +22,7 @@ comment on function pgmem.work_priority(text) is
 create or replace function pgmem.work_tasks()
 returns table (task text, priority smallint, priority_name text, handler text, admin_only boolean, description text)
   language sql immutable parallel safe
+  set search_path = pgmem, public, pg_temp
 as $$
   select t.task, pgmem.work_priority(t.pname), t.pname, '_work_' || t.task, t.admin_only, t.description
     from (values

@@ -19,6 +19,14 @@
 --                         GIN and HNSW index paths would be lost for pgmem_app (measured at
 --                         100,000 memories: fused search p50 157 ms as pgmem_app vs 59 ms as
 --                         owner). They run as the owner, with the tenant filter in their SQL.
+--   pgmem.spread, search_spread, reconstruct, reconstruction_certainty, refresh_bindings,
+--   identity_update_trait, identity_update_belief, identity_set_goal, identity_end_goal,
+--   identity, identity_snapshot, identity_at, work, rescore_salience, reflect
+--                         reconstructive (issue 16): they call private helpers (binding writers,
+--                         work handlers, the HNSW neighbour query of the bindings); every
+--                         statement filters on the caller's tenant (work/reflect: the tenant of
+--                         each item / batch, all tenants only for pgmem_admin via _job_scope).
+--                         tests/test_reconstructive_tenancy.py runs each as another tenant.
 
 do $$
 declare

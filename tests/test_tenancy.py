@@ -547,6 +547,38 @@ def _current_tenant(w: World):
     assert scalar(w.a, "select pgmem.current_tenant()") == "a"
 
 
+# reconstructive (issue 16): spreading activation, reconstruction, bindings, identity, work queue.
+# (tests/test_reconstructive_tenancy.py checks them against a tenant b that has identity,
+# reconstructions and queued work; here, against this module's tenant b.)
+@check("spread", "search_spread", "reconstruct", "reconstruction_certainty", "refresh_bindings", "bind",
+       "identity", "identity_at", "identity_snapshot", "identity_update_trait", "identity_update_belief",
+       "identity_set_goal", "identity_end_goal", "goal_relevance", "enqueue", "work", "reflect", "rescore_salience")
+def _reconstructive(w: World):
+    assert rows(w.a, "select * from pgmem.spread(%s::bigint[])", (w.b_ids,)) == []
+    for qt, qv in ((f"{MARK} report passport", None), (None, w.vec["b0"]), (MARK, w.vec["b3"])):
+        w.no_b(rows(w.a, "select * from pgmem.search_spread(%s, %s::vector, k => 100, seeds => 50)", (qt, qv)), "search_spread")
+        r = scalar(w.a, "select pgmem.reconstruct(%s, %s::vector, k => 100, seeds => 50, filters => %s, log => false)",
+                   (qt, qv, Jsonb({"state": ["active", "archived", "merged", "deleted"]})))
+        w.no_b(r["members"] + r["suppressed"], "reconstruct")
+        assert scalar(w.a, "select pgmem.reconstruction_certainty(%s)", (r["query_hash"],)) == 0.5
+    assert {x["written"] for x in rows(w.a, "select * from pgmem.refresh_bindings(%s::bigint[])", (w.b_ids,))} == {0}
+    expect_error(lambda: rows(w.a, "select * from pgmem.bind(%s, %s, 'causal')", (w.a_ids["m0"], w.b_ids[0])), "22023")
+    m = w.a_ids["m0"]
+    w.a.execute("select pgmem.identity_update_trait('calm', 0.5)")
+    expect_error(lambda: w.a.execute("select pgmem.identity_update_belief('k', 's', 0.5, %s::bigint[])", (w.b_ids[:1],)), "22023")
+    w.a.execute("select pgmem.identity_update_belief('k', 's', 0.5, %s::bigint[])", ([m],))
+    w.a.execute("select pgmem.identity_set_goal('g', 'a goal', %s::vector)", (w.vec["b0"],))
+    w.a.execute("select pgmem.identity_end_goal('g')")
+    w.a.execute("select pgmem.identity_snapshot('check')")
+    assert scalar(w.a, "select pgmem.identity()->'traits'->'calm'->>'value'") == "0.5"
+    assert scalar(w.a, "select pgmem.identity_at(now())->>'reason'") == "check"
+    assert scalar(w.a, "select pgmem.goal_relevance(%s::vector)", (w.vec["b0"],)) is None
+    w.a.execute("select pgmem.enqueue('touch', %s::bigint[])", (w.b_ids,))
+    assert all(x["tenant_id"] == "a" for x in rows(w.a, "select * from pgmem.work(10000)"))
+    assert all(x["tenant_id"] == "a" for x in rows(w.a, "select * from pgmem.reflect()"))
+    assert rows(w.a, "select examined from pgmem.rescore_salience(%s::bigint[])", (w.b_ids,)) == [{"examined": 0}]
+
+
 # Pure helpers: IMMUTABLE (so they cannot read tables) and no dependency on any table; they
 # are exercised as tenant a so that a missing grant shows up too.
 PURE = {
@@ -570,6 +602,12 @@ PURE = {
     "salience": "select pgmem.salience(0.5, 0.5, null, 0.5)",
     "text_overlap": "select pgmem.text_overlap('a b', 'b c')",
     "tokens": "select pgmem.tokens('Hello, world')",
+    # reconstructive (issue 16)
+    "binding_strength": "select pgmem.binding_strength('co_access', 3)",
+    "certainty": "select pgmem.certainty('[[1, 2], [1, 3]]')",
+    "reconstruction_hash": "select pgmem.reconstruction_hash('q', null, 3)",
+    "work_priority": "select pgmem.work_priority('ENCODE')",
+    "work_tasks": "select * from pgmem.work_tasks()",
 }
 ADMIN_ONLY = {"merge_duplicates", "unmerge", "prune", "purge", "archive_stale", "tune_thresholds", "schedule_jobs",
               "unschedule_jobs", "run_job"}
@@ -578,7 +616,7 @@ ORDER = ["get_memory", "history", "surprise", "search", "search_exact", "explain
          "build_context",
          "context_threshold", "memory_strength", "export_user", "touch", "claim_embeddings", "update_memory", "forget",
          "restore", "revert", "feedback", "current_tenant", "schedule_jobs", "merge_duplicates", "prune",
-         "archive_stale", "tune_thresholds", "purge", "run_job", "remember", "remember_many", "erase_user"]
+         "archive_stale", "tune_thresholds", "purge", "run_job", "spread", "remember", "remember_many", "erase_user"]
 
 
 def public_functions(conn) -> set[str]:
@@ -782,6 +820,8 @@ DOCUMENTED_UNPINNED = {
     # PL/pgSQL without SET search_path (names resolved at run time with the caller's search_path)
     "_bad_input", "_check_time", "_check_unit", "_effective_weights", "_filter_sql", "check_weights",
     "run_job",  # a procedure that COMMITs cannot have SET clauses (documented in 400_jobs.sql)
+    # reconstructive (issue 16): SQL-standard bodies
+    "_binding_kinds", "_cue_pattern", "_gaussian", "_numbers", "binding_strength", "reconstruction_hash", "work_priority",
 }
 
 
@@ -795,6 +835,12 @@ def _unpinned(conn) -> list[dict]:
          order by 1""")
 
 
+# reconstructive (issue 16): SECURITY DEFINER, each filtering every statement on the caller's tenant
+RECONSTRUCTIVE_SECDEF = ["spread", "search_spread", "reconstruct", "reconstruction_certainty", "refresh_bindings",
+                         "identity_update_trait", "identity_update_belief", "identity_set_goal", "identity_end_goal",
+                         "identity", "identity_snapshot", "identity_at", "work", "rescore_salience", "reflect"]
+
+
 def test_search_path_pinned(conn):
     unpinned = _unpinned(conn)
     print("\nunpinned functions: " + ", ".join(f"{u['name']} ({u['language']})" for u in unpinned))
@@ -803,7 +849,8 @@ def test_search_path_pinned(conn):
                         " where n.nspname = 'pgmem' and p.prosecdef")
     # the audited list (sql/900_security.sql); each filters on the caller's tenant itself, and
     # test_tenant_isolation_of_every_function_view_and_table runs every one as tenant a
-    assert sorted(r["proname"] for r in secdef) == ["_activate", "_search", "erase_user", "recall", "surprise"], secdef
+    assert sorted(r["proname"] for r in secdef) == sorted(["_activate", "_search", "erase_user", "recall", "surprise"]
+                                                          + RECONSTRUCTIVE_SECDEF), secdef
     for r in secdef:
         assert any(c.startswith("search_path=pgmem") and c.endswith("pg_temp") for c in r["proconfig"]), r
     assert {u["name"] for u in unpinned} <= DOCUMENTED_UNPINNED, \
