@@ -382,3 +382,83 @@ begin
 end $$;
 comment on function pgmem.bind(bigint, bigint, text, float8, jsonb) is
   'Binds two memories of the current tenant by hand (or from an LLM): kind temporal, semantic, causal (src = cause, dst = effect), concept or supersedes (src = newer, dst = older); weight in [0,1].';
+
+-- ------------------------------------------------------------------ causal bindings by an LLM
+-- "causal: cue phrases between turns, or the LLM when one is configured" (issue 16). The client
+-- (pgmem.causal.link_causes, python/pgmem/causal.py) asks an OpenAI-compatible model about the
+-- consecutive turns these functions hand out, and records its answers: each pair is judged once
+-- (the temporal binding keeps the verdict in its metadata, causal_judged), and a pair judged
+-- causal gets a causal binding (src = cause, dst = effect, weight = the model's confidence).
+create or replace function pgmem.causal_candidates(batch integer default 50)
+returns table (first_id bigint, first_who text, first_content text, second_id bigint, second_who text, second_content text)
+  language plpgsql stable
+  set search_path = pgmem, public, pg_temp
+as $$
+declare v_tenant text := pgmem._require_tenant();
+begin
+  perform pgmem._check_between(batch, 'batch', 1, 1000);
+  return query
+  select a.id, a.who, a.content, b.id, b.who, b.content
+    from pgmem.links l
+    join pgmem.memories a on a.id = l.src_id and a.tenant = v_tenant and a.state = 'active'
+    join pgmem.memories b on b.id = l.dst_id and b.tenant = v_tenant and b.state = 'active'
+   where l.tenant = v_tenant and l.kind = 'temporal' and not l.metadata ? 'causal_judged'
+     and not exists (select 1 from pgmem.links c
+                      where c.tenant = v_tenant and c.kind = 'causal'
+                        and ((c.src_id = l.src_id and c.dst_id = l.dst_id) or (c.src_id = l.dst_id and c.dst_id = l.src_id)))
+   order by l.dst_id
+   limit batch;
+end $$;
+comment on function pgmem.causal_candidates(integer) is
+  'Consecutive turns (temporal bindings) of the current tenant that no model has judged yet and that have no causal binding: what pgmem.causal.link_causes asks an LLM about.';
+
+create or replace function pgmem.record_causal(items jsonb) returns integer
+  language plpgsql volatile
+  set search_path = pgmem, public, pg_temp
+as $$
+declare
+  v_tenant text := pgmem._require_tenant();
+  it jsonb;
+  v_first bigint;
+  v_second bigint;
+  v_cause bigint;
+  v_effect bigint;
+  v_conf float8;
+  n integer := 0;
+begin
+  if items is null or jsonb_typeof(items) <> 'array' then
+    perform pgmem._bad_input('record_causal expects a JSON array of judgements',
+      'e.g. [{"first_id": 1, "second_id": 2, "causal": true, "direction": "forward", "confidence": 0.8, "model": "..."}]');
+  end if;
+  for it in select value from jsonb_array_elements(items) loop
+    v_first := (it->>'first_id')::bigint;
+    v_second := (it->>'second_id')::bigint;
+    if jsonb_typeof(it->'causal') <> 'boolean' or coalesce(it->>'direction', 'forward') not in ('forward', 'backward') then
+      perform pgmem._bad_input(format('a judgement needs "causal": true|false and "direction": forward|backward, got %s', it));
+    end if;
+    v_conf := coalesce((it->>'confidence')::float8, 1.0);
+    if v_conf <> v_conf or v_conf < 0 or v_conf > 1 then
+      perform pgmem._bad_input(format('confidence must be between 0 and 1, got %s', it->>'confidence'));
+    end if;
+    update pgmem.links l set metadata = l.metadata || jsonb_build_object('causal_judged', jsonb_build_object(
+             'method', 'llm', 'model', it->>'model', 'causal', (it->>'causal')::boolean, 'confidence', v_conf)),
+           updated_at = now()
+     where l.tenant = v_tenant and l.kind = 'temporal' and l.src_id = v_first and l.dst_id = v_second;
+    if not found then
+      perform pgmem._bad_input(format('no temporal binding %s -> %s of this tenant', v_first, v_second),
+        'judge the pairs pgmem.causal_candidates() returns');
+    end if;
+    if (it->>'causal')::boolean then
+      v_cause := case when it->>'direction' = 'backward' then v_second else v_first end;
+      v_effect := case when it->>'direction' = 'backward' then v_first else v_second end;
+      insert into pgmem.links as l (tenant, src_id, dst_id, kind, weight, metadata)
+      values (v_tenant, v_cause, v_effect, 'causal', v_conf,
+              jsonb_build_object('method', 'llm', 'model', it->>'model', 'cause', v_cause, 'effect', v_effect))
+      on conflict on constraint links_pkey do update set weight = greatest(l.weight, excluded.weight), updated_at = now();
+      n := n + 1;
+    end if;
+  end loop;
+  return n;
+end $$;
+comment on function pgmem.record_causal(jsonb) is
+  'Records an LLM''s judgements of consecutive turns (from causal_candidates): marks each pair judged and writes a causal binding (src = cause, dst = effect, weight = confidence) for those judged causal. Returns how many causal bindings it wrote.';

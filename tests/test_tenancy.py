@@ -552,8 +552,14 @@ def _current_tenant(w: World):
 # reconstructions and queued work; here, against this module's tenant b.)
 @check("spread", "search_spread", "reconstruct", "reconstruction_certainty", "refresh_bindings", "bind",
        "identity", "identity_at", "identity_snapshot", "identity_update_trait", "identity_update_belief",
-       "identity_set_goal", "identity_end_goal", "goal_relevance", "enqueue", "work", "reflect", "rescore_salience")
+       "identity_set_goal", "identity_end_goal", "goal_relevance", "enqueue", "work", "reflect", "rescore_salience",
+       "causal_candidates", "record_causal")
 def _reconstructive(w: World):
+    w.no_b(rows(w.a, "select * from pgmem.causal_candidates(1000)"), "causal_candidates")
+    b0, b1 = w.b["mem"][0], w.b["mem"][1]  # consecutive turns of b's session: a temporal binding of b
+    expect_error(lambda: w.a.execute("select pgmem.record_causal(%s::jsonb)",
+                                     (json.dumps([{"first_id": b0, "second_id": b1, "causal": True}]),)),
+                 "22023", "no temporal binding")
     assert rows(w.a, "select * from pgmem.spread(%s::bigint[])", (w.b_ids,)) == []
     for qt, qv in ((f"{MARK} report passport", None), (None, w.vec["b0"]), (MARK, w.vec["b3"])):
         w.no_b(rows(w.a, "select * from pgmem.search_spread(%s, %s::vector, k => 100, seeds => 50)", (qt, qv)), "search_spread")
