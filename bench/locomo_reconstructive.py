@@ -15,7 +15,8 @@ the binding settings). Rankings, besides locomo.py's (`search`, `bm25`, ...):
                           score = (1 - w) fused + w activation; e.g. spread/w=0.2/seeds=10/it=1
                           /kinds=temporal+semantic/decay=0.5
   options: w (spread_weight), seeds, it (iterations), decay, kinds (+-separated),
-           levels (reconstruct: one | score), weights (binding kind weights, kind:value+...)
+           levels (reconstruct: one | score), weights (binding kind weights, kind:value+...),
+           self (spread: a seed's own level counts too, received_only => false)
 
     PGMEM_PORT=... .venv/bin/python bench/locomo_reconstructive.py --reuse \
         --rankings search,reconstruct,spread/w=0.2
@@ -105,7 +106,8 @@ def spread_ranking(spec: str) -> locomo.Ranking:
         prepare(ctx)
         args = {"query_text": q.question, "query_embedding": ctx.qvec[q.index], "k": ctx.k,
                 "seeds": int(o.get("seeds", 10)), "spread_weight": float(o.get("w", 0.3)),
-                "iterations": int(o.get("it", 2)), "decay": float(o.get("decay", 0.5))}
+                "iterations": int(o.get("it", 2)), "decay": float(o.get("decay", 0.5)),
+                "received_only": "self" not in o}
         if ctx.as_of is not None:
             args["as_of"] = ctx.as_of
         if o.get("kinds"):

@@ -115,6 +115,8 @@ comment on function pgmem.spread(bigint[], integer, float8, text[], jsonb, integ
 -- with its exact fused score (search_exact over the candidate ids: the same signals and
 -- weights as search) and the activation other hits pass it (spread's received_only: a seed's
 -- own level would only repeat its fused score; 0 when not reached). spread_weight 0 is search.
+-- received_only => false counts a seed's own level too: the seeds then keep their order and the
+-- memories they are bound to fill the places after them (a candidate branch more than a signal).
 create or replace function pgmem.search_spread(
   query_text text default null,
   query_embedding vector default null,
@@ -127,7 +129,8 @@ create or replace function pgmem.search_spread(
   weights jsonb default null,
   filters jsonb default '{}',
   as_of timestamptz default null,
-  profile text default 'jam')
+  profile text default 'jam',
+  received_only boolean default true)
 returns table (id bigint, score float8, fused float8, activation float8, depth integer, via_kind text, via_id bigint,
                content text, who text, happened_at timestamptz, created_at timestamptz)
   language plpgsql volatile security definer
@@ -155,7 +158,7 @@ begin
   select coalesce(jsonb_agg(to_jsonb(s)), '[]') into v_act
     from pgmem.spread(v_hits[1:seeds], iterations, decay, kinds, weights, null,
                       array(select greatest(0, least(1, x / nullif(v_scores[1], 0))) from unnest(v_scores[1:seeds]) x),
-                      directed => false, received_only => true) s;
+                      directed => false, received_only => received_only) s;
   v_cand := array(select distinct x from (select unnest(v_hits) union all
                                           select (a->>'memory_id')::bigint from jsonb_array_elements(v_act) a) u(x));
   return query
@@ -171,5 +174,5 @@ begin
    order by 2 desc, ex.id
    limit k;
 end $$;
-comment on function pgmem.search_spread(text, vector, integer, integer, float8, integer, float8, text[], jsonb, jsonb, timestamptz, text) is
-  'Fused search with spreading activation as a signal and a candidate branch: the best `seeds` hits spread activation over the bindings (starting at their fused score / the best), the memories reached join the candidates, and each is scored (1 - spread_weight) × its exact fused score + spread_weight × its activation.';
+comment on function pgmem.search_spread(text, vector, integer, integer, float8, integer, float8, text[], jsonb, jsonb, timestamptz, text, boolean) is
+  'Fused search with spreading activation as a signal and a candidate branch: the best `seeds` hits spread activation over the bindings (starting at their fused score / the best), the memories reached join the candidates, and each is scored (1 - spread_weight) × its exact fused score + spread_weight × the activation the other hits pass it (received_only => false: its own level included).';
