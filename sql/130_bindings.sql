@@ -139,6 +139,21 @@ begin
   return n;
 end $$;
 
+-- The nearest neighbours of an embedding among the active memories of a tenant and user scope
+-- (HNSW). The one place the semantic bindings ask the index: when pgmem._neighbours (the
+-- shared helper over pgmem.memory_vectors, STORAGE.md) lands, its body becomes a call of it.
+create or replace function pgmem._semantic_neighbours(p_tenant text, p_embedding vector, p_n integer, p_scope text)
+returns table (id bigint, distance float8)
+  language sql stable
+  set search_path = pgmem, public, pg_temp
+as $$
+  select y.id, y.embedding operator(public.<=>) p_embedding
+    from pgmem.memories y
+   where y.tenant = p_tenant and coalesce(y.user_id, '') = p_scope and y.state = 'active' and y.embedding is not null
+   order by y.embedding operator(public.<=>) p_embedding
+   limit p_n
+$$;
+
 -- semantic: HNSW neighbours; a pair is stored once, (least id, greatest id).
 create or replace function pgmem._bind_semantic(p_tenant text, p_ids bigint[], p_threshold float8, p_neighbours integer) returns bigint
   language plpgsql volatile
@@ -152,11 +167,10 @@ begin
   select v_tenant, least(x.id, nb.id), greatest(x.id, nb.id), 'semantic', max(nb.sim)::real
     from pgmem.memories x
     cross join lateral (
-      select y.id, 1 - (y.embedding operator(public.<=>) x.embedding) as sim
-        from pgmem.memories y
-       where y.tenant = v_tenant and coalesce(y.user_id, '') = coalesce(x.user_id, '') and y.state = 'active'
-         and y.embedding is not null and y.id <> x.id
-       order by y.embedding operator(public.<=>) x.embedding limit p_neighbours) nb
+      select y.id, 1 - y.distance as sim
+        from pgmem._semantic_neighbours(v_tenant, x.embedding, p_neighbours + 1, coalesce(x.user_id, '')) y
+       where y.id <> x.id
+       order by y.distance, y.id limit p_neighbours) nb
    where x.id = any(p_ids) and x.tenant = v_tenant and x.state = 'active' and x.embedding is not null
      and nb.sim >= p_threshold
    group by 2, 3  -- two memories of one batch find each other twice
