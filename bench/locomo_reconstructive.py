@@ -78,23 +78,34 @@ def _weights(v: str | None):
     return json.dumps({k: float(x) for k, x in (p.split(":") for p in v.split("+"))})
 
 
+CASTS = {"query_embedding": "::vector", "kinds": "::text[]", "weights": "::jsonb", "as_of": "::timestamptz"}
+
+
+def _args(ctx, q, o: dict, **more) -> dict:
+    """The arguments every ranking passes: the question, its embedding, k, as_of, the options' kinds and weights."""
+    args = {"query_text": q.question, "query_embedding": ctx.qvec[q.index], "k": ctx.k,
+            "seeds": int(o.get("seeds", 10)), "decay": float(o.get("decay", 0.5)), **more}
+    if ctx.as_of is not None:
+        args["as_of"] = ctx.as_of
+    if o.get("kinds"):
+        args["kinds"] = o["kinds"].split("+")
+    if o.get("weights"):
+        args["weights"] = _weights(o["weights"])
+    return args
+
+
+def _call(ctx, fn: str, args: dict, columns: str) -> list:
+    sql = f"select {columns} from pgmem.{fn}(" + ", ".join(f"{a} => %({a})s{CASTS.get(a, '')}" for a in args) + ") as r"
+    return ctx.conn.execute(sql, args).fetchall()
+
+
 def reconstruct_ranking(spec: str) -> locomo.Ranking:
     o = parse_opts(spec)
 
     def run(ctx, q):
         prepare(ctx)
-        args = {"query_text": q.question, "query_embedding": ctx.qvec[q.index], "k": ctx.k, "noise": 0.0,
-                "seeds": int(o.get("seeds", 10)), "iterations": int(o.get("it", 3)), "decay": float(o.get("decay", 0.5)),
-                "seed_levels": o.get("levels", "one"), "log": False}
-        if ctx.as_of is not None:
-            args["as_of"] = ctx.as_of
-        if o.get("kinds"):
-            args["kinds"] = o["kinds"].split("+")
-        if o.get("weights"):
-            args["weights"] = _weights(o["weights"])
-        casts = {"query_embedding": "::vector", "kinds": "::text[]", "weights": "::jsonb", "as_of": "::timestamptz"}
-        sql = "select pgmem.reconstruct(" + ", ".join(f"{a} => %({a})s{casts.get(a, '')}" for a in args) + ")"
-        r = ctx.conn.execute(sql, args).fetchone()[0]
+        args = _args(ctx, q, o, noise=0.0, iterations=int(o.get("it", 3)), seed_levels=o.get("levels", "one"), log=False)
+        r = _call(ctx, "reconstruct", args, "r")[0][0]
         return [m["id"] for m in sorted(r["members"], key=lambda m: m["rank"])]
     return locomo.Ranking(spec, "pgmem", run, f"pgmem.reconstruct {o or '(design defaults)'}, members in score order")
 
@@ -104,19 +115,9 @@ def spread_ranking(spec: str) -> locomo.Ranking:
 
     def run(ctx, q):
         prepare(ctx)
-        args = {"query_text": q.question, "query_embedding": ctx.qvec[q.index], "k": ctx.k,
-                "seeds": int(o.get("seeds", 10)), "spread_weight": float(o.get("w", 0.3)),
-                "iterations": int(o.get("it", 2)), "decay": float(o.get("decay", 0.5)),
-                "received_only": "self" not in o}
-        if ctx.as_of is not None:
-            args["as_of"] = ctx.as_of
-        if o.get("kinds"):
-            args["kinds"] = o["kinds"].split("+")
-        if o.get("weights"):
-            args["weights"] = _weights(o["weights"])
-        casts = {"query_embedding": "::vector", "kinds": "::text[]", "weights": "::jsonb", "as_of": "::timestamptz"}
-        sql = "select id from pgmem.search_spread(" + ", ".join(f"{a} => %({a})s{casts.get(a, '')}" for a in args) + ")"
-        return [r[0] for r in ctx.conn.execute(sql, args)]
+        args = _args(ctx, q, o, spread_weight=float(o.get("w", 0.3)), iterations=int(o.get("it", 2)),
+                     received_only="self" not in o)
+        return [r[0] for r in _call(ctx, "search_spread", args, "id")]
     return locomo.Ranking(spec, "pgmem", run, f"pgmem.search_spread {o}")
 
 

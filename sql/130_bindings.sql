@@ -117,6 +117,18 @@ comment on function pgmem._cue_pattern(jsonb) is
   'The regular expression of a list of cue phrases opening a turn (after interjections such as "well," or "oh,").';
 
 -- ------------------------------------------------------------------ writers (set-based)
+-- The previous memory of a session before (created_at, id): the temporal neighbour remember() links.
+create or replace function pgmem._previous_in_session(p_tenant text, p_session text, p_at timestamptz, p_id bigint)
+returns bigint
+  language sql stable
+  set search_path = pgmem, public, pg_temp
+as $$
+  select y.id from pgmem.memories y
+   where y.tenant = p_tenant and y.session_id = p_session and y.state in ('active', 'archived')
+     and (y.created_at, y.id) < (p_at, p_id)
+   order by y.created_at desc, y.id desc limit 1
+$$;
+
 -- temporal: the previous memory of the same session, by (created_at, id): what remember() links.
 create or replace function pgmem._bind_temporal(p_tenant text, p_ids bigint[]) returns bigint
   language plpgsql volatile
@@ -127,12 +139,9 @@ begin
   insert into pgmem.links (tenant, src_id, dst_id, kind, weight)
   select v_tenant, p.id, x.id, 'temporal', 1.0
     from pgmem.memories x
-    cross join lateral (
-      select y.id from pgmem.memories y
-       where y.tenant = v_tenant and y.session_id = x.session_id and y.state in ('active', 'archived')
-         and (y.created_at, y.id) < (x.created_at, x.id)
-       order by y.created_at desc, y.id desc limit 1) p
+    cross join lateral (select pgmem._previous_in_session(v_tenant, x.session_id, x.created_at, x.id) as id) p
    where x.id = any(p_ids) and x.tenant = v_tenant and x.session_id is not null and x.state = 'active'
+     and p.id is not null
    order by 2, 3
   on conflict on constraint links_pkey do nothing;
   get diagnostics n = row_count;
@@ -245,12 +254,8 @@ begin
                     cross join lateral (select regexp_match(lower(replace(x.content, '’', '''')), v_back) as m) bk
                    where x.id = any(p_ids) and x.tenant = v_tenant and x.state = 'active'
                      and x.session_id is not null) b) c
-    cross join lateral (
-      select y.id from pgmem.memories y
-       where y.tenant = v_tenant and y.session_id = c.session_id and y.state in ('active', 'archived')
-         and (y.created_at, y.id) < (c.created_at, c.id)
-       order by y.created_at desc, y.id desc limit 1) p
-   where c.cue is not null
+    cross join lateral (select pgmem._previous_in_session(v_tenant, c.session_id, c.created_at, c.id) as id) p
+   where c.cue is not null and p.id is not null
    order by 2, 3
   on conflict on constraint links_pkey do nothing;
   get diagnostics n = row_count;

@@ -87,17 +87,26 @@ comment on function pgmem.enqueue(text, bigint[], jsonb, integer, timestamptz) i
 -- 1,000 ids, whatever the write path (remember, remember_many, INSERT, COPY). Statement
 -- triggers over the transition tables, which PostgreSQL shares with the other statement
 -- triggers of memories (history, embedding queue): no per-row cost.
+-- One 'bind' item per tenant and 1,000 ids of the given memories.
+create or replace function pgmem._enqueue_bind(p_tenants text[], p_ids bigint[]) returns void
+  language sql volatile
+  set search_path = pgmem, public, pg_temp
+as $$
+  insert into pgmem.work_queue (tenant, priority, task, memory_ids)
+  select b.tenant, 1, 'bind', array_agg(b.id order by b.id)
+    from (select u.tenant, u.id, (row_number() over (partition by u.tenant order by u.id) - 1) / 1000 as chunk
+            from unnest(p_tenants, p_ids) u(tenant, id)) b
+   group by b.tenant, b.chunk
+   order by b.tenant, b.chunk
+$$;
+
 create or replace function pgmem._memories_encode_insert() returns trigger
   language plpgsql
   set search_path = pgmem, public, pg_temp
 as $$
 begin
-  insert into pgmem.work_queue (tenant, priority, task, memory_ids)
-  select b.tenant, 1, 'bind', array_agg(b.id order by b.id)
-    from (select n.tenant, n.id, (row_number() over (partition by n.tenant order by n.id) - 1) / 1000 as chunk
-            from new_rows n where n.embedding is not null and n.state = 'active') b
-   group by b.tenant, b.chunk
-   order by b.tenant, b.chunk;
+  perform pgmem._enqueue_bind(array_agg(n.tenant), array_agg(n.id))
+     from new_rows n where n.embedding is not null and n.state = 'active' having count(*) > 0;
   return null;
 end $$;
 
@@ -106,13 +115,9 @@ create or replace function pgmem._memories_encode_update() returns trigger
   set search_path = pgmem, public, pg_temp
 as $$
 begin
-  insert into pgmem.work_queue (tenant, priority, task, memory_ids)
-  select b.tenant, 1, 'bind', array_agg(b.id order by b.id)
-    from (select n.tenant, n.id, (row_number() over (partition by n.tenant order by n.id) - 1) / 1000 as chunk
-            from old_rows o join new_rows n on n.id = o.id
-           where o.embedding is null and n.embedding is not null and n.state = 'active') b
-   group by b.tenant, b.chunk
-   order by b.tenant, b.chunk;
+  perform pgmem._enqueue_bind(array_agg(n.tenant), array_agg(n.id))
+     from old_rows o join new_rows n on n.id = o.id
+    where o.embedding is null and n.embedding is not null and n.state = 'active' having count(*) > 0;
   return null;
 end $$;
 

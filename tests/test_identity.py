@@ -8,13 +8,11 @@ recomputed by hand.
 from __future__ import annotations
 
 import time
-from datetime import datetime, timezone
 
 import numpy as np
 import psycopg
 import pytest
 from psycopg.rows import dict_row
-from psycopg.types.json import Jsonb
 
 from conftest import at_cos, e
 

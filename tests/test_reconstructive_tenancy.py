@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 
-import numpy as np
 import psycopg
 import pytest
 from psycopg.rows import dict_row

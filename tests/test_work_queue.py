@@ -4,12 +4,10 @@ REFLECT 2, MAINTENANCE 3, IDLE 4), its runner pgmem.work(), reflection, run_job 
 from __future__ import annotations
 
 import time
-from datetime import datetime, timedelta, timezone
 
 import psycopg
 import pytest
 from psycopg.rows import dict_row
-from psycopg.types.json import Jsonb
 
 from conftest import CRON_DB, at_cos, connect, e
 
