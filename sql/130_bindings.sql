@@ -198,26 +198,30 @@ as $$
 declare v_tenant text := p_tenant; n bigint;
 begin
   insert into pgmem.links as l (tenant, src_id, dst_id, kind, weight, metadata)
-  with x as (
+  with x0 as (
     select m.id, m.user_id, m.entities, m.created_at from pgmem.memories m
      where m.id = any(p_ids) and m.tenant = v_tenant and m.state = 'active' and m.entities <> '{}'),
-  ent as (select distinct e from x, unnest(x.entities) e),
+  ent as (select distinct e from x0, unnest(x0.entities) e),
   -- an entity held by more than p_max_df memories of the tenant binds nothing (counted up to p_max_df + 1)
-  ok as (
+  ok as materialized (  -- once per batch, not once per memory
     select ent.e from ent
      where (select count(*) from (select 1 from pgmem.memories y
                                    where y.entities <> '{}' and y.entities @> array[ent.e] and y.tenant = v_tenant
                                      and y.state = 'active' limit p_max_df + 1) c) <= p_max_df),
+  x as materialized (select x0.*, array(select e from unnest(x0.entities) e where e in (select ok.e from ok)) as rare from x0),
   pairs as (
     select x.id as xid, y.id as yid, pgmem.jaccard(x.entities, y.entities) as w,
            row_number() over (partition by x.id order by pgmem.jaccard(x.entities, y.entities) desc,
                               abs(extract(epoch from y.created_at - x.created_at)), y.id) as rn
       from x cross join lateral (
+        -- per memory, through the GIN index: each of its rare entities has at most p_max_df
+        -- memories (the LIMIT keeps the planner from turning this into a join over the table)
         select y.id, y.entities, y.created_at from pgmem.memories y
-         where y.entities <> '{}'
-           and y.entities && array(select e from unnest(x.entities) e where e in (select ok.e from ok))
+         where y.entities <> '{}' and y.entities && x.rare
            and y.tenant = v_tenant and coalesce(y.user_id, '') = coalesce(x.user_id, '') and y.state = 'active'
-           and y.id <> x.id) y)
+           and y.id <> x.id
+         limit p_max_df * 64) y
+     where cardinality(x.rare) > 0)
   select v_tenant, least(xid, yid), greatest(xid, yid), 'concept', max(w)::real, '{}'::jsonb
     from pairs where rn <= p_neighbours
    group by 2, 3
