@@ -56,6 +56,13 @@ select pgmem.remember('Remember: maya cannot eat peanuts', who => 'assistant', u
 # name -> (example SQL, description of what it shows). Examples run in order on one connection.
 EXAMPLES: list[tuple[str, str]] = [
     ("current_tenant", "select pgmem.current_tenant()"),
+    # tenancy (SECURITY.md): run as an administrator; current_user stands for a login role
+    ("grant_tenant", "select pgmem.grant_tenant(current_user, 'acme', 'the reference example') as granted"),
+    ("revoke_tenant", "select pgmem.revoke_tenant(current_user, 'acme') as revoked"),
+    ("set_session_limits", "select pgmem.set_session_limits(current_user) as set"),
+    ("add_claim_key", "select octet_length(pgmem.add_claim_key('docs')) as key_bytes"),
+    ("sign_tenant_claim", "select split_part(pgmem.sign_tenant_claim('acme', '5 minutes', kid => 'docs'), '.', 1) as header, array_length(string_to_array(pgmem.sign_tenant_claim('acme', kid => 'docs'), '.'), 1) as parts"),
+    ("drop_claim_key", "select pgmem.drop_claim_key('docs') as dropped"),
     ("remember", "select memory_id, decision, round(surprise::numeric, 3) as surprise, round(importance::numeric, 3) as importance, round(salience::numeric, 3) as salience, nearest_id from pgmem.remember('Maya prefers window seats on flights', who => 'user', user_id => 'maya', category => 'preference', created_at => '2026-10-26 10:00+00')"),
     ("remember_many", """select ord, memory_id, decision, round(surprise::numeric, 3) as surprise from pgmem.remember_many('[{"content": "Tom is vegetarian", "who": "user", "user_id": "tom", "category": "fact"}, {"content": "tom is  vegetarian", "who": "user", "user_id": "tom"}]')"""),
     ("surprise", "select round(surprise::numeric, 3) as surprise, round(keyword_novelty::numeric, 3) as keyword_novelty, round(rarity::numeric, 3) as rarity, nearest_id, duplicate_id from pgmem.surprise('I am allergic to peanuts and shellfish', category => 'fact', user_id => 'maya')"),
@@ -99,7 +106,7 @@ EXAMPLES: list[tuple[str, str]] = [
     ("causal_candidates", "select first_id, second_id, left(first_content, 30) as first_content, left(second_content, 30) as second_content from pgmem.causal_candidates(5)"),
     ("record_causal", """select pgmem.record_causal('[{"first_id": 1, "second_id": 2, "causal": false, "direction": "forward", "confidence": 0.9, "model": "demo-judge"}]')"""),
     ("binding_strength", "select pgmem.binding_strength('semantic', 0.8) as semantic, pgmem.binding_strength('co_access', 3) as co_access_3"),
-    ("binding_graph", "select memory_id, other_id, kind, direction, round(strength::numeric, 3) as strength, left(other_content, 30) as other_content from pgmem.binding_graph where memory_id in (1, 3) order by memory_id, kind, other_id"),
+    ("binding_graph", "select memory_id, other_id, kind, direction, round(strength::numeric, 3) as strength, other_state, other_category from pgmem.binding_graph where memory_id in (1, 3) order by memory_id, kind, other_id"),
     ("spread", "select memory_id, round(activation::numeric, 4) as activation, depth, via_kind, via_id, path from pgmem.spread(array[3]::bigint[])"),
     ("search_spread", f"select id, round(score::numeric, 3) as score, round(fused::numeric, 3) as fused, round(activation::numeric, 3) as activation, via_kind, left(content, 40) as content from pgmem.search_spread('deploy failed', {vec(3)}, k => 4, seeds => 2, as_of => '{AS_OF}')"),
     ("reconstruct", f"select m->>'position' as position, m->>'id' as id, m->>'rank' as rank, m->>'activation' as activation, m->>'strength' as strength, m->>'score' as score, m->'why' as why from jsonb_array_elements(pgmem.reconstruct('deploy failed', {vec(3)}, k => 3, seeds => 1, noise => 0, as_of => '{AS_OF}')->'members') m"),
@@ -159,7 +166,7 @@ def render(cur) -> str:
 
 
 def main() -> int:
-    dsn = migrate.resolve_dsn(None)
+    dsn = migrate.resolve_dsn(None, superuser=True)  # it creates a scratch database
     name = f"pgmem_reference_{uuid.uuid4().hex[:8]}"
     params = ci.conninfo_to_dict(dsn)
     with psycopg.connect(ci.make_conninfo(**{**params, "dbname": "postgres"}), autocommit=True) as admin:

@@ -149,6 +149,7 @@ declare
   v_log_id bigint;
   v_history jsonb;
   v_params jsonb;
+  v_q pgmem.query;  -- the read path's query record: its filters, tenant and as_of (pgmem._eligible)
 begin
   perform pgmem._check_between(k, 'k', 1, 200);
   perform pgmem._check_between(v_seeds, 'seeds', 1, 200);
@@ -178,10 +179,12 @@ begin
     from pgmem.spread(v_seed_ids, iterations, decay, kinds, weights, null,
                       case when v_levels = 'score' and cardinality(v_seed_ids) > 0
                            then array(select greatest(0, least(1, x / nullif(v_seed_scores[1], 0))) from unnest(v_seed_scores) x) end) s;
-  execute format('select array(select m.id from pgmem.memories m where m.id = any($4) and %s)', pgmem._filter_sql(filters))
-    into v_allowed
-    using coalesce(filters, '{}'::jsonb), v_tenant, v_as_of,
-          array(select (a->>'memory_id')::bigint from jsonb_array_elements(v_act) a);
+  v_q.tenant := v_tenant;
+  v_q.as_of := v_as_of;
+  v_q := pgmem._query_filters(v_q, filters);
+  v_allowed := array(select m.id from pgmem.memories m
+                      where m.id = any(array(select (a->>'memory_id')::bigint from jsonb_array_elements(v_act) a))
+                        and m.tenant = v_tenant and m.state = any(v_q.states) and pgmem._eligible(m, v_q));
 
   -- 4-7. score, constraints, top k, strand
   with act as (

@@ -6,12 +6,12 @@
 create or replace view pgmem.binding_graph with (security_invoker = true, security_barrier = true) as
 select l.tenant, d.memory_id, d.other_id, l.kind, d.direction, l.weight::float8 as weight,
        pgmem.binding_strength(l.kind, l.weight) as strength, l.count, l.metadata,
-       o.state as other_state, left(o.content, 200) as other_content, l.created_at, l.updated_at
+       o.state as other_state, o.category as other_category, l.created_at, l.updated_at
   from pgmem.links l
   cross join lateral (values (l.src_id, l.dst_id, 'out'), (l.dst_id, l.src_id, 'in')) d(memory_id, other_id, direction)
   join pgmem.memories o on o.id = d.other_id and o.tenant = l.tenant;
 comment on view pgmem.binding_graph is
-  'The binding graph per memory: each binding (temporal, semantic, causal, concept, co_access, merged, supersedes) seen from both of its memories (direction out = src, in = dst), with its weight, its strength in spread() and the other memory''s state and first 200 characters.';
+  'The binding graph per memory: each binding (temporal, semantic, causal, concept, co_access, merged, supersedes) seen from both of its memories (direction out = src, in = dst), with its weight, its strength in spread() and the other memory''s state and category (not its content: the view is for BI roles, which do not read content).';
 
 create or replace view pgmem.work_queue_status with (security_invoker = true, security_barrier = true) as
 select q.tenant, q.priority,

@@ -38,6 +38,8 @@ alter table pgmem.memories
   add column sensory jsonb check (sensory is null or jsonb_typeof(sensory) = 'object');
 create index memories_motor on pgmem.memories using gin (motor jsonb_path_ops) where motor is not null;
 create index memories_sensory on pgmem.memories using gin (sensory jsonb_path_ops) where sensory is not null;
+-- the read path's query record carries them as filters (sql/200_query.sql, 203_candidates.sql)
+alter type pgmem.query add attribute motor jsonb, add attribute sensory jsonb;
 -- remember() takes motor and sensory (sql/100_remember.sql): its old signature goes
 drop function if exists pgmem.remember(text, vector, text, text, timestamptz, text, text, text, text, float8, jsonb,
   text, text, text, text, text, text[], text[], float8, float8, float8, timestamptz, timestamptz, text, integer, text, boolean);
@@ -152,6 +154,7 @@ drop table if exists pgmem.work_queue, pgmem.identity_snapshots, pgmem.identity_
   pgmem.identity_traits, pgmem.reconstructions;
 drop index if exists pgmem.memories_motor, pgmem.memories_sensory, pgmem.memories_entities,
   pgmem.links_src_kind_weight, pgmem.links_dst_kind_weight, pgmem.links_tenant;
+alter type pgmem.query drop attribute if exists motor, drop attribute if exists sensory;
 alter table pgmem.memories drop column if exists motor, drop column if exists sensory;
 delete from pgmem.links where kind = 'supersedes';
 alter table pgmem.links drop constraint if exists links_kind_check;
