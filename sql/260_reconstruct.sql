@@ -10,6 +10,9 @@
 -- * seeds: the top `seeds` hits of pgmem.search (fused ranking) at activation 1.0, as the
 --   design's {fid: 1.0 for fid in seed_fragments}; seed_levels => 'score' starts each seed at
 --   its fused score / the best one instead.
+-- * candidates: the `candidates` (default max(5k, 50)) most activated memories the spread reached
+--   and the filters allow; three iterations from ten seeds reach thousands of memories at
+--   100,000, and a memory further down cannot outscore them by much (score <= activation + noise).
 -- * strength: pgmem.fragment_strength at as_of (salience, age, rehearsal from pgmem.accesses).
 -- * noise: Gaussian, N(0, σ²) with σ = noise × the best activation × strength among the
 --   candidates: "noise" is relative, so it perturbs old memories (strength ~.005) as much as
@@ -121,7 +124,8 @@ create or replace function pgmem.reconstruct(
   identity text default null,
   agent_id text default '',
   seed_levels text default null,
-  log boolean default true)
+  log boolean default true,
+  candidates integer default null)
 returns jsonb
   language plpgsql volatile security definer
   set search_path = pgmem, public, pg_temp
@@ -150,9 +154,11 @@ declare
   v_history jsonb;
   v_params jsonb;
   v_q pgmem.query;  -- the read path's query record: its filters, tenant and as_of (pgmem._eligible)
+  v_pool integer := coalesce(candidates, greatest(5 * k, 50));
 begin
   perform pgmem._check_between(k, 'k', 1, 200);
   perform pgmem._check_between(v_seeds, 'seeds', 1, 200);
+  perform pgmem._check_between(v_pool, 'candidates', k, 10000);
   if v_noise is null or v_noise <> v_noise or v_noise < 0 or v_noise > 10 then
     perform pgmem._bad_input(format('noise must be between 0 and 10 (a share of the best activation × strength), got %s', v_noise));
   end if;
@@ -187,10 +193,12 @@ begin
                         and m.tenant = v_tenant and m.state = any(v_q.states) and pgmem._eligible(m, v_q));
 
   -- 4-7. score, constraints, top k, strand
-  with act as (
+  with act as (  -- the candidates: the most activated memories the filters allow
     select a.* from jsonb_to_recordset(v_act) as a(memory_id bigint, activation float8, depth integer, via_kind text,
                                                     via_id bigint, path jsonb)
-     where a.memory_id = any(v_allowed)),
+     where a.memory_id = any(v_allowed)
+     order by a.activation desc, a.depth, a.memory_id
+     limit v_pool),
   c as (
     select m.id, m.content, m.who, m.session_id, m.seq, coalesce(m.happened_at, m.created_at) as event_time,
            a.activation, a.depth, a.via_kind, a.via_id, a.path,
@@ -277,5 +285,5 @@ begin
     'certainty_note', 'certainty is not truth, just stability')
     || v_out || jsonb_build_object('seeds', to_jsonb(v_seed_ids), 'params', v_params);
 end $$;
-comment on function pgmem.reconstruct(text, vector, integer, float8, bigint, integer, integer, float8, text[], jsonb, jsonb, timestamptz, text, text, text, text, boolean) is
+comment on function pgmem.reconstruct(text, vector, integer, float8, bigint, integer, integer, float8, text[], jsonb, jsonb, timestamptz, text, text, text, text, boolean, integer) is
   'Fragment reconstruction: seeds from pgmem.search, spreading activation over the bindings, score = activation × strength + seeded Gaussian noise, top k assembled into a strand ordered by event time and sequence (JSON: every member with its scores and why it is there, flags, suppressed memories), with temporal consistency (superseded memories suppressed or flagged) and identity consistency (evidence of beliefs not held flagged or suppressed). certainty = 1/(1 + variance) over the logged reconstructions of the same query (0.5 with fewer than two). Certainty is not truth, just stability.';

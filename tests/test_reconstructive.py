@@ -259,6 +259,9 @@ def test_reconstruct_scores_seeds_spread_and_assembles_a_strand(conn, story):
     # seeded: the same call gives the same strand; another seed may not
     again = reconstruct(conn, query_embedding=e(1), k=4, seeds=2, noise=0.05, seed=7, as_of=AS_OF, log=False)
     assert again["members"] == r["members"]
+    # the candidates are the most activated memories reached (here: the two seeds and the best at .5)
+    small = reconstruct(conn, query_embedding=e(1), k=2, seeds=2, noise=0, candidates=3, as_of=AS_OF, log=False)
+    assert small["candidates"] == 3 and {m["id"] for m in small["members"]} <= set(bases)
 
 
 def test_reconstruct_temporal_consistency_suppresses_or_flags_superseded_memories(conn):
@@ -342,6 +345,7 @@ def test_reconstruct_filters_apply_to_spread_members(conn):
     (dict(query_text="x", noise=-1), "noise must be between 0 and 10"),
     (dict(query_text="x", temporal="hide"), "temporal and identity must be suppress, flag or off"),
     (dict(query_text="x", seed_levels="half"), "seed_levels must be one"),
+    (dict(query_text="x", k=5, candidates=4), "candidates must be between 5 and 10000"),
     (dict(), "search needs a query_text, a query_embedding, or both"),
 ])
 def test_reconstruct_bad_input(conn, kw, message):
