@@ -728,9 +728,11 @@ begin
     v_tenant := null;
   end if;
   v_fn := case job when 'merge' then 'merge_duplicates' when 'prune' then 'prune' when 'archive' then 'archive_stale'
-                   when 'tune' then 'tune_thresholds' when 'purge' then 'purge' end;
+                   when 'tune' then 'tune_thresholds' when 'purge' then 'purge'
+                   -- reconstructive (issue 16): the work queue (450) and reflection (460)
+                   when 'work' then 'work' when 'reflect' then 'reflect' end;
   if v_fn is null then
-    perform pgmem._bad_input(format('unknown job "%s": jobs are merge, prune, archive, tune, purge', job));
+    perform pgmem._bad_input(format('unknown job "%s": jobs are merge, prune, archive, tune, purge, work, reflect', job));
   end if;
   if params is null or jsonb_typeof(params) <> 'object' then
     perform pgmem._bad_input('params must be a JSON object of the job function''s arguments');

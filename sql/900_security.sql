@@ -152,6 +152,11 @@ grant select on pgmem.memories, pgmem.links, pgmem.embedding_queue, pgmem.histor
   pgmem.activation_log, pgmem.feedback to pgmem_app;
 grant select on pgmem.settings, pgmem.categories, pgmem.profiles, pgmem.thresholds, pgmem.tenants to pgmem_app;
 grant select on pgmem.job_runs, pgmem.threshold_changes to pgmem_app;
+-- reconstructive (issue 16): the app reads its tenant's identity, reconstruction log and queued
+-- work (row-level security), goals from remember (pgmem.goal_relevance runs as the caller), and
+-- the binding views; the functions that write these tables are SECURITY DEFINER (audited below)
+grant select on pgmem.identity_traits, pgmem.identity_beliefs, pgmem.identity_goals, pgmem.identity_snapshots,
+  pgmem.reconstructions, pgmem.work_queue, pgmem.binding_graph, pgmem.work_queue_status to pgmem_app;
 do $$
 declare
   r record;
@@ -160,7 +165,8 @@ declare
   -- tenant; column-level grants do not, and the app deletes nothing: the queue is pgmem's)
   writes jsonb := '{"memories": "insert, update", "links": "insert, update",
                     "accesses": "insert", "activation_log": "insert", "feedback": "insert, update",
-                    "categories": "insert, update", "profiles": "insert, update"}';
+                    "categories": "insert, update", "profiles": "insert, update",
+                    "work_queue": "insert"}';  -- reconstructive (issue 16): pgmem.enqueue runs as the caller
   cols text;
   w text;
 begin
@@ -274,3 +280,12 @@ end $$;
 --                                   owner). They run as the owner, with the tenant filter in their SQL.
 --   trigger functions (rule 4)      every function returning trigger (made SECURITY DEFINER above): they
 --                                   can only be called as triggers, and touch only NEW's and OLD's tenant
+--   spread, search_spread, reconstruct, reconstruction_certainty, refresh_bindings, identity,
+--   identity_at, identity_snapshot, identity_update_trait, identity_update_belief, identity_set_goal,
+--   identity_end_goal, rescore_salience, reflect, work
+--                                   reconstructive (issue 16): they call private helpers (binding writers,
+--                                   work handlers, the HNSW neighbour query of the bindings); every
+--                                   statement filters on the caller's tenant (work and reflect: the
+--                                   tenant of each item or batch; every tenant only for pgmem_admin, via
+--                                   _job_scope); tests/test_reconstructive_tenancy.py runs each as
+--                                   another tenant

@@ -565,6 +565,44 @@ def _current_tenant(w: World):
     assert scalar(w.a, "select pgmem.current_tenant()") == "a"
 
 
+# reconstructive (issue 16): spreading activation, reconstruction, bindings, identity, work queue.
+# (tests/test_reconstructive_tenancy.py checks them against a tenant b that has identity,
+# reconstructions and queued work; here, against this module's tenant b.)
+@check("spread", "search_spread", "reconstruct", "reconstruction_certainty", "refresh_bindings", "bind",
+       "identity", "identity_at", "identity_snapshot", "identity_update_trait", "identity_update_belief",
+       "identity_set_goal", "identity_end_goal", "goal_relevance", "enqueue", "work", "reflect", "rescore_salience",
+       "causal_candidates", "record_causal")
+def _reconstructive(w: World):
+    w.no_b(rows(w.a, "select * from pgmem.causal_candidates(1000)"), "causal_candidates")
+    b0, b1 = w.b["mem"][0], w.b["mem"][1]  # consecutive turns of b's session: a temporal binding of b
+    expect_error(lambda: w.a.execute("select pgmem.record_causal(%s::jsonb)",
+                                     (json.dumps([{"first_id": b0, "second_id": b1, "causal": True}]),)),
+                 "22023", "no temporal binding")
+    assert rows(w.a, "select * from pgmem.spread(%s::bigint[])", (w.b_ids,)) == []
+    for qt, qv in ((f"{MARK} report passport", None), (None, w.vec["b0"]), (MARK, w.vec["b3"])):
+        w.no_b(rows(w.a, "select * from pgmem.search_spread(%s, %s::vector, k => 100, seeds => 50)", (qt, qv)), "search_spread")
+        r = scalar(w.a, "select pgmem.reconstruct(%s, %s::vector, k => 100, seeds => 50, filters => %s, log => false)",
+                   (qt, qv, Jsonb({"state": ["active", "archived", "merged", "deleted"]})))
+        w.no_b(r["members"] + r["suppressed"], "reconstruct")
+        assert scalar(w.a, "select pgmem.reconstruction_certainty(%s)", (r["query_hash"],)) == 0.5
+    assert {x["written"] for x in rows(w.a, "select * from pgmem.refresh_bindings(%s::bigint[])", (w.b_ids,))} == {0}
+    expect_error(lambda: rows(w.a, "select * from pgmem.bind(%s, %s, 'causal')", (w.a_ids["m0"], w.b_ids[0])), "22023")
+    m = w.a_ids["m0"]
+    w.a.execute("select pgmem.identity_update_trait('calm', 0.5)")
+    expect_error(lambda: w.a.execute("select pgmem.identity_update_belief('k', 's', 0.5, %s::bigint[])", (w.b_ids[:1],)), "22023")
+    w.a.execute("select pgmem.identity_update_belief('k', 's', 0.5, %s::bigint[])", ([m],))
+    w.a.execute("select pgmem.identity_set_goal('g', 'a goal', %s::vector)", (w.vec["b0"],))
+    w.a.execute("select pgmem.identity_end_goal('g')")
+    w.a.execute("select pgmem.identity_snapshot('check')")
+    assert scalar(w.a, "select pgmem.identity()->'traits'->'calm'->>'value'") == "0.5"
+    assert scalar(w.a, "select pgmem.identity_at(now())->>'reason'") == "check"
+    assert scalar(w.a, "select pgmem.goal_relevance(%s::vector)", (w.vec["b0"],)) is None
+    w.a.execute("select pgmem.enqueue('touch', %s::bigint[])", (w.b_ids,))
+    assert all(x["tenant_id"] == "a" for x in rows(w.a, "select * from pgmem.work(10000)"))
+    assert all(x["tenant_id"] == "a" for x in rows(w.a, "select * from pgmem.reflect()"))
+    assert rows(w.a, "select examined from pgmem.rescore_salience(%s::bigint[])", (w.b_ids,)) == [{"examined": 0}]
+
+
 @check("grant_tenant", "revoke_tenant", "add_claim_key", "drop_claim_key", "sign_tenant_claim", "set_session_limits")
 def _tenant_admin(w: World):
     # the binding is the admin's: the app role cannot grant itself tenant b, nor mint a claim for it
@@ -600,6 +638,12 @@ PURE = {
     "salience": "select pgmem.salience(0.5, 0.5, null, 0.5)",
     "text_overlap": "select pgmem.text_overlap('a b', 'b c')",
     "tokens": "select pgmem.tokens('Hello, world')",
+    # reconstructive (issue 16)
+    "binding_strength": "select pgmem.binding_strength('co_access', 3)",
+    "certainty": "select pgmem.certainty('[[1, 2], [1, 3]]')",
+    "reconstruction_hash": "select pgmem.reconstruction_hash('q', null, 3)",
+    "work_priority": "select pgmem.work_priority('ENCODE')",
+    "work_tasks": "select * from pgmem.work_tasks()",
 }
 ADMIN_ONLY = {"merge_duplicates", "unmerge", "prune", "purge", "archive_stale", "tune_thresholds", "schedule_jobs",
               "unschedule_jobs", "run_job"}
@@ -608,7 +652,7 @@ ORDER = ["get_memory", "history", "surprise", "search", "search_exact", "explain
          "build_context",
          "context_threshold", "memory_strength", "export_user", "touch", "claim_embeddings", "update_memory", "forget",
          "restore", "revert", "feedback", "current_tenant", "grant_tenant", "schedule_jobs", "merge_duplicates", "prune",
-         "archive_stale", "tune_thresholds", "purge", "run_job", "remember", "remember_many", "erase_user"]
+         "archive_stale", "tune_thresholds", "purge", "run_job", "spread", "remember", "remember_many", "erase_user"]
 
 
 def public_functions(conn) -> set[str]:
@@ -816,14 +860,23 @@ DOCUMENTED_UNPINNED = {
     # PL/pgSQL without SET search_path (names resolved at run time with the caller's search_path)
     "_bad_input", "_check_time", "_check_unit", "_effective_weights", "check_weights",
     "run_job",  # a procedure that COMMITs cannot have SET clauses (documented in 400_jobs.sql)
+    # reconstructive (issue 16): SQL-standard bodies
+    "_binding_kinds", "_cue_pattern", "_gaussian", "_numbers", "binding_strength", "reconstruction_hash", "work_priority",
 }
 
 
 # sql/900_security.sql lists these with the reason each runs as the owner
+# reconstructive (issue 16): SECURITY DEFINER, each filtering every statement on the caller's tenant
+RECONSTRUCTIVE_SECDEF = ["spread", "search_spread", "reconstruct", "reconstruction_certainty", "refresh_bindings",
+                         "identity_update_trait", "identity_update_belief", "identity_set_goal", "identity_end_goal",
+                         "identity", "identity_snapshot", "identity_at", "work", "rescore_salience", "reflect"]
+
+
 SECURITY_DEFINER_AUDITED = sorted([
     "current_tenant", "_claim_tenant", "add_claim_key", "drop_claim_key",
     "sign_tenant_claim", "erase_user", "remember", "surprise", "build_context", "explain_search", "_search", "_activate", "recall",
-    "_setting", "_check_category", "claim_embeddings", "complete_embedding", "fail_embedding"])
+    "_setting", "_check_category", "claim_embeddings", "complete_embedding", "fail_embedding"]
+    + RECONSTRUCTIVE_SECDEF)
 
 
 def _unpinned(conn) -> list[dict]:

@@ -123,6 +123,9 @@ def event_to_args(event: Mapping[str, Any] | str, extractor=None, *, now: dateti
         # a precomputed embedding travels with its event (the client then does not embed it)
         "embedding": event.get("embedding"),
         "embedding_model": event.get("embedding_model") if event.get("embedding") is not None else None,
+        # Fragment content domains (issue 16): action-related and perceptual content, JSON objects
+        "motor": event.get("motor"),
+        "sensory": event.get("sensory"),
     }
     if extractor is not None:
         x = extractor.extract(event, now=now)
@@ -308,8 +311,9 @@ class _Base:
                 k = "location"
             if v is not None:
                 args[k] = v
-        if "metadata" in args:
-            args["metadata"] = json.dumps(args["metadata"])
+        for k in ("metadata", "motor", "sensory"):
+            if k in args and not isinstance(args[k], str):
+                args[k] = json.dumps(args[k])
         for k in ("topics", "entities"):
             if k in args:
                 args[k] = list(args[k])
@@ -337,8 +341,9 @@ class _Base:
             args["embedding"] = embedding
         elif embed:
             self._embed_args(args)
-        if "metadata" in args and not isinstance(args["metadata"], str):
-            args["metadata"] = json.dumps(args["metadata"])
+        for k in ("metadata", "motor", "sensory"):
+            if k in args and not isinstance(args[k], str):
+                args[k] = json.dumps(args[k])
         return self._do("remember", args, lambda rows: _remember_result(rows[0]), conn)
 
     def forget(self, memory_id: int, reason: str | None = None, conn=None) -> dict:
@@ -426,7 +431,8 @@ class _Base:
 
 _CASTS = {"metadata": "::jsonb", "filters": "::jsonb", "weights": "::jsonb", "changes": "::jsonb",
           "items": "::jsonb", "params": "::jsonb", "embedding": "::vector", "query_embedding": "::vector",
-          "ids": "::bigint[]", "topics": "::text[]", "entities": "::text[]"}
+          "ids": "::bigint[]", "topics": "::text[]", "entities": "::text[]",
+          "motor": "::jsonb", "sensory": "::jsonb"}  # Fragment content domains (issue 16)
 
 
 class MemoryClient(_Base):
