@@ -728,9 +728,10 @@ begin
     v_tenant := null;
   end if;
   v_fn := case job when 'merge' then 'merge_duplicates' when 'prune' then 'prune' when 'archive' then 'archive_stale'
-                   when 'tune' then 'tune_thresholds' when 'purge' then 'purge' end;
+                   when 'tune' then 'tune_thresholds' when 'purge' then 'purge'
+                   when 'cluster' then 'cluster' end;  -- cluster: concept and liquid clusters (sql/470_cluster.sql)
   if v_fn is null then
-    perform pgmem._bad_input(format('unknown job "%s": jobs are merge, prune, archive, tune, purge', job));
+    perform pgmem._bad_input(format('unknown job "%s": jobs are merge, prune, archive, tune, purge, cluster', job));
   end if;
   if params is null or jsonb_typeof(params) <> 'object' then
     perform pgmem._bad_input('params must be a JSON object of the job function''s arguments');
