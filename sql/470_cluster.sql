@@ -30,6 +30,7 @@
 -- number (JAM's Clustering Parameters: "Clusters: 50") fixes it. Never more than n.
 create or replace function pgmem.cluster_k(n bigint, fixed integer default null) returns integer
   language sql immutable parallel safe
+  set search_path = pgmem, public, pg_temp
   return case when n is null or n <= 0 then 0
               else least(coalesce(fixed, least(greatest(8, n / 10), 64)), n)::integer end;
 comment on function pgmem.cluster_k(bigint, integer) is
@@ -219,8 +220,8 @@ as $$
 declare n integer;
 begin
   perform pgmem._set_op('update', jsonb_build_object('job', 'cluster', 'reason', p_reason, 'job_run_id', p_run));
-  update pgmem.memories m set cluster_id = a.cluster_id, cluster_confidence = 1.0 / (1.0 + a.distance)
-    from (select x.id, n.cluster_id, n.distance
+  update pgmem.memories m set cluster_id = a.cluster_id
+    from (select x.id, n.cluster_id
             from pgmem.memories x
             cross join lateral pgmem._nearest_cluster(p_tenant, x.embedding) n
            where x.id = any(p_ids) and x.tenant = p_tenant and x.embedding is not null) a
@@ -231,7 +232,7 @@ begin
 end $$;
 
 -- Moves memories between clusters (flow or merge): cluster_moves rows and the update, whose
--- history the triggers write. Confidence follows the memory: 1 / (1 + distance to the new centroid).
+-- history the triggers write.
 create or replace function pgmem._cluster_move(p_tenant text, p_moves jsonb, p_reason text, p_run bigint)
 returns integer
   language plpgsql volatile
@@ -244,8 +245,7 @@ begin
     select (e->>'memory_id')::bigint as memory_id, (e->>'to_cluster')::bigint as to_cluster, (e->>'pull')::float8 as pull
       from jsonb_array_elements(p_moves) e),
   upd as (
-    update pgmem.memories m set cluster_id = mv.to_cluster,
-           cluster_confidence = 1.0 / (1.0 + (m.embedding operator(public.<->) c.centroid))
+    update pgmem.memories m set cluster_id = mv.to_cluster
       from mv join pgmem.clusters c on c.id = mv.to_cluster and c.tenant = p_tenant
      where m.id = mv.memory_id and m.tenant = p_tenant and m.cluster_id is distinct from mv.to_cluster
     returning m.id, mv.to_cluster, mv.pull)

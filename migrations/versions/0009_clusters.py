@@ -6,7 +6,7 @@ Tables: clusters (centroid, k-means counts, size, energy, label), cluster_state 
 `cluster` job of each tenant stands), cluster_moves (every flow/merge/refit move, for the flow
 view), cluster_steps (size and energy of each cluster after each liquid step), memory_coords
 (3-D coordinates per memory and method), eval_queries / eval_judgements / eval_runs
-(retrieval metrics). memories gets cluster_confidence (JAM Stage 4.2: 1 / (1 + distance)).
+(retrieval metrics). memories.cluster_id refers to pgmem.clusters.
 
 Revision ID: 0009
 Revises: 0008
@@ -41,7 +41,6 @@ create index clusters_tenant_state on pgmem.clusters (tenant, state);
 comment on table pgmem.clusters is
   'Concept clusters (JAM Clustering Pipeline): k-means centroid and counts, members, energy (liquid clusters), label from the members'' top terms.';
 
-alter table pgmem.memories add column cluster_confidence real check (cluster_confidence between 0 and 1);
 alter table pgmem.memories add constraint memories_cluster_fk foreign key (cluster_id)
   references pgmem.clusters (id) on delete set null;
 create index memories_cluster on pgmem.memories (cluster_id) where cluster_id is not null;
@@ -153,7 +152,6 @@ drop table if exists pgmem.eval_runs, pgmem.eval_judgements, pgmem.eval_queries,
 drop index if exists pgmem.memories_unclustered;
 drop index if exists pgmem.memories_cluster;
 alter table pgmem.memories drop constraint if exists memories_cluster_fk;
-alter table pgmem.memories drop column if exists cluster_confidence;
 update pgmem.memories set cluster_id = null where cluster_id is not null;
 drop table if exists pgmem.clusters;
 """

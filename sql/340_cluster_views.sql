@@ -1,0 +1,56 @@
+-- Views of the concept and liquid clusters for people and BI tools (issue 17, item 6;
+-- jam-journalistic-agent-memory.md, Clustering Pipeline and Liquid Memory Clustering). Like
+-- the other views (300_views.sql) they filter on the session's tenant themselves
+-- (pgmem_admin sees every tenant).
+
+-- Each active memory with its cluster and its confidence, JAM Stage 4.2: 1 / (1 + Euclidean
+-- distance to the centroid), computed now (centroids move with partial_fit and merges).
+create or replace view pgmem.cluster_members as
+select m.id as memory_id, m.tenant, m.cluster_id, c.label,
+       m.embedding operator(public.<->) c.centroid as distance,
+       1.0 / (1.0 + (m.embedding operator(public.<->) c.centroid)) as confidence,
+       m.content, m.created_at, m.access_count
+  from pgmem.memories m
+  join pgmem.clusters c on c.id = m.cluster_id
+ where m.state = 'active' and m.embedding is not null
+   and (m.tenant = pgmem.current_tenant() or pgmem._is_admin());
+comment on view pgmem.cluster_members is
+  'Each active memory''s cluster, label and confidence 1 / (1 + distance to the centroid) (JAM concept assignment), computed at read time.';
+
+-- Clusters with their members nearest the centroid (the most typical ones).
+create or replace view pgmem.cluster_overview as
+select c.id as cluster_id, c.tenant, c.state, c.label, c.top_terms, c.size, c.energy::float8 as energy,
+       c.n_seen, c.generation, c.merged_into, c.created_at, c.updated_at,
+       coalesce(t.members, '[]') as top_members
+  from pgmem.clusters c
+  left join lateral (
+    select jsonb_agg(jsonb_build_object('id', x.id, 'content', left(x.content, 200),
+                                        'confidence', round((1.0 / (1.0 + x.d))::numeric, 4)) order by x.d, x.id) as members
+      from (select m.id, m.content, m.embedding operator(public.<->) c.centroid as d
+              from pgmem.memories m
+             where m.cluster_id = c.id and m.state = 'active' and m.embedding is not null
+             order by 3, m.id limit 5) x) t on c.state = 'active'
+ where c.tenant = pgmem.current_tenant() or pgmem._is_admin();
+comment on view pgmem.cluster_overview is
+  'Concept clusters: state, label and top terms, size (active members), energy (liquid clusters), k-means count, and the five members nearest the centroid.';
+
+-- Cluster flow over time: memories moved between clusters per day (liquid flow and merges).
+create or replace view pgmem.cluster_flow as
+select date_trunc('day', v.moved_at) as day, v.tenant, v.reason, v.from_cluster, f.label as from_label,
+       v.to_cluster, t.label as to_label, count(*) as moves, avg(v.pull)::float8 as avg_pull
+  from pgmem.cluster_moves v
+  left join pgmem.clusters f on f.id = v.from_cluster
+  left join pgmem.clusters t on t.id = v.to_cluster
+ where v.tenant = pgmem.current_tenant() or pgmem._is_admin()
+ group by 1, 2, 3, 4, 5, 6, 7;
+comment on view pgmem.cluster_flow is
+  'Liquid cluster flow by day: how many memories moved from one cluster to another (reason flow or merge), with the mean pull (merges: the centroids'' cosine).';
+
+-- Size, energy and accesses of each cluster after each liquid step.
+create or replace view pgmem.cluster_energy as
+select s.at, s.tenant, s.cluster_id, c.label, c.state, s.size, s.energy::float8 as energy, s.accesses
+  from pgmem.cluster_steps s
+  join pgmem.clusters c on c.id = s.cluster_id
+ where s.tenant = pgmem.current_tenant() or pgmem._is_admin();
+comment on view pgmem.cluster_energy is
+  'Each cluster''s size, energy and accesses after each liquid step (energy + .05 per access, x .99 per step): the clusters over time.';
