@@ -35,7 +35,8 @@ create or replace function pgmem.search_attention(
   profile text default 'jam',
   candidates integer default 50,
   weight float8 default 0.2,
-  scale float8 default null)
+  scale float8 default null,
+  as_of timestamptz default null)
 returns table (id bigint, rank bigint, score float8, fused float8, attention float8, content text, who text,
                created_at timestamptz)
   language plpgsql volatile
@@ -49,12 +50,13 @@ begin
   if query_embedding is null then  -- nothing to attend with: search's own order
     return query
       select h.id, row_number() over (order by h.score desc, h.id), h.score, h.score, null::float8, h.content, h.who, h.created_at
-        from pgmem.search(query_text, null, k, null, null, profile, null, filters) h
+        from pgmem.search(query_text, null, k, null, null, profile, null, filters, as_of) h
        order by h.score desc, h.id;
     return;
   end if;
   return query
-  with h as (select * from pgmem.search(query_text, query_embedding, greatest(k, candidates), null, null, profile, null, filters)),
+  with h as (select * from pgmem.search(query_text, query_embedding, greatest(k, candidates), null, null, profile, null,
+                                        filters, as_of)),
   a as (select * from pgmem.attention(query_embedding, array(select h.id from h), scale)),
   -- the weights normalised by the largest, so that the signal is in [0, 1] like the fused score
   j as (select h.*, coalesce(a.weight / nullif(max(a.weight) over (), 0), 0) as att
@@ -63,5 +65,5 @@ begin
   select f.id, row_number() over (order by f.final desc, f.id), f.final, f.score, f.att, f.content, f.who, f.created_at
     from f order by f.final desc, f.id limit k;
 end $$;
-comment on function pgmem.search_attention(text, vector, integer, jsonb, text, integer, float8, float8) is
+comment on function pgmem.search_attention(text, vector, integer, jsonb, text, integer, float8, float8, timestamptz) is
   'pgmem.search reranked with JAM attention: the top `candidates` of search, score = (1 - weight) × fused + weight × attention weight / the largest weight (softmax(q · k / √d), or × scale). Opt-in: see bench/README.md for the LoCoMo figures.';

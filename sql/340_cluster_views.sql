@@ -20,7 +20,7 @@ comment on view pgmem.cluster_members is
 -- Clusters with their members nearest the centroid (the most typical ones).
 create or replace view pgmem.cluster_overview as
 select c.id as cluster_id, c.tenant, c.state, c.label, c.top_terms, c.size, c.energy::float8 as energy,
-       c.n_seen, c.generation, c.merged_into, c.created_at, c.updated_at,
+       c.n_seen, c.generation, c.merged_into_cluster, c.created_at, c.updated_at,
        coalesce(t.members, '[]') as top_members
   from pgmem.clusters c
   left join lateral (

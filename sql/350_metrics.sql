@@ -137,3 +137,6 @@ select date_trunc('day', r.run_at) as day, r.tenant, r.method, r.k, count(*) as 
  group by 1, 2, 3, 4;
 comment on view pgmem.eval_by_day is
   'Retrieval quality by day, method and k: mean Precision@K, NDCG@K and Intra-List Diversity over the judged queries evaluated that day (pgmem.evaluate).';
+
+create or replace trigger eval_judgements_tenant before insert or update on pgmem.eval_judgements
+  for each row execute function pgmem._check_memory_tenant('memory_id');

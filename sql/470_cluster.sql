@@ -279,7 +279,7 @@ $$;
 -- (the design leaves merge_clusters open): the cluster with more members survives (then
 -- the older one); its centroid becomes the k-means-count-weighted mean of the two, counts
 -- add up, energy is the larger of the two; the other cluster's members move to it (history
--- and cluster_moves, reason 'merge') and it is kept as state 'merged' with merged_into.
+-- and cluster_moves, reason 'merge') and it is kept as state 'merged' with merged_into_cluster.
 create or replace function pgmem._cluster_merge(p_tenant text, p_threshold float8, p_run bigint)
 returns integer
   language plpgsql volatile
@@ -312,7 +312,7 @@ begin
                            else c.centroid end,
            n_seen = keep.n_seen + gone.n_seen, energy = greatest(keep.energy, gone.energy), updated_at = now()
      where c.id = keep.id;
-    update pgmem.clusters c set state = 'merged', merged_into = keep.id, updated_at = now() where c.id = gone.id;
+    update pgmem.clusters c set state = 'merged', merged_into_cluster = keep.id, updated_at = now() where c.id = gone.id;
     perform pgmem._cluster_move(p_tenant,
       coalesce((select jsonb_agg(jsonb_build_object('memory_id', m.id, 'to_cluster', keep.id, 'pull', round(p.cos::numeric, 6)))
                   from pgmem.memories m where m.cluster_id = gone.id and m.tenant = p_tenant), '[]'),
@@ -609,3 +609,6 @@ begin
 end $$;
 comment on function pgmem.cluster(integer, text, boolean, timestamptz) is
   'JAM concept and liquid clusters, one batch per call (pgmem.run_job(''cluster'') repeats it to the end of a run): k-means fit (MiniBatchKMeans, adaptive k) and partial_fit, assignment, energy from the access log, the flow of memories between clusters, merges of clusters with centroid cosine > .85, labels. One row per tenant: the phase done, rows examined and changed, and whether more remains.';
+
+create or replace trigger cluster_moves_tenant before insert or update on pgmem.cluster_moves
+  for each row execute function pgmem._check_memory_tenant('memory_id');

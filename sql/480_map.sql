@@ -111,3 +111,6 @@ as $$
 $$;
 comment on function pgmem.map_points(text, integer) is
   'The points of the memory map for the current tenant: stored 3-D coordinates of a method (pgmem.project / save_coords), with each memory''s cluster, label, energy, age in days, uses and content.';
+
+create or replace trigger memory_coords_tenant before insert or update on pgmem.memory_coords
+  for each row execute function pgmem._check_memory_tenant('memory_id');

@@ -92,3 +92,22 @@ grant execute on function pgmem.current_tenant(), pgmem._is_admin(), pgmem.age_d
   pgmem.exp_decay(float8, float8), pgmem.linear_recency(timestamptz, timestamptz, float8),
   pgmem.access_boost(integer), pgmem.decayed_importance(float8, timestamptz, integer, timestamptz, float8),
   pgmem.fragment_strength(float8, timestamptz, timestamptz[], timestamptz) to pgmem_reader;
+
+-- ------------------------------------------------------------------ clusters, map, metrics (issue 17)
+-- The app reads its tenant's clusters (write-time assignment, assign_cluster), writes map
+-- coordinates and retrieval judgements, records evaluations; the cluster job is pgmem_admin's.
+-- pgmem.project is SECURITY DEFINER (audited): it runs the PL/Python projection, filtered on
+-- the caller's tenant in every statement (480_map.sql).
+grant select on pgmem.clusters, pgmem.cluster_moves, pgmem.cluster_steps, pgmem.memory_coords,
+  pgmem.eval_queries, pgmem.eval_judgements, pgmem.eval_runs to pgmem_app;
+grant insert (tenant, memory_id, method, x, y, z, computed_at), update (x, y, z, computed_at) on pgmem.memory_coords to pgmem_app;
+grant insert (tenant, query, query_embedding, created_at), update (query_embedding) on pgmem.eval_queries to pgmem_app;
+grant insert (tenant, query, memory_id, relevance, judged_at), update (relevance, judged_at) on pgmem.eval_judgements to pgmem_app;
+grant insert (tenant, run_at, query, method, k, retrieved, relevant, judged, precision_at_k, ndcg, ild) on pgmem.eval_runs to pgmem_app;
+grant delete on pgmem.memory_coords, pgmem.eval_queries, pgmem.eval_judgements to pgmem_app;
+revoke execute on function pgmem.cluster(integer, text, boolean, timestamptz) from pgmem_app;
+-- assign_cluster (SECURITY INVOKER) calls it: one look-up among <= 64 centroids, under the
+-- caller's row-level security
+grant execute on function pgmem._nearest_cluster(text, vector) to pgmem_app;
+grant select on pgmem.cluster_members, pgmem.cluster_overview, pgmem.cluster_flow, pgmem.cluster_energy,
+  pgmem.eval_by_day to pgmem_reader;

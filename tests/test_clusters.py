@@ -92,7 +92,7 @@ def test_job_finds_the_groups_and_assigns_every_memory(conn):
     assert run["details"]["tenants"]["acme"]["merged"] == 5
     active = rows(conn, "select * from pgmem.clusters where state = 'active' order by id")
     assert len(active) == 3
-    assert scalar(conn, "select count(*) from pgmem.clusters where state = 'merged' and merged_into is not null") == 5
+    assert scalar(conn, "select count(*) from pgmem.clusters where state = 'merged' and merged_into_cluster is not null") == 5
     by_cluster = {}
     for axis, mids in ids.items():
         cids = {scalar(conn, "select cluster_id from pgmem.memories where id = %s", (m,)) for m in mids}
@@ -181,7 +181,7 @@ def test_the_job_is_idempotent(conn):
     run_cluster(conn)
 
     def state():
-        return (rows(conn, "select id, state, centroid::text, n_seen, size, energy, label, top_terms, merged_into "
+        return (rows(conn, "select id, state, centroid::text, n_seen, size, energy, label, top_terms, merged_into_cluster "
                            "from pgmem.clusters order by id"),
                 rows(conn, "select id, cluster_id from pgmem.memories order by id"),
                 scalar(conn, "select count(*) from pgmem.history"), scalar(conn, "select count(*) from pgmem.cluster_moves"),
@@ -323,8 +323,8 @@ def test_merge_rule_by_hand(conn):
     # cos(P, Q) = .86 > .85 merge; cos(P, R) = .84 does not; after the merge the new centroid
     # (3 P + 1 Q) / 4 has cosine .833 with R: still no merge
     assert scalar(conn, "select pgmem._cluster_merge('acme', 0.85, null)") == 1
-    cl = {x["id"]: x for x in rows(conn, "select id, state, merged_into, n_seen, energy, centroid::real[] c from pgmem.clusters")}
-    assert cl[q]["state"] == "merged" and cl[q]["merged_into"] == p  # P has more members
+    cl = {x["id"]: x for x in rows(conn, "select id, state, merged_into_cluster, n_seen, energy, centroid::real[] c from pgmem.clusters")}
+    assert cl[q]["state"] == "merged" and cl[q]["merged_into_cluster"] == p  # P has more members
     assert cl[r]["state"] == "active" and cl[p]["state"] == "active"
     assert np.array(cl[p]["c"]) == pytest.approx((3 * p_c + 1 * q_c) / 4, abs=1e-6)
     assert cl[p]["n_seen"] == 4 and cl[p]["energy"] == pytest.approx(0.7)  # counts add up; the larger energy

@@ -33,7 +33,7 @@ create table pgmem.clusters (
   label       text,
   top_terms   text[] not null default '{}',
   generation  integer not null default 1,
-  merged_into bigint references pgmem.clusters (id),
+  merged_into_cluster bigint references pgmem.clusters (id),
   created_at  timestamptz not null default now(),
   updated_at  timestamptz not null default now()
 );
