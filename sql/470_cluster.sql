@@ -142,7 +142,8 @@ $$;
 -- engine/clustering.py), times the cluster's energy, is its pull; it moves to its strongest
 -- pull when that exceeds p_flow_rate. Returns the moves; the caller applies them.
 -- Memory time: happened_at when given (the event's time), else created_at.
-create or replace function pgmem._cluster_flow(p_tenant text, p_ids bigint[], p_half_life_hours float8, p_flow_rate float8)
+create or replace function pgmem._cluster_flow(p_tenant text, p_ids bigint[], p_half_life_hours float8, p_flow_rate float8,
+                                               p_step timestamptz default null)
 returns table (memory_id bigint, from_cluster bigint, to_cluster bigint, pull float8)
   language plpython3u volatile
   set search_path = pgmem, public, pg_temp
@@ -161,11 +162,6 @@ if not cl or not p_ids:
     return []
 pos = {r["id"]: i for i, r in enumerate(cl)}
 k = len(cl)
-members = plpy.execute(plpy.prepare(
-    "select m.cluster_id, count(*) n, vector_send(sum(l2_normalize(m.embedding))) s, "
-    "array_agg(extract(epoch from coalesce(m.happened_at, m.created_at)) / 3600.0) t "
-    "from pgmem.memories m where m.tenant = $1 and m.state = 'active' and m.embedding is not null "
-    "and m.cluster_id is not null group by m.cluster_id", ["text"]), [p_tenant])
 page = plpy.execute(plpy.prepare(
     "select m.id, m.cluster_id, vector_send(m.embedding) b, extract(epoch from coalesce(m.happened_at, m.created_at)) / 3600.0 t "
     "from pgmem.memories m where m.id = any($1) and m.tenant = $2 and m.state = 'active' and m.embedding is not null "
@@ -173,16 +169,31 @@ page = plpy.execute(plpy.prepare(
 if not page:
     return []
 dim = int.from_bytes(page[0]["b"][:2], "big")
-sizes = np.zeros(k)
-sums = np.zeros((k, dim))
-kernels = [mod.TimeKernel([], p_half_life_hours) for _ in range(k)]
-for r in members:
-    i = pos.get(r["cluster_id"])
-    if i is None:
-        continue  # members of a cluster that is no longer active (the assign phase moves them)
-    sizes[i] = r["n"]
-    sums[i] = np.frombuffer(r["s"], dtype=">f4", count=dim, offset=4)
-    kernels[i] = mod.TimeKernel([float(x) for x in r["t"]], p_half_life_hours)
+# the members of every cluster (unit-vector sums, sizes, times): read once per liquid step and
+# kept for the step's later batches in this session, so every batch of a step is weighed
+# against the membership at the start of the step
+skey = ("pgmem.cluster_flow", p_tenant, p_step, tuple(r["id"] for r in cl), p_half_life_hours)
+stats = GD.get("pgmem.cluster_flow.stats")
+if p_step is None or stats is None or stats[0] != skey:
+    members = plpy.execute(plpy.prepare(
+        "select m.cluster_id, count(*) n, vector_send(sum(l2_normalize(m.embedding))) s, "
+        "array_agg(extract(epoch from coalesce(m.happened_at, m.created_at)) / 3600.0) t "
+        "from pgmem.memories m where m.tenant = $1 and m.state = 'active' and m.embedding is not null "
+        "and m.cluster_id is not null group by m.cluster_id", ["text"]), [p_tenant])
+    sizes = np.zeros(k)
+    sums = np.zeros((k, dim))
+    kernels = [mod.TimeKernel([], p_half_life_hours) for _ in range(k)]
+    for r in members:
+        i = pos.get(r["cluster_id"])
+        if i is None:
+            continue  # members of a cluster that is no longer active (the assign phase moves them)
+        sizes[i] = r["n"]
+        sums[i] = np.frombuffer(r["s"], dtype=">f4", count=dim, offset=4)
+        kernels[i] = mod.TimeKernel([float(x) for x in r["t"]], p_half_life_hours)
+    del members
+    stats = (skey, sizes, sums, kernels)
+    GD["pgmem.cluster_flow.stats"] = stats if p_step is not None else None
+_, sizes, sums, kernels = stats
 ids = [r["id"] for r in page]
 row = {m: j for j, m in enumerate(ids)}
 U = mod.unit_rows(mod.from_vector_bytes([r["b"] for r in page], dim))
@@ -511,7 +522,7 @@ begin
     select coalesce(jsonb_agg(to_jsonb(f)), '[]') into v_moves
       from pgmem._cluster_flow(p_tenant, v_ids,
                                pgmem._tenant_setting(p_tenant, 'cluster_temporal_half_life_hours')::text::float8,
-                               pgmem._tenant_setting(p_tenant, 'cluster_flow_rate')::text::float8) f;
+                               pgmem._tenant_setting(p_tenant, 'cluster_flow_rate')::text::float8, s.step_at) f;
     v_changed := pgmem._cluster_move(p_tenant, v_moves, 'flow', p_run);
     if cardinality(v_ids) >= p_batch then
       update pgmem.cluster_state x

@@ -156,3 +156,24 @@ def test_map_command(dsn, conn, tmp_path, monkeypatch):
     # unknown tenant data: a clear message, not a traceback
     assert cli.main(["map", "--tenant", "nobody", "-o", str(out)]) == 1
     assert json.loads(json.dumps({"ok": True}))["ok"]
+
+
+def test_umap_in_the_client_is_stored_per_memory(conn, dsn, tmp_path):
+    # Debian does not package umap-learn: the client computes UMAP (n_neighbors 15) and stores it
+    from pgmem.client import MemoryClient
+    from pgmem.map import build_map
+
+    ids = _world(conn, per_group=8)
+    with MemoryClient(dsn, tenant="acme", embedder=None) as client:
+        res = build_map(client, tmp_path / "umap.html", method="umap", color="usage")
+    assert res.points == len(ids) and res.method == "umap"
+    coords = rows(conn, "select memory_id, x, y, z from pgmem.memory_coords where method = 'umap'")
+    assert {r["memory_id"] for r in coords} == set(ids)
+    # UMAP keeps the groups apart: each memory's nearest neighbour on the map is of its own group
+    pos = {r["memory_id"]: np.array([r["x"], r["y"], r["z"]]) for r in coords}
+    group = {m: i // 8 for i, m in enumerate(ids)}
+    same = 0
+    for m in ids:
+        nearest = min((o for o in ids if o != m), key=lambda o: np.linalg.norm(pos[o] - pos[m]))
+        same += group[nearest] == group[m]
+    assert same >= 0.9 * len(ids)
