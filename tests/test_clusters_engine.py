@@ -34,19 +34,19 @@ def test_fit_uses_jams_parameters():
     assert counts.sum() > 0
 
 
-def test_partial_fit_resumes_exactly_where_sklearn_would():
-    # the stored (centres, counts) restore MiniBatchKMeans: continuing from storage gives the
-    # centres the same estimator reaches without stopping (reassignment off in both)
+def test_partial_fit_is_sklearns_partial_fit_resumed():
+    # the stored (centres, counts) go on as MiniBatchKMeans.partial_fit would from where the
+    # estimator stopped, mini-batch by mini-batch of 100 (reassignment off in both)
     rng = np.random.default_rng(3)
-    X = rng.normal(size=(600, 8))
+    X = rng.normal(size=(650, 8))
     km = cl._kmeans(6, seed=0, reassignment_ratio=0.0).fit(X[:300])
     live = copy.deepcopy(km)
-    for s in range(300, 600, 100):
+    for s in range(300, 650, 100):
         live.partial_fit(X[s:s + 100])
-    centers, counts = cl.partial_fit(km.cluster_centers_, km._counts, [X[300:600]])
-    assert np.abs(centers - live.cluster_centers_).max() < 1e-12
+    centers, counts = cl.partial_fit(km.cluster_centers_, km._counts, [X[300:500], X[500:650]])
+    assert np.abs(centers - live.cluster_centers_).max() < 1e-9
     assert counts == pytest.approx(live._counts)
-    # each point moved its centre by 1/count: a centre seen n times moves by (x - c) / (n + 1)
+    # each point moves its centre by 1/count: a centre seen n times moves by (x - c) / (n + 1)
     c0 = np.array([[0.0, 0.0], [10.0, 10.0]])
     c1, n1 = cl.partial_fit(c0, np.array([3.0, 5.0]), [np.array([[1.0, 1.0]])])
     assert c1[0] == pytest.approx([0.25, 0.25]) and c1[1] == pytest.approx([10.0, 10.0])
