@@ -116,7 +116,8 @@ def render_html(points: Sequence[dict], *, method: str = "pca", color: str = "cl
     fig.update_layout(
         title={"text": title or f"pgmem memory map — {len(points)} memories, {n_clusters} clusters ({method.upper()})"},
         scene={"xaxis": {"title": {"text": f"{method} 1"}}, "yaxis": {"title": {"text": f"{method} 2"}},
-               "zaxis": {"title": {"text": f"{method} 3"}}},
+               "zaxis": {"title": {"text": f"{method} 3"}}, "aspectmode": "cube",
+               "camera": {"eye": {"x": 1.5, "y": 1.5, "z": 1.1}}},
         updatemenus=[{"buttons": buttons, "active": list(COLORINGS).index(color), "x": 0.0, "y": 1.0,
                       "xanchor": "left", "yanchor": "top"}],
         margin={"l": 0, "r": 0, "t": 50, "b": 0}, template="plotly_white")
