@@ -44,7 +44,7 @@ begin
   end if;
   -- jobs that change memories wait for each other (one at a time per database): merge and
   -- prune lock rows in different orders and would otherwise deadlock
-  if p_job in ('merge', 'prune', 'archive', 'purge') then
+  if p_job in ('merge', 'prune', 'archive', 'purge', 'cluster') then  -- cluster: sql/470_cluster.sql
     perform pg_advisory_xact_lock(hashtextextended('pgmem-maintenance', 0));
   end if;
   insert into pgmem.job_runs (tenant, job, params) values (p_tenant, p_job, p_params) returning job_runs.id into id;

@@ -230,6 +230,8 @@ returns integer
 as $$
 declare n integer;
 begin
+  -- rows locked in id order first, as touch() and merge do: no deadlock with them
+  perform 1 from pgmem.memories x where x.id = any(p_ids) and x.tenant = p_tenant order by x.id for update;
   perform pgmem._set_op('update', jsonb_build_object('job', 'cluster', 'reason', p_reason, 'job_run_id', p_run));
   update pgmem.memories m set cluster_id = a.cluster_id
     from (select x.id, n.cluster_id
@@ -251,6 +253,9 @@ returns integer
 as $$
 declare n integer;
 begin
+  perform 1 from pgmem.memories x
+   where x.id in (select (e->>'memory_id')::bigint from jsonb_array_elements(p_moves) e) and x.tenant = p_tenant
+   order by x.id for update;
   perform pgmem._set_op('update', jsonb_build_object('job', 'cluster', 'reason', p_reason, 'job_run_id', p_run));
   with mv as (
     select (e->>'memory_id')::bigint as memory_id, (e->>'to_cluster')::bigint as to_cluster, (e->>'pull')::float8 as pull

@@ -336,3 +336,53 @@ def test_merge_rule_by_hand(conn):
     assert [x["details"]["reason"] for x in h] == ["merge"]
     # threshold is strict (> .85) and the job reads it from the settings
     assert scalar(conn, "select pgmem._cluster_merge('acme', 0.9, null)") == 0
+
+
+# ------------------------------------------------------------------ refit, privacy
+
+def test_k_grows_with_the_memories_by_refits(conn):
+    rng = np.random.default_rng(8)
+    three_groups(conn, rng, per_group=7)  # 21 memories: k = 8
+    run_cluster(conn)
+    assert rows(conn, "select generation, k, fitted_n from pgmem.cluster_state")[0] == {"generation": 1, "k": 8, "fitted_n": 21}
+    first = {r[0] for r in conn.execute("select id from pgmem.clusters")}
+    # 48 more (n = 69: k = max(8, 6) = 8): k does not change, no refit; the new ones were
+    # assigned at write time and moved the centroids by partial_fit
+    three_groups(conn, rng, per_group=16)
+    run_cluster(conn)
+    assert rows(conn, "select generation, k from pgmem.cluster_state")[0] == {"generation": 1, "k": 8}
+    assert scalar(conn, "select count(*) from pgmem.memories where cluster_id is null") == 0
+    # 90 more (n = 159 >= 2 x 21, k = 15 > 8): a refit with 15 clusters; the old ones are retired
+    three_groups(conn, rng, per_group=30)
+    run_cluster(conn)
+    st = rows(conn, "select generation, k, fitted_n from pgmem.cluster_state")[0]
+    assert st == {"generation": 2, "k": 15, "fitted_n": 159}
+    assert {r[0] for r in conn.execute("select id from pgmem.clusters where state = 'retired'")} == \
+        {r[0] for r in conn.execute("select id from pgmem.clusters where id = any(%s) and state <> 'merged'", (list(first),))}
+    live = {r[0] for r in conn.execute("select id from pgmem.clusters where state = 'active'")}
+    assert live and not live & first
+    assert scalar(conn, "select count(*) from pgmem.memories where cluster_id <> all(%s)", (list(live),)) == 0
+    # refit => true fits again whatever k says
+    run_cluster(conn, refit=True)
+    assert rows(conn, "select generation from pgmem.cluster_state")[0]["generation"] == 3
+
+
+def test_export_and_erase_cover_clusters(conn):
+    rng = np.random.default_rng(9)
+    ids = [add(conn, f"secret zanzibar plan {i}", noisy(rng, 7), user_id="maya") for i in range(4)]
+    ids += [add(conn, f"other coffee note {i}", noisy(rng, 0), user_id="tom") for i in range(4)]
+    run_cluster(conn)
+    conn.execute("select pgmem.project('pca')")
+    conn.execute("select pgmem.judge('zanzibar', %s, 1)", (ids[0],))
+    doc = scalar(conn, "select pgmem.export_user('maya')")
+    mine = scalar(conn, "select cluster_id from pgmem.memories where id = %s", (ids[0],))
+    assert [c["id"] for c in doc["clusters"]] == [mine] and "zanzibar" in doc["clusters"][0]["label"]
+    assert {c["memory_id"] for c in doc["memory_coords"]} == set(ids[:4])
+    assert [j["memory_id"] for j in doc["eval_judgements"]] == [ids[0]]
+    conn.execute("select * from pgmem.erase_user('maya')")
+    # the label quoted maya's words: gone until the job names the cluster from who is left
+    assert rows(conn, "select label, top_terms from pgmem.clusters where id = %s", (mine,))[0] == {"label": None, "top_terms": []}
+    assert scalar(conn, "select count(*) from pgmem.memory_coords where memory_id = any(%s)", (ids[:4],)) == 0
+    assert scalar(conn, "select count(*) from pgmem.eval_judgements") == 0
+    run_cluster(conn)
+    assert "zanzibar" not in json.dumps(rows(conn, "select label, top_terms from pgmem.clusters"))
