@@ -150,6 +150,9 @@ def run(admin_dsn_of, source_db: str, n: int, batch: int, inserts: int, postmast
         t = time.perf_counter()
         pc.execute(f'create database "{db}" template "{source_db}"')
         log(f"copied {source_db} to {db} in {time.perf_counter() - t:.1f} s")
+    from pgmem import migrate
+
+    migrate.upgrade(admin_dsn_of(db))  # this checkout's SQL and engine modules, not the loader's
     R: dict = {"n": n, "batch": batch, "database": db}
     sampler = PeakPss(postmaster) if postmaster else None
     try:

@@ -62,6 +62,14 @@ begin
 end $$;
 comment on function pgmem._py_source(text) is 'The source of an engine module (pgmem.py_modules), or an error naming the fix.';
 
+-- Whether the current role may ANALYZE a table (its owner, or a member of the owner role).
+create or replace function pgmem._is_table_owner(p_table regclass) returns boolean
+  language sql stable
+  set search_path = pgmem, public, pg_temp
+as $$
+  select pg_has_role(current_user, c.relowner, 'usage') from pg_class c where c.oid = p_table
+$$;
+
 -- ------------------------------------------------------------------ PL/Python steps
 -- Embeddings travel as pgvector's binary form (vector_send), one bytes object per row.
 
@@ -201,9 +209,11 @@ hours = np.array([float(r["t"]) for r in page])
 current = np.array([pos.get(r["cluster_id"], -1) for r in page])
 co = np.zeros((len(page), k))
 # co-access to each cluster's members: Jaccard of the two memories' uses (links counted by touch)
+# (the links of the batch first, materialised: right after a mass assignment the statistics of
+# memories.cluster_id are stale, and a plan that starts from memories would revisit them per row)
 pairs = plpy.execute(plpy.prepare(
-    "with p as (select unnest($1::int8[]) as id), "
-    "l as (select p.id, l.dst_id as other, l.count from p join pgmem.links l on l.src_id = p.id and l.kind = 'co_access' "
+    "with p as materialized (select unnest($1::int8[]) as id), "
+    "l as materialized (select p.id, l.dst_id as other, l.count from p join pgmem.links l on l.src_id = p.id and l.kind = 'co_access' "
     "      union all select p.id, l.src_id, l.count from p join pgmem.links l on l.dst_id = p.id and l.kind = 'co_access') "
     "select l.id, o.cluster_id, sum(least(1.0, l.count::float8 / nullif(a.access_count + o.access_count - l.count, 0))) s "
     "from l join pgmem.memories a on a.id = l.id join pgmem.memories o on o.id = l.other "
@@ -469,6 +479,10 @@ begin
                     where m.tenant = p_tenant and m.state = 'active' and m.embedding is not null and m.id > s.cursor_id
                     order by m.id limit p_batch);
     v_changed := pgmem._cluster_assign(p_tenant, v_ids, 'assign', p_run);
+    if cardinality(v_ids) < p_batch and pgmem._is_table_owner('pgmem.memories') then
+      -- every memory changed its cluster_id: fresh statistics for the plans of the steps after
+      analyze pgmem.memories;
+    end if;
     update pgmem.cluster_state x
        set phase = case when cardinality(v_ids) < p_batch then 'liquid' else 'assign' end,
            cursor_id = case when cardinality(v_ids) < p_batch then 0 else v_ids[cardinality(v_ids)] end, updated_at = now()
