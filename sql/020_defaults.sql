@@ -63,5 +63,6 @@ insert into pgmem.settings (tenant, key, value, description) values
   ('*', 'cluster_temporal_half_life_hours', '24', 'liquid affinity: temporal proximity 2^(-|dt| / half-life) between two memories'' times'),
   ('*', 'cluster_flow_rate', '0.15', 'liquid flow: a memory moves to the cluster that pulls it hardest when that pull (mean affinity x energy) exceeds this'),
   ('*', 'cluster_merge_cosine', '0.85', 'clusters whose centroids have a cosine above this merge (JAM, Energy Dynamics)'),
+  ('*', 'cluster_run_seconds', '300', 'a cluster run stops between two batches after this many seconds; the next run goes on where it stopped'),
   ('*', 'cluster_label_sample', '200', 'a cluster''s label and top terms come from at most this many of its members (the most recent)')
 on conflict (tenant, key) do nothing;

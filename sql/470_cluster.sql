@@ -5,7 +5,8 @@
 --
 -- A run, per tenant, goes through phases (pgmem.cluster_state), one bounded batch per call,
 -- so that pgmem.run_job commits between batches and a run over a million memories never
--- holds one long transaction:
+-- holds one long transaction; a run stops between two batches once it has used
+-- cluster_run_seconds, and the next run goes on where it stopped:
 --   fit     (when the tenant has no cluster, or k should grow, or refit => true)
 --           MiniBatchKMeans(k, batch_size 100, n_init 3, max_no_improvement 10) on a sample
 --           of at most cluster_fit_sample memories (new clusters in state 'building');
@@ -62,6 +63,19 @@ begin
 end $$;
 comment on function pgmem._py_source(text) is 'The source of an engine module (pgmem.py_modules), or an error naming the fix.';
 
+-- Loads an engine module into this session's GD["pgmem.<module>"] (PL/Python's dictionary shared
+-- by every PL/Python function of the session); a new session loads the installed source again.
+create or replace function pgmem._py_load(p_module text) returns void
+  language plpython3u volatile
+  set search_path = pgmem, public, pg_temp
+as $$
+import types
+mod = types.ModuleType("pgmem_" + p_module)
+src = plpy.execute(plpy.prepare("select pgmem._py_source($1) s", ["text"]), [p_module])[0]["s"]
+exec(src, mod.__dict__)
+GD["pgmem." + p_module] = mod
+$$;
+
 -- Whether the current role may ANALYZE a table (its owner, or a member of the owner role).
 create or replace function pgmem._is_table_owner(p_table regclass) returns boolean
   language sql stable
@@ -81,13 +95,9 @@ returns integer
   language plpython3u volatile
   set search_path = pgmem, public, pg_temp
 as $$
-key = "pgmem.clustering"
-mod = GD.get(key)
-if mod is None:
-    import types
-    mod = types.ModuleType("pgmem_clustering")
-    exec(plpy.execute("select pgmem._py_source('clustering') s")[0]["s"], mod.__dict__)
-    GD[key] = mod
+if "pgmem.clustering" not in GD:
+    plpy.execute("select pgmem._py_load('clustering')")
+mod = GD["pgmem.clustering"]
 n = plpy.execute(plpy.prepare("select count(*) n from pgmem.memories m where m.tenant = $1 and m.state = 'active' "
                               "and m.embedding is not null", ["text"]), [p_tenant])[0]["n"]
 every = max(1, n // max(1, p_sample))
@@ -117,13 +127,9 @@ returns integer
   language plpython3u volatile
   set search_path = pgmem, public, pg_temp
 as $$
-key = "pgmem.clustering"
-mod = GD.get(key)
-if mod is None:
-    import types
-    mod = types.ModuleType("pgmem_clustering")
-    exec(plpy.execute("select pgmem._py_source('clustering') s")[0]["s"], mod.__dict__)
-    GD[key] = mod
+if "pgmem.clustering" not in GD:
+    plpy.execute("select pgmem._py_load('clustering')")
+mod = GD["pgmem.clustering"]
 cl = plpy.execute(plpy.prepare("select c.id, vector_send(c.centroid) b, c.n_seen from pgmem.clusters c "
                                "where c.tenant = $1 and c.state = $2 order by c.id", ["text", "text"]), [p_tenant, p_state])
 if not cl or not p_ids:
@@ -156,13 +162,9 @@ returns table (memory_id bigint, from_cluster bigint, to_cluster bigint, pull fl
   language plpython3u volatile
   set search_path = pgmem, public, pg_temp
 as $$
-key = "pgmem.clustering"
-mod = GD.get(key)
-if mod is None:
-    import types
-    mod = types.ModuleType("pgmem_clustering")
-    exec(plpy.execute("select pgmem._py_source('clustering') s")[0]["s"], mod.__dict__)
-    GD[key] = mod
+if "pgmem.clustering" not in GD:
+    plpy.execute("select pgmem._py_load('clustering')")
+mod = GD["pgmem.clustering"]
 import numpy as np
 cl = plpy.execute(plpy.prepare("select c.id, c.energy from pgmem.clusters c where c.tenant = $1 and c.state = 'active' "
                                "order by c.id", ["text"]), [p_tenant])
@@ -231,31 +233,10 @@ $$;
 
 -- ------------------------------------------------------------------ SQL steps
 
--- Assigns the given memories to their nearest active cluster (JAM Stage 4.2) where that
--- changes their cluster; returns how many changed. History: op update, reason p_reason.
-create or replace function pgmem._cluster_assign(p_tenant text, p_ids bigint[], p_reason text, p_run bigint)
-returns integer
-  language plpgsql volatile
-  set search_path = pgmem, public, pg_temp
-as $$
-declare n integer;
-begin
-  -- rows locked in id order first, as touch() and merge do: no deadlock with them
-  perform 1 from pgmem.memories x where x.id = any(p_ids) and x.tenant = p_tenant order by x.id for update;
-  perform pgmem._set_op('update', jsonb_build_object('job', 'cluster', 'reason', p_reason, 'job_run_id', p_run));
-  update pgmem.memories m set cluster_id = a.cluster_id
-    from (select x.id, n.cluster_id
-            from pgmem.memories x
-            cross join lateral pgmem._nearest_cluster(p_tenant, x.embedding) n
-           where x.id = any(p_ids) and x.tenant = p_tenant and x.embedding is not null) a
-   where m.id = a.id and m.cluster_id is distinct from a.cluster_id;
-  get diagnostics n = row_count;
-  perform pgmem._set_op(null);
-  return n;
-end $$;
-
--- Moves memories between clusters (flow or merge): cluster_moves rows and the update, whose
--- history the triggers write.
+-- Moves memories to clusters: p_moves is a JSON array of {memory_id, to_cluster, pull}. Rows are
+-- locked in id order first, as touch() and merge do (no deadlock with them); the update's
+-- history is written by the memories triggers (op update, details {job, reason, job_run_id});
+-- moves between two clusters (flow, merge) are also rows of pgmem.cluster_moves.
 create or replace function pgmem._cluster_move(p_tenant text, p_moves jsonb, p_reason text, p_run bigint)
 returns integer
   language plpgsql volatile
@@ -274,14 +255,30 @@ begin
     update pgmem.memories m set cluster_id = mv.to_cluster
       from mv join pgmem.clusters c on c.id = mv.to_cluster and c.tenant = p_tenant
      where m.id = mv.memory_id and m.tenant = p_tenant and m.cluster_id is distinct from mv.to_cluster
-    returning m.id, mv.to_cluster, mv.pull)
-  insert into pgmem.cluster_moves (tenant, memory_id, from_cluster, to_cluster, reason, pull, job_run_id)
-  select p_tenant, upd.id, o.cluster_id, upd.to_cluster, p_reason, upd.pull, p_run
-    from upd join pgmem.memories o on o.id = upd.id;  -- (o: the row as the statement began)
-  get diagnostics n = row_count;
+    returning m.id, mv.to_cluster, mv.pull),
+  logged as (
+    insert into pgmem.cluster_moves (tenant, memory_id, from_cluster, to_cluster, reason, pull, job_run_id)
+    select p_tenant, upd.id, o.cluster_id, upd.to_cluster, p_reason, upd.pull, p_run
+      from upd join pgmem.memories o on o.id = upd.id  -- (o: the row as the statement began)
+     where p_reason in ('flow', 'merge') and o.cluster_id is not null)
+  select count(*) into n from upd;
   perform pgmem._set_op(null);
   return n;
 end $$;
+
+-- Assigns the given memories to their nearest active cluster (JAM Stage 4.2) where that
+-- changes their cluster; returns how many changed.
+create or replace function pgmem._cluster_assign(p_tenant text, p_ids bigint[], p_reason text, p_run bigint)
+returns integer
+  language sql volatile
+  set search_path = pgmem, public, pg_temp
+as $$
+  select pgmem._cluster_move(p_tenant, coalesce(jsonb_agg(jsonb_build_object('memory_id', x.id, 'to_cluster', n.cluster_id)), '[]'),
+                             p_reason, p_run)
+    from pgmem.memories x
+   cross join lateral pgmem._nearest_cluster(p_tenant, x.embedding) n
+   where x.id = any(p_ids) and x.tenant = p_tenant and x.embedding is not null and x.cluster_id is distinct from n.cluster_id
+$$;
 
 -- JAM, Energy Dynamics: energy = min(1, energy + .05 x accesses) for the accesses of each
 -- cluster's members since the last step (pgmem.accesses), then x .99 for each step elapsed.
@@ -605,6 +602,12 @@ declare
   v_examined bigint := 0;
   v_changed bigint := 0;
   v_details jsonb := '{}';
+  -- the run's time budget counts from the start of the top-level statement (the CALL of
+  -- run_job that pg_cron makes, or this select): past it the run stops between two batches and
+  -- the next run goes on from the tenant's phase and cursor (pgmem.cluster_state)
+  v_started timestamptz := coalesce((select a.query_start from pg_stat_activity a where a.pid = pg_backend_pid()), now());
+  v_budget float8 := pgmem._tenant_setting(v_tenant, 'cluster_run_seconds')::text::float8;
+  v_paused text;
 begin
   perform pgmem._check_between(batch, 'batch', 100, 1000000);
   v_run := pgmem._job_begin('cluster', v_tenant, jsonb_build_object('batch', batch, 'refit', refit, 'as_of', as_of));
@@ -635,7 +638,12 @@ begin
     v_details := v_details || jsonb_build_object(t, r);
     return next;
   end loop;
-  perform pgmem._job_end(v_run, v_examined, v_changed, jsonb_build_object('more', v_more, 'tenants', v_details));
+  if v_more and extract(epoch from clock_timestamp() - v_started) >= v_budget then
+    v_more := false;
+    v_paused := format('run time budget of %s s (cluster_run_seconds) used: the next run goes on', v_budget);
+  end if;
+  perform pgmem._job_end(v_run, v_examined, v_changed,
+    jsonb_strip_nulls(jsonb_build_object('more', v_more, 'tenants', v_details, 'paused', v_paused)));
 end $$;
 comment on function pgmem.cluster(integer, text, boolean, timestamptz) is
   'JAM concept and liquid clusters, one batch per call (pgmem.run_job(''cluster'') repeats it to the end of a run): k-means fit (MiniBatchKMeans, adaptive k) and partial_fit, assignment, energy from the access log, the flow of memories between clusters, merges of clusters with centroid cosine > .85, labels. One row per tenant: the phase done, rows examined and changed, and whether more remains.';

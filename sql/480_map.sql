@@ -11,13 +11,9 @@ create or replace function pgmem._project_coords(p_tenant text, p_method text, p
   language plpython3u volatile
   set search_path = pgmem, public, pg_temp
 as $$
-key = "pgmem.projection"
-mod = GD.get(key)
-if mod is None:
-    import types
-    mod = types.ModuleType("pgmem_projection")
-    exec(plpy.execute("select pgmem._py_source('projection') s")[0]["s"], mod.__dict__)
-    GD[key] = mod
+if "pgmem.projection" not in GD:
+    plpy.execute("select pgmem._py_load('projection')")
+mod = GD["pgmem.projection"]
 import numpy as np
 rows = plpy.execute(plpy.prepare(
     "select m.id, vector_send(m.embedding) b from pgmem.memories m where m.tenant = $1 and m.state = 'active' "

@@ -386,3 +386,31 @@ def test_export_and_erase_cover_clusters(conn):
     assert scalar(conn, "select count(*) from pgmem.eval_judgements") == 0
     run_cluster(conn)
     assert "zanzibar" not in json.dumps(rows(conn, "select label, top_terms from pgmem.clusters"))
+
+
+def test_a_run_stops_at_its_time_budget_and_the_next_goes_on(conn, dsn):
+    from conftest import connect
+
+    rng = np.random.default_rng(10)
+    ids = three_groups(conn, rng, per_group=12)
+    conn.execute("insert into pgmem.settings (tenant, key, value) values ('acme', 'cluster_run_seconds', '0')")
+    runs = 0
+    while True:
+        runs += 1
+        r = run_cluster(conn, batch=100)
+        if scalar(conn, "select phase from pgmem.cluster_state") == "idle":
+            break
+        assert "paused" in r["details"] and r["details"]["more"] is False
+        assert runs < 20
+    # fit, assign, liquid: one batch per run (batch 100 > 36 memories: no stream, one assign batch)
+    assert runs == 3
+    paused = {m: scalar(conn, "select cluster_id from pgmem.memories where id = %s", (m,)) for axis in ids for m in ids[axis]}
+    # the same data in one uninterrupted run ends in the same clusters (same k-means seed)
+    with connect(dsn, tenant="acme2") as other:
+        rng = np.random.default_rng(10)
+        ids2 = three_groups(other, rng, per_group=12)
+        run_cluster(other, batch=100)
+        whole = {m: scalar(other, "select cluster_id from pgmem.memories where id = %s", (m,)) for axis in ids2 for m in ids2[axis]}
+    groups = lambda a: sorted(sorted(m2 for m2, c2 in a.items() if c2 == c) for c in set(a.values()))
+    offset = {m2: m for m, m2 in zip([m for a in ids for m in ids[a]], [m for a in ids2 for m in ids2[a]])}
+    assert groups(paused) == groups({offset[m]: c for m, c in whole.items()})

@@ -15,22 +15,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from psycopg.rows import dict_row
 
 from conftest import DIM
+from test_clusters import rows, scalar
 from pgmem.engine import projection
 
 WORDS = {0: "coffee espresso beans", 1: "hiking mountain trail", 2: "python code bug", 3: "garden tomato soil"}
 
-
-def rows(conn, q, params=()):
-    cur = conn.cursor(row_factory=dict_row)
-    cur.execute(q, params)
-    return cur.fetchall()
-
-
-def scalar(conn, q, params=()):
-    return conn.execute(q, params).fetchone()[0]
 
 
 def _world(conn, per_group: int = 25):

@@ -6,19 +6,10 @@ import math
 
 import numpy as np
 import pytest
-from psycopg.rows import dict_row
 
 from conftest import DIM, at_cos, e
+from test_clusters import rows, scalar
 
-
-def rows(conn, q, params=()):
-    cur = conn.cursor(row_factory=dict_row)
-    cur.execute(q, params)
-    return cur.fetchall()
-
-
-def scalar(conn, q, params=()):
-    return conn.execute(q, params).fetchone()[0]
 
 
 def add(conn, content, emb=None):
