@@ -13,7 +13,7 @@ select m.id as memory_id, m.tenant, m.cluster_id, c.label,
   from pgmem.memories m
   join pgmem.clusters c on c.id = m.cluster_id
  where m.state = 'active' and m.embedding is not null
-   and (m.tenant = pgmem.current_tenant() or pgmem._is_admin());
+   and (m.tenant = (select pgmem.current_tenant()) or (select pgmem._is_admin()));
 comment on view pgmem.cluster_members is
   'Each active memory''s cluster, label and confidence 1 / (1 + distance to the centroid) (JAM concept assignment), computed at read time.';
 
@@ -30,7 +30,7 @@ select c.id as cluster_id, c.tenant, c.state, c.label, c.top_terms, c.size, c.en
               from pgmem.memories m
              where m.cluster_id = c.id and m.state = 'active' and m.embedding is not null
              order by 3, m.id limit 5) x) t on c.state = 'active'
- where c.tenant = pgmem.current_tenant() or pgmem._is_admin();
+ where c.tenant = (select pgmem.current_tenant()) or (select pgmem._is_admin());
 comment on view pgmem.cluster_overview is
   'Concept clusters: state, label and top terms, size (active members), energy (liquid clusters), k-means count, and the five members nearest the centroid.';
 
@@ -41,7 +41,7 @@ select date_trunc('day', v.moved_at) as day, v.tenant, v.reason, v.from_cluster,
   from pgmem.cluster_moves v
   left join pgmem.clusters f on f.id = v.from_cluster
   left join pgmem.clusters t on t.id = v.to_cluster
- where v.tenant = pgmem.current_tenant() or pgmem._is_admin()
+ where v.tenant = (select pgmem.current_tenant()) or (select pgmem._is_admin())
  group by 1, 2, 3, 4, 5, 6, 7;
 comment on view pgmem.cluster_flow is
   'Liquid cluster flow by day: how many memories moved from one cluster to another (reason flow or merge), with the mean pull (merges: the centroids'' cosine).';
@@ -51,6 +51,6 @@ create or replace view pgmem.cluster_energy as
 select s.at, s.tenant, s.cluster_id, c.label, c.state, s.size, s.energy::float8 as energy, s.accesses
   from pgmem.cluster_steps s
   join pgmem.clusters c on c.id = s.cluster_id
- where s.tenant = pgmem.current_tenant() or pgmem._is_admin();
+ where s.tenant = (select pgmem.current_tenant()) or (select pgmem._is_admin());
 comment on view pgmem.cluster_energy is
   'Each cluster''s size, energy and accesses after each liquid step (energy + .05 per access, x .99 per step): the clusters over time.';
