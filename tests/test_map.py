@@ -118,11 +118,14 @@ def test_map_page_draws_the_points_in_a_real_browser(conn, dsn, tmp_path):
     r = _headless(tmp_path / "map.html", tmp_path, f"--screenshot={shot}")
     assert r.returncode == 0 and shot.exists(), r.stderr[-2000:]
     img = _png_pixels(shot)
-    # the points are drawn: many pixels of the Viridis colours of the four clusters (pure
-    # white/grey/black are the page, axes and text)
-    rgb = img[..., :3].astype(int)
-    coloured = (rgb.max(-1) - rgb.min(-1)) > 60
-    assert coloured.sum() > 2000, f"only {coloured.sum()} coloured pixels: the points were not drawn"
+    # the points are drawn: coloured pixels (Viridis) in the 3-D scene, left of the colour bar
+    # and below the title and menu (white, grey and black are the page, axes and text)
+    h, w = img.shape[:2]
+    scene = img[120:h, : int(w * 0.75), :3].astype(int)
+    coloured = (scene.max(-1) - scene.min(-1)) > 60
+    assert coloured.sum() > 400, f"only {coloured.sum()} coloured pixels in the scene: the points were not drawn"
+    bar = img[120:h, int(w * 0.75):, :3].astype(int)
+    assert ((bar.max(-1) - bar.min(-1)) > 60).sum() > 1000  # and the colour bar
     keep = os.environ.get("PGMEM_MAP_SCREENSHOT")
     if keep:
         Path(keep).parent.mkdir(parents=True, exist_ok=True)
