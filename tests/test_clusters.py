@@ -414,3 +414,15 @@ def test_a_run_stops_at_its_time_budget_and_the_next_goes_on(conn, dsn):
     groups = lambda a: sorted(sorted(m2 for m2, c2 in a.items() if c2 == c) for c in set(a.values()))
     offset = {m2: m for m, m2 in zip([m for a in ids for m in ids[a]], [m for a in ids2 for m in ids2[a]])}
     assert groups(paused) == groups({offset[m]: c for m, c in whole.items()})
+
+
+def test_jobs_command_runs_a_cluster_batch(conn, dsn, monkeypatch, capsys):
+    from pgmem import cli
+
+    rng = np.random.default_rng(12)
+    three_groups(conn, rng, per_group=4)
+    monkeypatch.setenv("PGMEM_DSN", dsn)
+    assert cli.main(["jobs", "run", "cluster", "--tenant", "acme"]) == 0
+    out = capsys.readouterr().out
+    assert "fit" in out and "acme" in out
+    assert scalar(conn, "select count(*) from pgmem.clusters where state = 'active'") > 0
