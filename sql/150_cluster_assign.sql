@@ -23,14 +23,16 @@ comment on function pgmem._nearest_cluster(text, vector) is
   'The nearest active cluster of a tenant to a vector and its Euclidean distance (JAM Stage 4.2).';
 
 -- JAM Stage 4.2, assign_concept: the nearest centre; confidence = 1 / (1 + distance).
+-- SECURITY DEFINER (audited, 900_security.sql): _nearest_cluster is private; every statement
+-- filters on the caller's tenant.
 create or replace function pgmem.assign_cluster(embedding vector)
 returns table (cluster_id bigint, distance float8, confidence float8, label text)
-  language sql stable
+  language sql stable security definer
   set search_path = pgmem, public, pg_temp
 as $$
   select n.cluster_id, n.distance, 1.0 / (1.0 + n.distance), c.label
     from pgmem._nearest_cluster(pgmem._require_tenant(), pgmem._check_embedding(assign_cluster.embedding)) n
-    join pgmem.clusters c on c.id = n.cluster_id
+    join pgmem.clusters c on c.id = n.cluster_id and c.tenant = pgmem._require_tenant()
 $$;
 comment on function pgmem.assign_cluster(vector) is
   'JAM concept assignment: the current tenant''s nearest active cluster to an embedding, its Euclidean distance and confidence 1 / (1 + distance). No row before the first run of the cluster job.';

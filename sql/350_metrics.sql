@@ -133,7 +133,6 @@ select date_trunc('day', r.run_at) as day, r.tenant, r.method, r.k, count(*) as 
        avg(r.precision_at_k) as precision_at_k, avg(r.ndcg) as ndcg, avg(r.ild) as ild,
        sum(r.relevant) as relevant_retrieved, sum(r.judged) as judged_relevant
   from pgmem.eval_runs r
- where r.tenant = (select pgmem.current_tenant()) or (select pgmem._is_admin())
  group by 1, 2, 3, 4;
 comment on view pgmem.eval_by_day is
   'Retrieval quality by day, method and k: mean Precision@K, NDCG@K and Intra-List Diversity over the judged queries evaluated that day (pgmem.evaluate).';

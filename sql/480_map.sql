@@ -59,8 +59,10 @@ comment on function pgmem.project(text, integer) is
 
 -- Coordinates computed elsewhere (UMAP in the client); replaces the tenant's coordinates of
 -- that method. Ids of other tenants' memories are ignored.
+-- SECURITY DEFINER (audited, 900_security.sql): the app has no DELETE on tables (it could
+-- LOCK them for every tenant); every statement filters on the caller's tenant.
 create or replace function pgmem.save_coords(method text, ids bigint[], xs float8[], ys float8[], zs float8[]) returns integer
-  language plpgsql volatile
+  language plpgsql volatile security definer
   set search_path = pgmem, public, pg_temp
 as $$
 declare
