@@ -150,6 +150,28 @@ EXAMPLES: list[tuple[str, str]] = [
     ("category_stats", "select category, state, memories, round(avg_importance::numeric, 3) as avg_importance from pgmem.category_stats order by category, state"),
     ("tenant_stats", "select tenant, memories, active, archived, merged, deleted, users, embedding_queue from pgmem.tenant_stats"),
     ("job_status", "select job, tenant, last_status, last_examined, last_changed from pgmem.job_status"),
+    # clusters, the 3-D map, attention and retrieval metrics (issue 17)
+    ("cluster_k", "select pgmem.cluster_k(30) as n30, pgmem.cluster_k(1000) as n1000, pgmem.cluster_k(100000) as n100000, pgmem.cluster_k(1000, 50) as fixed_50"),
+    ("cluster", f"select tenant_id, phase, examined, changed, more from pgmem.cluster(as_of => '{AS_OF}')"),
+    ("_run the cluster job to its end (not an object: its output is not shown)", f"""call pgmem.run_job('cluster', '{{"as_of": "{AS_OF}"}}')"""),
+    ("cluster_overview", f"""select cluster_id, state, label, size, round(energy::numeric, 3) as energy, merged_into_cluster, jsonb_array_length(top_members) as top_members from pgmem.cluster_overview order by cluster_id"""),
+    ("cluster_confidence", "select round(pgmem.cluster_confidence(1)::numeric, 3) as memory_1, round(pgmem.cluster_confidence(2)::numeric, 3) as memory_2"),
+    ("cluster_top_members", "select pgmem.cluster_top_members(1, 2)"),
+    ("cluster_members", "select memory_id, cluster_id, label, round(confidence::numeric, 3) as confidence, access_count from pgmem.cluster_members order by memory_id"),
+    ("assign_cluster", f"select cluster_id, round(distance::numeric, 3) as distance, round(confidence::numeric, 3) as confidence, label from pgmem.assign_cluster({vec(1, 6, 0.9)})"),
+    ("cluster_flow", "select reason, from_cluster, to_cluster, moves, round(avg_pull::numeric, 3) as avg_pull from pgmem.cluster_flow order by from_cluster"),
+    ("cluster_energy", "select at, cluster_id, label, size, round(energy::numeric, 3) as energy, accesses from pgmem.cluster_energy order by cluster_id"),
+    ("attention", f"select memory_id, round(score::numeric, 4) as score, round(weight::numeric, 4) as weight from pgmem.attention({vec(1, 6, 0.9)}, array[1, 2, 3, 5])"),
+    ("search_attention", f"select id, rank, round(score::numeric, 3) as score, round(fused::numeric, 3) as fused, round(attention::numeric, 3) as attention, left(content, 40) as content from pgmem.search_attention('peanut allergy', {vec(1, 6, 0.9)}, k => 3, weight => 0.5, as_of => '{AS_OF}')"),
+    ("precision_at_k", "select pgmem.precision_at_k(array[5, 1, 3], array[1, 5, 9], 3)"),
+    ("ndcg", "select round(pgmem.ndcg(array[0, 2, 1], 3)::numeric, 4) as jam, round(pgmem.ndcg(array[0, 2, 1], 3, array[2, 1, 3])::numeric, 4) as with_all_judged"),
+    ("ild", "select round(pgmem.ild(array['[1,0,0]', '[0,1,0]', '[0.6,0.8,0]']::vector[])::numeric, 4)"),
+    ("judge", f"select pgmem.judge('peanut allergy', 1, 2, {vec(1, 6, 0.9)}), pgmem.judge('peanut allergy', 5, 1)"),
+    ("evaluate", "select query, retrieved, relevant, judged, round(precision_at_k::numeric, 3) as precision_at_k, round(ndcg::numeric, 3) as ndcg, round(ild::numeric, 3) as ild from pgmem.evaluate(3)"),
+    ("eval_by_day", "select method, k, queries, round(precision_at_k::numeric, 3) as precision_at_k, round(ndcg::numeric, 3) as ndcg, round(ild::numeric, 3) as ild from pgmem.eval_by_day"),
+    ("project", "select pgmem.project('pca')"),
+    ("map_points", "select memory_id, round(x::numeric, 3) as x, round(y::numeric, 3) as y, round(z::numeric, 3) as z, cluster_id, label, access_count, left(content, 30) as content from pgmem.map_points('pca') order by memory_id"),
+    ("save_coords", "select pgmem.save_coords('umap', array[1, 2], array[0.1, 0.2], array[0.0, 0.1], array[1.0, 0.5])"),
 ]
 
 

@@ -26,6 +26,9 @@ APT_PACKAGES=(
   "postgresql-$PG_MAJOR-cron" postgresql-contrib
   "postgresql-$PG_MAJOR-plpgsql-check"  # lints every PL/pgSQL function (tests/test_plpgsql_check.py)
   python3-numpy python3-venv build-essential dpkg-dev ca-certificates
+  # clusters and the 3-D map (issue 17): PL/Python runs Debian's python3, so the k-means, PCA
+  # and t-SNE need Debian's scikit-learn; the map's test draws the page in headless chromium
+  python3-sklearn chromium
 )
 missing=()
 for p in "${APT_PACKAGES[@]}"; do

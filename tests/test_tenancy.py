@@ -251,11 +251,18 @@ def world(cluster, dsn, roles):
     su.execute("insert into pgmem.threshold_changes (tenant, context_type, old_value, new_value, reason)"
                " values ('b', 'conversation', 0.3, 0.95, 'test')")
     su.execute("insert into pgmem.tenants (tenant) values ('a'), ('b')")
+    # clusters, map, judgements of b (issue 17): the cluster job, a projection, an evaluation
+    b_admin.execute("call pgmem.run_job('cluster', '{}')")
+    assert scalar(b, "select pgmem.project('pca')") > 0
+    b.execute("select pgmem.judge(%s, %s, 1, %s)", (f"{MARK} report", ids[0], vec["b0"]))
+    assert rows(b, "select * from pgmem.evaluate(5)")
+    B["clusters"] = [r[0] for r in su.execute("select id from pgmem.clusters where tenant = 'b'")]
     B["history"] = [r[0] for r in su.execute("select id from pgmem.history where tenant = 'b' order by id")]
     b_ids = [r[0] for r in su.execute("select id from pgmem.memories where tenant = 'b' order by id")]
     assert len(b_ids) == 8
     for t in ("links", "accesses", "history", "embedding_queue", "job_runs", "activation_log", "feedback",
-              "job_state", "categories", "profiles", "settings", "thresholds", "threshold_changes"):
+              "job_state", "categories", "profiles", "settings", "thresholds", "threshold_changes",
+              "clusters", "cluster_state", "cluster_steps", "memory_coords", "eval_queries", "eval_judgements", "eval_runs"):
         assert scalar(su, f"select count(*) from pgmem.{t} where tenant = 'b'") > 0, f"tenant b has no {t} row"
 
     # ---------------------------------------------------------------- tenant a
@@ -560,6 +567,70 @@ def _schedules(w: World):
     expect_error(lambda: rows(w.a_admin, "select pgmem.unschedule_jobs()"), "55000", "pg_cron is not installed")
 
 
+# ---------------------------------------------------------- clusters, map, metrics (issue 17)
+@check("assign_cluster")
+def _assign_cluster(w: World):
+    for name in ("b0", "b1", "b3", "q"):
+        res = rows(w.a, "select * from pgmem.assign_cluster(%s::vector)", (w.vec[name],))
+        assert all(r["cluster_id"] not in w.b["clusters"] for r in res), res
+        w.no_b(res, "assign_cluster")
+
+
+@check("cluster_confidence", "cluster_top_members")
+def _cluster_views_functions(w: World):
+    for mid in w.b_ids:
+        assert scalar(w.a, "select pgmem.cluster_confidence(%s)", (mid,)) is None
+    for cid in w.b["clusters"]:
+        assert scalar(w.a, "select pgmem.cluster_top_members(%s)", (cid,)) == []
+    a_cluster = scalar(w.su, "select cluster_id from pgmem.memories where id = %s", (w.a_ids["m0"],))
+    assert scalar(w.a, "select pgmem.cluster_confidence(%s)", (w.a_ids["m0"],)) is not None
+    w.no_b(scalar(w.a, "select pgmem.cluster_top_members(%s, 100)", (a_cluster,)), "cluster_top_members")
+
+
+@check("attention", "search_attention")
+def _attention(w: World):
+    res = rows(w.a, "select * from pgmem.attention(%s::vector, %s::bigint[])", (w.vec["b0"], w.b_ids + [w.a_ids["m0"]]))
+    assert [r["memory_id"] for r in res] == [w.a_ids["m0"]]
+    _search_like(w, "search_attention", ", k => 100, candidates => 100, weight => 0.5")
+
+
+@check("map_points", "project", "save_coords")
+def _map(w: World):
+    assert scalar(w.a, "select pgmem.project('pca')") == scalar(
+        w.su, "select count(*) from pgmem.memories where tenant = 'a' and state = 'active' and embedding is not null")
+    w.no_b(rows(w.a, "select * from pgmem.map_points('pca', 100000)"), "map_points", id_is_memory=False)
+    assert all(r["memory_id"] not in w.b_ids for r in rows(w.a, "select * from pgmem.map_points('pca', 100000)"))
+    n = len(w.b_ids)
+    assert scalar(w.a, "select pgmem.save_coords('umap', %s, %s, %s, %s)", (w.b_ids, [0.0] * n, [0.0] * n, [0.0] * n)) == 0
+    expect_error(lambda: w.a.execute("insert into pgmem.memory_coords (tenant, memory_id, method, x, y, z) "
+                                     "values ('a', %s, 'umap', 0, 0, 0)", (w.b_ids[0],)), "42501")
+
+
+@check("judge", "evaluate")
+def _judge(w: World):
+    for mid in w.b_ids:
+        expect_error(lambda: w.a.execute("select pgmem.judge('q', %s, 1)", (mid,)), "P0002")
+    w.a.execute("select pgmem.judge('alpha report', %s, 2, %s)", (w.a_ids["m0"], w.vec["b0"]))
+    res = rows(w.a, "select * from pgmem.evaluate(10)")
+    assert [r["query"] for r in res] == ["alpha report"] and res[0]["judged"] == 1  # not b's query
+    assert not set(res[0]["retrieved"]) & set(w.b_ids), res
+
+
+@check("cluster")
+def _cluster(w: World):
+    expect_error(lambda: rows(w.a, "select * from pgmem.cluster()"), "42501")  # the app role runs no job
+    res = rows(w.a_admin, "select * from pgmem.cluster()")  # an operator working for tenant a
+    assert {r["tenant_id"] for r in res} == {"a"}
+    w.a_admin.execute("call pgmem.run_job('cluster', '{}')")
+    assert scalar(w.su, "select count(*) from pgmem.memories m join pgmem.clusters c on c.id = m.cluster_id "
+                        "where c.tenant <> m.tenant") == 0
+    assert scalar(w.su, "select count(*) from pgmem.clusters where tenant = 'a' and state = 'active'") > 0
+    # a move of a memory that erase_user (later) leaves in place, for the flow view
+    new = scalar(w.su, "insert into pgmem.clusters (tenant, centroid) values ('a', %s) returning id", (w.vec["a2"],))
+    assert scalar(w.su, "select pgmem._cluster_move('a', %s, 'flow', null)",
+                  (Jsonb([{"memory_id": w.a_ids["m2"], "to_cluster": new, "pull": 0.5}]),)) == 1
+
+
 @check("current_tenant")
 def _current_tenant(w: World):
     assert scalar(w.a, "select pgmem.current_tenant()") == "a"
@@ -644,15 +715,21 @@ PURE = {
     "reconstruction_hash": "select pgmem.reconstruction_hash('q', null, 3)",
     "work_priority": "select pgmem.work_priority('ENCODE')",
     "work_tasks": "select * from pgmem.work_tasks()",
+    "cluster_k": "select pgmem.cluster_k(100)",
+    "precision_at_k": "select pgmem.precision_at_k(array[1, 2]::bigint[], array[2]::bigint[], 2)",
+    "ndcg": "select pgmem.ndcg(array[1, 0]::float8[], 2)",
+    "ild": "select pgmem.ild(array['[1,0]', '[0,1]']::vector[])",
 }
 ADMIN_ONLY = {"merge_duplicates", "unmerge", "prune", "purge", "archive_stale", "tune_thresholds", "schedule_jobs",
-              "unschedule_jobs", "run_job"}
+              "unschedule_jobs", "run_job", "cluster"}
 ORDER = ["get_memory", "history", "surprise", "search", "search_exact", "explain_search", "activate", "recall",
          "lexical_probe",
          "build_context",
          "context_threshold", "memory_strength", "export_user", "touch", "claim_embeddings", "update_memory", "forget",
          "restore", "revert", "feedback", "current_tenant", "grant_tenant", "schedule_jobs", "merge_duplicates", "prune",
-         "archive_stale", "tune_thresholds", "purge", "run_job", "spread", "remember", "remember_many", "erase_user"]
+         "archive_stale", "tune_thresholds", "purge", "run_job", "spread",
+         "assign_cluster", "attention", "map_points", "judge", "cluster", "cluster_confidence",
+         "remember", "remember_many", "erase_user"]
 
 
 def public_functions(conn) -> set[str]:
@@ -693,7 +770,8 @@ def test_tenant_isolation_of_every_function_view_and_table(world):
     assert public_functions(w.su) <= {n for n in CHECKS if CHECKS[n] in ran_fns} | set(PURE)
 
     # views: as the reader (documented BI access) and as the app role
-    for view in ("memory_health", "category_stats", "tenant_stats", "job_status"):
+    for view in ("memory_health", "category_stats", "tenant_stats", "job_status",
+                 "cluster_members", "cluster_overview", "cluster_flow", "cluster_energy", "eval_by_day"):
         res = rows(w.a_reader, f"select * from pgmem.{view}")
         assert res, f"the reader sees nothing in {view}"
         w.no_b(res, f"{view} as reader")
@@ -709,7 +787,7 @@ def test_tenant_isolation_of_every_function_view_and_table(world):
         if t == "py_modules":
             continue  # code (the engine modules PL/Python runs), no tenant column; read-only for app
         try:
-            res = rows(w.a, f"select to_jsonb(x) as row from pgmem.{t} x")
+            res = rows(w.a, f"select to_jsonb(tbl_row) as row from pgmem.{t} tbl_row")  # (memory_coords has a column x)
         except psycopg.errors.InsufficientPrivilege:
             continue
         for r in res:
@@ -729,7 +807,8 @@ def test_no_tenant_set(cluster, dsn, roles):
     try:
         assert scalar(app, "select pgmem.current_tenant()") is None
         assert scalar(app, "select count(*) from pgmem.memories") == 0
-        for view in ("memory_health", "category_stats", "tenant_stats", "job_status"):
+        for view in ("memory_health", "category_stats", "tenant_stats", "job_status",
+                 "cluster_members", "cluster_overview", "cluster_flow", "cluster_energy", "eval_by_day"):
             assert rows(reader, f"select * from pgmem.{view}") == []
         expect_error(lambda: remember(app, "no tenant"), "42501", "pgmem.tenant is not set")
         expect_error(lambda: app.execute("insert into pgmem.memories (content) values ('plain insert')"),
@@ -875,7 +954,8 @@ RECONSTRUCTIVE_SECDEF = ["spread", "search_spread", "reconstruct", "reconstructi
 SECURITY_DEFINER_AUDITED = sorted([
     "current_tenant", "_claim_tenant", "add_claim_key", "drop_claim_key",
     "sign_tenant_claim", "erase_user", "remember", "surprise", "build_context", "explain_search", "_search", "_activate", "recall",
-    "_setting", "_check_category", "claim_embeddings", "complete_embedding", "fail_embedding"]
+    "_setting", "_check_category", "claim_embeddings", "complete_embedding", "fail_embedding",
+    "assign_cluster", "cluster_confidence", "cluster_top_members", "project", "save_coords"]  # clusters, map
     + RECONSTRUCTIVE_SECDEF)
 
 

@@ -546,7 +546,7 @@ class MemoryClient(_Base):
         return out
 
 JOBS = {"merge": "merge_duplicates", "prune": "prune", "archive": "archive_stale", "tune": "tune_thresholds",
-        "purge": "purge"}
+        "purge": "purge", "cluster": "cluster"}
 
 
 def _remember_result(row: Mapping[str, Any]) -> RememberResult:
