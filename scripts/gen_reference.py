@@ -56,6 +56,13 @@ select pgmem.remember('Remember: maya cannot eat peanuts', who => 'assistant', u
 # name -> (example SQL, description of what it shows). Examples run in order on one connection.
 EXAMPLES: list[tuple[str, str]] = [
     ("current_tenant", "select pgmem.current_tenant()"),
+    # tenancy (SECURITY.md): run as an administrator; current_user stands for a login role
+    ("grant_tenant", "select pgmem.grant_tenant(current_user, 'acme', 'the reference example') as granted"),
+    ("revoke_tenant", "select pgmem.revoke_tenant(current_user, 'acme') as revoked"),
+    ("set_session_limits", "select pgmem.set_session_limits(current_user) as set"),
+    ("add_claim_key", "select octet_length(pgmem.add_claim_key('docs')) as key_bytes"),
+    ("sign_tenant_claim", "select split_part(pgmem.sign_tenant_claim('acme', '5 minutes', kid => 'docs'), '.', 1) as header, array_length(string_to_array(pgmem.sign_tenant_claim('acme', kid => 'docs'), '.'), 1) as parts"),
+    ("drop_claim_key", "select pgmem.drop_claim_key('docs') as dropped"),
     ("remember", "select memory_id, decision, round(surprise::numeric, 3) as surprise, round(importance::numeric, 3) as importance, round(salience::numeric, 3) as salience, nearest_id from pgmem.remember('Maya prefers window seats on flights', who => 'user', user_id => 'maya', category => 'preference', created_at => '2026-10-26 10:00+00')"),
     ("remember_many", """select ord, memory_id, decision, round(surprise::numeric, 3) as surprise from pgmem.remember_many('[{"content": "Tom is vegetarian", "who": "user", "user_id": "tom", "category": "fact"}, {"content": "tom is  vegetarian", "who": "user", "user_id": "tom"}]')"""),
     ("surprise", "select round(surprise::numeric, 3) as surprise, round(keyword_novelty::numeric, 3) as keyword_novelty, round(rarity::numeric, 3) as rarity, nearest_id, duplicate_id from pgmem.surprise('I am allergic to peanuts and shellfish', category => 'fact', user_id => 'maya')"),
@@ -88,6 +95,34 @@ EXAMPLES: list[tuple[str, str]] = [
     ("claim_embeddings", "select memory_id, tenant, content from pgmem.claim_embeddings(2)"),
     ("complete_embedding", f"select id, embedding_model, embedded_at is not null as embedded from pgmem.complete_embedding((select memory_id from pgmem.embedding_queue order by memory_id limit 1), {vec(7)}, 'demo-model')"),
     ("fail_embedding", "select pgmem.fail_embedding((select memory_id from pgmem.embedding_queue order by memory_id limit 1), 'model timed out')"),
+    # reconstructive (issue 16): work queue, bindings, spread, reconstruction, identity
+    ("work_priority", "select pgmem.work_priority('QUERY') as query, pgmem.work_priority('ENCODE') as encode, pgmem.work_priority('REFLECT') as reflect, pgmem.work_priority('MAINTENANCE') as maintenance, pgmem.work_priority('IDLE') as idle"),
+    ("work_tasks", "select task, priority, priority_name, admin_only from pgmem.work_tasks()"),
+    ("enqueue", "select pgmem.enqueue('reflect')"),
+    ("work_queue_status", "select priority_name, task, items, ready from pgmem.work_queue_status order by priority, task"),
+    ("work", "select item_id, task, priority, status, examined, changed from pgmem.work()"),
+    ("refresh_bindings", "select * from pgmem.refresh_bindings(array[1, 2, 3, 4, 5])"),
+    ("bind", """select src_id, dst_id, kind, weight, metadata from pgmem.bind(3, 4, 'causal', 0.8, '{"note": "the failed deploy delayed the booking"}')"""),
+    ("causal_candidates", "select first_id, second_id, left(first_content, 30) as first_content, left(second_content, 30) as second_content from pgmem.causal_candidates(5)"),
+    ("record_causal", """select pgmem.record_causal('[{"first_id": 1, "second_id": 2, "causal": false, "direction": "forward", "confidence": 0.9, "model": "demo-judge"}]')"""),
+    ("binding_strength", "select pgmem.binding_strength('semantic', 0.8) as semantic, pgmem.binding_strength('co_access', 3) as co_access_3"),
+    ("binding_graph", "select memory_id, other_id, kind, direction, round(strength::numeric, 3) as strength, other_state, other_category from pgmem.binding_graph where memory_id in (1, 3) order by memory_id, kind, other_id"),
+    ("spread", "select memory_id, round(activation::numeric, 4) as activation, depth, via_kind, via_id, path from pgmem.spread(array[3]::bigint[])"),
+    ("search_spread", f"select id, round(score::numeric, 3) as score, round(fused::numeric, 3) as fused, round(activation::numeric, 3) as activation, via_kind, left(content, 40) as content from pgmem.search_spread('deploy failed', {vec(3)}, k => 4, seeds => 2, as_of => '{AS_OF}')"),
+    ("reconstruct", f"select m->>'position' as position, m->>'id' as id, m->>'rank' as rank, m->>'activation' as activation, m->>'strength' as strength, m->>'score' as score, m->'why' as why from jsonb_array_elements(pgmem.reconstruct('deploy failed', {vec(3)}, k => 3, seeds => 1, noise => 0, as_of => '{AS_OF}')->'members') m"),
+    ("certainty", "select round(pgmem.certainty('[[1, 2, 3], [1, 2, 4]]')::numeric, 4) as one_swap, pgmem.certainty('[[1, 2, 3], [1, 2, 3]]') as identical, pgmem.certainty('[[1, 2]]') as one_reconstruction"),
+    ("reconstruction_hash", f"select x.seed, x.r->>'query_hash' = pgmem.reconstruction_hash('deploy failed', {vec(3)}, 3)::text as same_key, x.r->>'reconstructions' as logged, x.r->>'certainty' as certainty from (select s as seed, pgmem.reconstruct('Deploy  failed', {vec(3)}, k => 3, noise => 2, seed => s, as_of => '{AS_OF}') as r from generate_series(1, 4) s) x"),
+    ("reconstruction_certainty", f"select round(pgmem.reconstruction_certainty(pgmem.reconstruction_hash('deploy failed', {vec(3)}, 3))::numeric, 4) as certainty"),
+    ("identity_update_trait", "select (pgmem.identity_update_trait('curiosity', 0.8)).value as first, round((pgmem.identity_update_trait('curiosity', 0.2)).value::numeric, 4) as after_a_low_observation"),
+    ("identity_update_belief", "select key, statement, round(confidence::numeric, 3) as confidence, evidence from pgmem.identity_update_belief('diet', 'maya cannot eat peanuts', 0.9, array[1]::bigint[])"),
+    ("identity_set_goal", f"select key, goal, priority, inertia, state from pgmem.identity_set_goal('trip', 'plan the trip to the Lisbon wedding', {vec(4)}, 0.8)"),
+    ("goal_relevance", f"select round(pgmem.goal_relevance({vec(4, 2, 0.6)})::numeric, 3) as goal_relevance"),
+    ("rescore_salience", "select * from pgmem.rescore_salience(array[1, 2, 3, 4])"),
+    ("reflect", "select * from pgmem.reflect()"),
+    ("identity_end_goal", "select key, state from pgmem.identity_end_goal('trip', 'achieved')"),
+    ("identity", "select round((pgmem.identity()->'traits'->'curiosity'->>'value')::numeric, 4) as curiosity, pgmem.identity()->'beliefs'->0->>'statement' as belief, pgmem.identity()->'goals'->0->>'state' as trip_goal"),
+    ("identity_snapshot", "select pgmem.identity_snapshot('after the wedding')"),
+    ("identity_at", "select s.id, s.reason, pgmem.identity_at(s.taken_at)->'goals'->0->>'state' as trip_goal from pgmem.identity_snapshots s order by s.id"),
     ("export_user", "select jsonb_array_length(pgmem.export_user('tom')->'memories') as memories, jsonb_array_length(pgmem.export_user('tom')->'history') as history_rows"),
     ("erase_user", "select * from pgmem.erase_user('tom')"),
     ("tokens", "select pgmem.tokens('User prefers TypeScript!')"),
@@ -120,6 +155,28 @@ EXAMPLES: list[tuple[str, str]] = [
     ("category_stats", "select category, state, memories, round(avg_importance::numeric, 3) as avg_importance from pgmem.category_stats order by category, state"),
     ("tenant_stats", "select tenant, memories, active, archived, merged, deleted, users, embedding_queue from pgmem.tenant_stats"),
     ("job_status", "select job, tenant, last_status, last_examined, last_changed from pgmem.job_status"),
+    # clusters, the 3-D map, attention and retrieval metrics (issue 17)
+    ("cluster_k", "select pgmem.cluster_k(30) as n30, pgmem.cluster_k(1000) as n1000, pgmem.cluster_k(100000) as n100000, pgmem.cluster_k(1000, 50) as fixed_50"),
+    ("cluster", f"select tenant_id, phase, examined, changed, more from pgmem.cluster(as_of => '{AS_OF}')"),
+    ("_run the cluster job to its end (not an object: its output is not shown)", f"""call pgmem.run_job('cluster', '{{"as_of": "{AS_OF}"}}')"""),
+    ("cluster_overview", f"""select cluster_id, state, label, size, round(energy::numeric, 3) as energy, merged_into_cluster, jsonb_array_length(top_members) as top_members from pgmem.cluster_overview order by cluster_id"""),
+    ("cluster_confidence", "select round(pgmem.cluster_confidence(1)::numeric, 3) as memory_1, round(pgmem.cluster_confidence(2)::numeric, 3) as memory_2"),
+    ("cluster_top_members", "select pgmem.cluster_top_members(1, 2)"),
+    ("cluster_members", "select memory_id, cluster_id, label, round(confidence::numeric, 3) as confidence, access_count from pgmem.cluster_members order by memory_id"),
+    ("assign_cluster", f"select cluster_id, round(distance::numeric, 3) as distance, round(confidence::numeric, 3) as confidence, label from pgmem.assign_cluster({vec(1, 6, 0.9)})"),
+    ("cluster_flow", "select reason, from_cluster, to_cluster, moves, round(avg_pull::numeric, 3) as avg_pull from pgmem.cluster_flow order by from_cluster"),
+    ("cluster_energy", "select at, cluster_id, label, size, round(energy::numeric, 3) as energy, accesses from pgmem.cluster_energy order by cluster_id"),
+    ("attention", f"select memory_id, round(score::numeric, 4) as score, round(weight::numeric, 4) as weight from pgmem.attention({vec(1, 6, 0.9)}, array[1, 2, 3, 5])"),
+    ("search_attention", f"select id, rank, round(score::numeric, 3) as score, round(fused::numeric, 3) as fused, round(attention::numeric, 3) as attention, left(content, 40) as content from pgmem.search_attention('peanut allergy', {vec(1, 6, 0.9)}, k => 3, weight => 0.5, as_of => '{AS_OF}')"),
+    ("precision_at_k", "select pgmem.precision_at_k(array[5, 1, 3], array[1, 5, 9], 3)"),
+    ("ndcg", "select round(pgmem.ndcg(array[0, 2, 1], 3)::numeric, 4) as jam, round(pgmem.ndcg(array[0, 2, 1], 3, array[2, 1, 3])::numeric, 4) as with_all_judged"),
+    ("ild", "select round(pgmem.ild(array['[1,0,0]', '[0,1,0]', '[0.6,0.8,0]']::vector[])::numeric, 4)"),
+    ("judge", f"select pgmem.judge('peanut allergy', 1, 2, {vec(1, 6, 0.9)}), pgmem.judge('peanut allergy', 5, 1)"),
+    ("evaluate", "select query, retrieved, relevant, judged, round(precision_at_k::numeric, 3) as precision_at_k, round(ndcg::numeric, 3) as ndcg, round(ild::numeric, 3) as ild from pgmem.evaluate(3)"),
+    ("eval_by_day", "select method, k, queries, round(precision_at_k::numeric, 3) as precision_at_k, round(ndcg::numeric, 3) as ndcg, round(ild::numeric, 3) as ild from pgmem.eval_by_day"),
+    ("project", "select pgmem.project('pca')"),
+    ("map_points", "select memory_id, round(x::numeric, 3) as x, round(y::numeric, 3) as y, round(z::numeric, 3) as z, cluster_id, label, access_count, left(content, 30) as content from pgmem.map_points('pca') order by memory_id"),
+    ("save_coords", "select pgmem.save_coords('umap', array[1, 2], array[0.1, 0.2], array[0.0, 0.1], array[1.0, 0.5])"),
 ]
 
 
@@ -136,7 +193,7 @@ def render(cur) -> str:
 
 
 def main() -> int:
-    dsn = migrate.resolve_dsn(None)
+    dsn = migrate.resolve_dsn(None, superuser=True)  # it creates a scratch database
     name = f"pgmem_reference_{uuid.uuid4().hex[:8]}"
     params = ci.conninfo_to_dict(dsn)
     with psycopg.connect(ci.make_conninfo(**{**params, "dbname": "postgres"}), autocommit=True) as admin:

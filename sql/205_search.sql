@@ -145,7 +145,7 @@ create or replace function pgmem.explain_search(
   filters jsonb default '{}',
   as_of timestamptz default null)
 returns table (rank bigint, id bigint, score float8, signal text, value float8, weight float8, contribution float8, content text)
-  language plpgsql volatile
+  language plpgsql volatile security definer
   set search_path = pgmem, public, pg_temp
 as $$
 declare

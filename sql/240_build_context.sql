@@ -5,19 +5,6 @@
 -- Memory is bounded for any input: at most 500 candidates, a budget of at most 1,000,000
 -- tokens, and the knapsack's table on a grid of at most 8,192 cells (packing.GRID).
 
--- Loads an engine module into this session (cached in GD; a new session sees new code).
-create or replace function pgmem._py_check(module text) returns text
-  language plpython3u stable
-  set search_path = pgmem, public, pg_temp
-as $$
-rows = plpy.execute(plpy.prepare("select sha256 from pgmem.py_modules where name = $1", ["text"]), [module])
-if not rows:
-    plpy.error("engine module %r is not installed in pgmem.py_modules" % module,
-               hint="run pgmem migrate: it stores python/pgmem/engine/*.py in the database")
-return rows[0]["sha256"]
-$$;
-comment on function pgmem._py_check(text) is 'The sha256 of an installed engine module, or an error telling how to install it.';
-
 create or replace function pgmem._pack(relevance float8[], embeddings real[], dim integer, tokens integer[],
                                        importance float8[], budget integer, lam float8)
 returns table (idx integer, mmr_score float8, value float8, selected boolean, pick integer)
@@ -57,11 +44,14 @@ create or replace function pgmem.build_context(
   location text default null)
 returns table (pick integer, id bigint, selected boolean, score float8, mmr_score float8, value float8,
                token_count integer, cumulative_tokens bigint, content text, who text, created_at timestamptz)
-  language plpgsql volatile
+  -- SECURITY DEFINER (sql/900_security.sql, rule 3): pgmem._pack is not executable by
+  -- pgmem_app (its memory is bounded only by the checks below); every row is v_tenant's
+  language plpgsql volatile security definer
   set search_path = pgmem, public, pg_temp
 as $$
 #variable_conflict use_column
 declare
+  v_tenant text := pgmem._require_tenant();
   v_budget integer := coalesce(token_budget, greatest(0, context_window - reserve_system - reserve_output - conversation_tokens));
   v_dim integer := (pgmem._setting('embedding_dim'))::text::int;
 begin
@@ -76,7 +66,7 @@ begin
            m.importance::float8 as imp, m.embedding, h.content, h.who, h.created_at
       from pgmem.search(query_text, query_embedding, candidates, build_context.actor, build_context.location, profile,
                         weights, filters, as_of) h
-      join pgmem.memories m on m.id = h.id),
+      join pgmem.memories m on m.id = h.id and m.tenant = v_tenant),
   arr as (
     select array_agg(c.score order by c.i) filter (where o = 1) as rel,
            array_agg(x order by c.i, o) as emb,

@@ -30,10 +30,12 @@ def cmd_db_up(args) -> int:
     c.wait_ready()
     c.ensure_database()
     warnings = migrate.upgrade(c.dsn())
+    c.ensure_owner_login()
     for w in warnings:
         print(f"pgmem: warning: {w}", file=sys.stderr)
     what = "created and started" if created else ("started" if started else "already running")
-    print(f"cluster {what}: {c.dsn()}")
+    # passwords stay in .pgmem/ (mode 0600): `pgmem db status --show-password` prints them
+    print(f"cluster {what}: {c.owner_dsn(mask=True)}")
     return 0
 
 
@@ -45,7 +47,7 @@ def cmd_db_down(args) -> int:
 
 def cmd_db_status(args) -> int:
     c = _cluster()
-    info = c.info()
+    info = c.info(show_password=args.show_password)
     if args.json:
         print(json.dumps(info, indent=2))
     else:
@@ -54,7 +56,9 @@ def cmd_db_status(args) -> int:
         print(f"port:    {info['port']}")
         print(f"log:     {info['log']}")
         if info["dsn"]:
-            print(f"dsn:     {info['dsn']}")
+            print(f"dsn:     {info['dsn']}  (owner role: the client, worker and jobs)")
+        if info["admin_dsn"]:
+            print(f"admin:   {info['admin_dsn']}  (superuser: migrations)")
     return 0 if info["running"] else 3
 
 
@@ -62,7 +66,9 @@ def cmd_db_psql(args) -> int:
     c = _cluster()
     if not c.running():
         raise PgmemError("the embedded cluster is not running: run 'pgmem db up'")
-    os.execvp("psql", ["psql", c.dsn(), *args.psql_args])
+    # the password through the environment, not the command line (ps shows arguments)
+    env = {**os.environ, "PGPASSWORD": c.password}
+    os.execvpe("psql", ["psql", c.dsn(mask=True).replace(":****@", "@"), *args.psql_args], env)
     return 0
 
 
@@ -79,6 +85,31 @@ def cmd_migrate(args) -> int:
     return 0
 
 
+# ----------------------------------------------------------------------- map (issue 17: the 3-D memory map)
+def cmd_map(args) -> int:
+    from .client import MemoryClient
+    from .map import build_map
+
+    with MemoryClient(args.dsn, tenant=args.tenant, embedder=None) as client:
+        r = build_map(client, args.output, method=args.method, color=args.color, max_points=args.max_points,
+                      compute=not args.no_compute)
+    print(f"wrote {r.path}: {r.points} memories, {r.clusters} clusters ({r.method}); open it in a browser (works offline)")
+    return 0
+
+
+def _add_map_parser(sub) -> None:
+    mp = sub.add_parser("map", help="write the 3-D memory map: one self-contained HTML page")
+    mp.add_argument("-o", "--output", default="pgmem-map.html", help="the page to write (default: pgmem-map.html)")
+    mp.add_argument("--method", choices=["pca", "tsne", "umap"], default="pca",
+                    help="projection: pca (deterministic, default), tsne (in the database), umap (here; needs umap-learn)")
+    mp.add_argument("--color", choices=["cluster", "energy", "recency", "usage"], default="cluster",
+                    help="initial colouring (the page has a menu for the others)")
+    mp.add_argument("--max-points", type=int, default=5000, help="the most recent N memories (default 5000)")
+    mp.add_argument("--no-compute", action="store_true", help="draw the stored coordinates, do not project again")
+    mp.add_argument("--tenant", default=None, help="tenant (default: PGMEM_TENANT or 'default')")
+    mp.set_defaults(func=cmd_map)
+
+
 # ----------------------------------------------------------------------- parser
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="pgmem", description="Long-term memory for LLM agents, inside PostgreSQL.")
@@ -90,8 +121,9 @@ def build_parser() -> argparse.ArgumentParser:
     dbs = db.add_subparsers(dest="db_command", required=True)
     dbs.add_parser("up", help="create (once), start, and migrate the embedded cluster").set_defaults(func=cmd_db_up)
     dbs.add_parser("down", help="stop the embedded cluster").set_defaults(func=cmd_db_down)
-    st = dbs.add_parser("status", help="show whether it runs, and its DSN")
+    st = dbs.add_parser("status", help="show whether it runs, and its DSNs (passwords masked)")
     st.add_argument("--json", action="store_true")
+    st.add_argument("--show-password", action="store_true", help="print the DSNs with their passwords")
     st.set_defaults(func=cmd_db_status)
     ps = dbs.add_parser("psql", help="open psql on the embedded database")
     ps.add_argument("psql_args", nargs="*", help="arguments for psql (e.g. -c 'select ...')")
@@ -106,6 +138,10 @@ def build_parser() -> argparse.ArgumentParser:
     from . import cli_memory
 
     cli_memory.register(sub)
+    from . import mcp_server  # `pgmem mcp` (the MCP SDK is imported only when it runs)
+
+    mcp_server.register(sub)
+    _add_map_parser(sub)
     return p
 
 

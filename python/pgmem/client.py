@@ -10,21 +10,24 @@ so its transaction) through ``conn=``.
 """
 from __future__ import annotations
 
+import base64
+import functools
 import inspect
 import json
 import logging
 import random
+import re
 import sys
 import time
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext as _nullcontext
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Iterable, Iterator, Mapping, Sequence
+from typing import Any, Callable, Concatenate, Coroutine, Iterable, Iterator, Mapping, ParamSpec, Sequence, TypeVar
 
 import psycopg
 from psycopg.rows import dict_row
 
-from .errors import ConfigError, PgmemError
+from .errors import ConfigError, PgmemError, from_database
 
 log = logging.getLogger("pgmem.client")
 
@@ -121,6 +124,9 @@ def event_to_args(event: Mapping[str, Any] | str, extractor=None, *, now: dateti
         # a precomputed embedding travels with its event (the client then does not embed it)
         "embedding": event.get("embedding"),
         "embedding_model": event.get("embedding_model") if event.get("embedding") is not None else None,
+        # Fragment content domains (issue 16): action-related and perceptual content, JSON objects
+        "motor": event.get("motor"),
+        "sensory": event.get("sensory"),
     }
     if extractor is not None:
         x = extractor.extract(event, now=now)
@@ -145,16 +151,54 @@ def _jsonable(v: Any) -> Any:
 
 
 # ----------------------------------------------------------------------- the client
-class _Base:
-    def __init__(self, dsn: str | None = None, tenant: str = "default", *, embedder: Any = "auto",
-                 extractor: Any = None, min_size: int = 1, max_size: int = 4, timeout: float = 30.0,
-                 retries: int = 3, statement_timeout_ms: int | None = None):
-        from .migrate import resolve_dsn
+TENANT_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:@-]{0,63}")
+_NAME_RE = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 
-        if not tenant or not isinstance(tenant, str):
-            raise ConfigError("tenant must be a non-empty string")
-        self.dsn = resolve_dsn(dsn)
-        self.tenant = tenant
+
+def validate_tenant(tenant: Any) -> str:
+    """The tenant name, or a ConfigError naming the rule (the database checks the same rule,
+    and that the login may act for the tenant: pgmem.current_tenant())."""
+    if not isinstance(tenant, str) or not TENANT_RE.fullmatch(tenant):
+        raise ConfigError(f"invalid tenant name {tenant!r}: use 1 to 64 letters, digits and _ . : @ -, "
+                          "starting with a letter or digit")
+    return tenant
+
+
+def _claim_tenant(token: str) -> str:
+    """The tenant a signed claim names (read, not verified: the database verifies it)."""
+    try:
+        payload = token.split(".")[1]
+        return json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))["tenant"]
+    except Exception:
+        raise ConfigError("tenant_claim is not a signed tenant claim (header.payload.signature; see pgmem.claims)") from None
+
+
+class _Base:
+    def __init__(self, dsn: str | None = None, tenant: str | None = "default", *, embedder: Any = "auto",
+                 extractor: Any = None, min_size: int = 1, max_size: int = 4, timeout: float = 30.0,
+                 retries: int = 3, statement_timeout_ms: int | None = 30000,
+                 idle_in_transaction_ms: int | None = 60000, tenant_claim: str | None = None):
+        """``tenant``: the tenant this client acts for; the login must be granted it
+        (pgmem.grant_tenant). ``tenant_claim``: instead, a signed claim for the tenant (a shared
+        application role; pgmem.claims); ``set_tenant_claim`` replaces it when it expires.
+        ``statement_timeout_ms`` / ``idle_in_transaction_ms``: the session's timeouts (sessions of
+        app and reader logins must have both, at most max_statement_timeout_ms and
+        max_idle_in_transaction_ms of pgmem.settings; None leaves the server's)."""
+        from .db import check_dsn, resolve_dsn
+
+        self.dsn = check_dsn(resolve_dsn(dsn))  # a malformed DSN: an error now, without its password
+        self.tenant_claim = None
+        if tenant_claim is not None:
+            self.set_tenant_claim(tenant_claim)
+            if tenant not in (None, "default", self.tenant):
+                raise ConfigError(f"tenant {tenant!r} differs from the tenant of tenant_claim ({self.tenant!r})")
+        else:
+            self.tenant = validate_tenant(tenant)
+        for name, v in (("statement_timeout_ms", statement_timeout_ms), ("idle_in_transaction_ms", idle_in_transaction_ms)):
+            if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < 0):
+                raise ConfigError(f"{name} must be a non-negative integer (milliseconds), got {v!r}")
+        self.idle_in_transaction_ms = idle_in_transaction_ms
+        self._arg_names: dict[str, frozenset[str]] | None = None
         self._embedder_arg = embedder
         self._embedder = None
         self.extractor = extractor
@@ -216,17 +260,58 @@ class _Base:
         return self._do("query_embedding_text", dict(p_text=query, p_profile=profile),
                         lambda rows: then(self.embedder.embed(rows[0]["query_embedding_text"] or query)), conn, setof=False)
 
+    def set_tenant_claim(self, token: str) -> None:
+        """Use a (fresh) signed tenant claim: connections take it at their next use."""
+        if not isinstance(token, str) or not token:
+            raise ConfigError("tenant_claim must be the token string your auth service signed")
+        self.tenant = validate_tenant(_claim_tenant(token))
+        self.tenant_claim = token
+
     def _connect_kwargs(self) -> dict:
-        opts = f"-c pgmem.tenant={self.tenant}"
-        if self.statement_timeout_ms:
-            opts += f" -c statement_timeout={int(self.statement_timeout_ms)}"
-        return {"options": opts, "connect_timeout": int(self.timeout)}
+        # nothing of the tenant goes into libpq's options (a value there is parsed as more
+        # options): it is set with set_config() once connected (_session_sql)
+        return {"connect_timeout": int(self.timeout)}
+
+    def _session_sql(self) -> tuple[str, tuple]:
+        """The statement that gives a connection this client's tenant (or claim) and limits."""
+        q = ("select set_config('pgmem.tenant', %s, false), set_config('pgmem.tenant_claim', %s, false)")
+        params: tuple = ("" if self.tenant_claim else self.tenant, self.tenant_claim or "")
+        for name, v in (("statement_timeout", self.statement_timeout_ms),
+                        ("idle_in_transaction_session_timeout", self.idle_in_transaction_ms)):
+            if v is not None:
+                q += f", set_config('{name}', %s, false)"
+                params += (str(int(v)),)
+        return q, params
+
+    def _session_key(self) -> tuple:
+        return (self.tenant, self.tenant_claim, self.statement_timeout_ms, self.idle_in_transaction_ms)
 
     # SQL builders: one SQL function call each ------------------------------------
     @staticmethod
     def _call_sql(fn: str, args: Mapping[str, Any], *, setof: bool = True) -> tuple[str, dict]:
+        if not _NAME_RE.fullmatch(fn):
+            raise PgmemError(f"{fn!r} is not a pgmem function name")
+        for k in args:
+            if not isinstance(k, str) or not _NAME_RE.fullmatch(k):
+                raise PgmemError(f"{k!r} is not an argument name of pgmem.{fn}: names are lower-case identifiers")
         named = ", ".join(f"{k} => %({k})s" + _CASTS.get(k, "") for k in args)
         return (f"select * from pgmem.{fn}({named})" if setof else f"select pgmem.{fn}({named})"), dict(args)
+
+    # input argument names of every public function (output columns of RETURNS TABLE excluded)
+    _ARG_NAMES_SQL = ("select p.proname, array_agg(distinct a.n) filter (where a.n is not null"
+                      " and coalesce(a.m, 'i') in ('i', 'b', 'v')) from pg_proc p"
+                      " left join lateral unnest(p.proargnames, p.proargmodes::text[]) a(n, m) on true"
+                      " where p.pronamespace = 'pgmem'::regnamespace and p.proname !~ '^_' group by p.proname")
+
+    def _check_args(self, fn: str, names: Iterable[str]) -> None:
+        """Argument names against the function's signature (read once from pg_proc)."""
+        known = self._arg_names.get(fn) if self._arg_names is not None else None
+        if self._arg_names is not None and known is None:
+            raise PgmemError(f"pgmem.{fn} does not exist (or is private): see docs/reference.md")
+        unknown = sorted(set(names) - (known or set()))
+        if known is not None and unknown:
+            raise PgmemError(f"pgmem.{fn} has no argument {', '.join(map(repr, unknown))}; "
+                             f"its arguments are: {', '.join(sorted(known))}")
 
     def _remember_args(self, content: str, kw: dict) -> dict:
         args = {"content": content}
@@ -237,8 +322,9 @@ class _Base:
                 k = "location"
             if v is not None:
                 args[k] = v
-        if "metadata" in args:
-            args["metadata"] = json.dumps(args["metadata"])
+        for k in ("metadata", "motor", "sensory"):
+            if k in args and not isinstance(args[k], str):
+                args[k] = json.dumps(args[k])
         for k in ("topics", "entities"):
             if k in args:
                 args[k] = list(args[k])
@@ -266,8 +352,9 @@ class _Base:
             args["embedding"] = embedding
         elif embed:
             self._embed_args(args)
-        if "metadata" in args and not isinstance(args["metadata"], str):
-            args["metadata"] = json.dumps(args["metadata"])
+        for k in ("metadata", "motor", "sensory"):
+            if k in args and not isinstance(args[k], str):
+                args[k] = json.dumps(args[k])
         return self._do("remember", args, lambda rows: _remember_result(rows[0]), conn)
 
     def forget(self, memory_id: int, reason: str | None = None, conn=None) -> dict:
@@ -364,7 +451,8 @@ class _Base:
 
 _CASTS = {"metadata": "::jsonb", "filters": "::jsonb", "weights": "::jsonb", "changes": "::jsonb",
           "items": "::jsonb", "params": "::jsonb", "embedding": "::vector", "query_embedding": "::vector",
-          "ids": "::bigint[]", "topics": "::text[]", "entities": "::text[]", "query_id": "::uuid"}
+          "ids": "::bigint[]", "topics": "::text[]", "entities": "::text[]", "query_id": "::uuid",
+          "motor": "::jsonb", "sensory": "::jsonb"}  # Fragment content domains (issue 16)
 
 
 class MemoryClient(_Base):
@@ -383,8 +471,17 @@ class MemoryClient(_Base):
 
             self._pool = ConnectionPool(self.dsn, min_size=self.min_size, max_size=self.max_size,
                                         kwargs={"autocommit": True, **self._connect_kwargs()},
-                                        configure=_configure, timeout=self.timeout, open=True)
+                                        configure=self._configure, timeout=self.timeout, open=True)
         return self._pool
+
+    def _configure(self, conn) -> None:
+        """Per connection: vector types, then this client's tenant (or claim) and limits."""
+        _configure(conn)
+        if getattr(conn, "_pgmem_session", None) != self._session_key():
+            q, params = self._session_sql()
+            with conn.transaction() if not conn.autocommit else _nullcontext():
+                conn.execute(q, params)
+            conn._pgmem_session = self._session_key()
 
     def close(self) -> None:
         if self._pool is not None:
@@ -402,10 +499,11 @@ class MemoryClient(_Base):
         """The caller's connection (tenant set on it) or one from the pool."""
         if conn is not None:
             _configure(conn)
-            conn.execute("select set_config('pgmem.tenant', %s, false)", (self.tenant,))
+            conn.execute(*self._session_sql())
             yield conn
             return
         with self.pool.connection() as c:
+            self._configure(c)  # a claim replaced since the connection was made
             yield c
 
     def _rows(self, sql: str, params: dict, conn=None) -> list[dict]:
@@ -426,29 +524,36 @@ class MemoryClient(_Base):
                 delay = min(2.0, 0.05 * 2 ** attempt) * (0.5 + random.random())
                 log.warning("retrying after %s (attempt %d/%d, sleeping %.2fs)", type(e).__name__, attempt, self.retries, delay)
                 time.sleep(delay)
+            except psycopg.Error as e:
+                mapped = from_database(e)  # 22023 -> InvalidInput, P0002 -> NotFound, 42501 -> TenantError
+                if mapped is e:
+                    raise
+                raise mapped from e
 
     def _do(self, fn: str, args: dict, post, conn=None, *, setof: bool = True):
         sql, params = self._call_sql(fn, {k: v for k, v in args.items() if v is not None}, setof=setof)
+        if self._arg_names is None:
+            self._arg_names = {r["proname"]: frozenset(r["array_agg"] or ()) for r in self._rows(self._ARG_NAMES_SQL, {}, conn)}
+        self._check_args(fn, params)
         return post(self._rows(sql, params, conn))
 
     def call(self, fn: str, conn=None, **args) -> list[dict]:
         """Call any pgmem SQL function by name with named arguments (None = SQL default)."""
-        sql, params = self._call_sql(fn, {k: v for k, v in args.items() if v is not None})
-        return self._rows(sql, params, conn)
+        return self._do(fn, args, list, conn)
 
     def remember_many(self, events: Iterable[Mapping[str, Any] | str], *, batch_size: int = 256,
                       progress: bool | None = None, extract: bool = True, embed: bool = True,
                       on_error=None, conn=None) -> list[RememberResult]:
         """Store many events (dicts in the JSONL event format, or texts): embeds each batch at
         once and sends it in one pgmem.remember_many call. A progress bar shows on a terminal."""
-        from tqdm import tqdm
+        from ._progress import progress_bar
 
         events = list(events)
         if progress is None:
             progress = sys.stderr.isatty()
         extractor = (self.extractor or _default_extractor()) if extract else None
         out: list[RememberResult] = []
-        bar = tqdm(total=len(events), unit="mem", disable=not progress, desc="remember")
+        bar = progress_bar(total=len(events), unit="mem", disable=not progress, desc="remember")
         try:
             for start in range(0, len(events), batch_size):
                 chunk = events[start:start + batch_size]
@@ -461,7 +566,7 @@ class MemoryClient(_Base):
         return out
 
 JOBS = {"merge": "merge_duplicates", "prune": "prune", "archive": "archive_stale", "tune": "tune_thresholds",
-        "purge": "purge"}
+        "purge": "purge", "cluster": "cluster"}
 
 
 def _remember_result(row: Mapping[str, Any]) -> RememberResult:
@@ -499,6 +604,23 @@ def _first(rows: list[dict]) -> dict:
     return rows[0]
 
 
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def _coroutine(method: Callable[Concatenate[Any, P], R]) -> Callable[Concatenate[Any, P], Coroutine[Any, Any, R]]:
+    """The async client's twin of a ``_Base`` method: the same signature and docstring, as a
+    true coroutine function (``inspect.iscoroutinefunction`` is true, and a type checker sees
+    ``Coroutine[..., R]``). ``_Base``'s methods end in ``self._do(...)``, which the async
+    client defines as a coroutine, so the twin awaits what the method returns."""
+
+    @functools.wraps(method)
+    async def twin(self: Any, *args: P.args, **kwargs: P.kwargs) -> R:
+        return await method(self, *args, **kwargs)  # type: ignore[misc]
+
+    return twin
+
+
 class AsyncMemoryClient(_Base):
     """The asyncio twin of MemoryClient (psycopg's async API and AsyncConnectionPool). Same
     methods, awaited: ``await mem.remember(...)``, ``await mem.search(...)``. Embedding runs
@@ -508,15 +630,37 @@ class AsyncMemoryClient(_Base):
         super().__init__(*a, **kw)
         self._pool = None
 
+    # _Base's API as coroutines, one line each (tests/test_package.py fails on a missing one).
+    remember = _coroutine(_Base.remember)
+    forget = _coroutine(_Base.forget)
+    restore = _coroutine(_Base.restore)
+    update_memory = _coroutine(_Base.update_memory)
+    get = _coroutine(_Base.get)
+    history = _coroutine(_Base.history)
+    search = _coroutine(_Base.search)
+    search_exact = _coroutine(_Base.search_exact)
+    explain_search = _coroutine(_Base.explain_search)
+    activate = _coroutine(_Base.activate)
+    recall = _coroutine(_Base.recall)
+    build_context = _coroutine(_Base.build_context)
+    touch = _coroutine(_Base.touch)
+    run_job = _coroutine(_Base.run_job)
+
     async def _get_pool(self):
         if self._pool is None:
             from psycopg_pool import AsyncConnectionPool
 
             self._pool = AsyncConnectionPool(self.dsn, min_size=self.min_size, max_size=self.max_size,
                                              kwargs={"autocommit": True, **self._connect_kwargs()},
-                                             configure=_aconfigure, timeout=self.timeout, open=False)
+                                             configure=self._aconfigure, timeout=self.timeout, open=False)
             await self._pool.open()
         return self._pool
+
+    async def _aconfigure(self, conn) -> None:
+        await _aconfigure(conn)
+        if getattr(conn, "_pgmem_session", None) != self._session_key():
+            await conn.execute(*self._session_sql())
+            conn._pgmem_session = self._session_key()
 
     async def close(self) -> None:
         if self._pool is not None:
@@ -537,12 +681,13 @@ class AsyncMemoryClient(_Base):
             try:
                 if conn is not None:
                     await _aconfigure(conn)
-                    await conn.execute("select set_config('pgmem.tenant', %s, false)", (self.tenant,))
+                    await conn.execute(*self._session_sql())
                     async with conn.cursor(row_factory=dict_row) as cur:
                         await cur.execute(sql, params)
                         return await cur.fetchall() if cur.description else []
                 pool = await self._get_pool()
                 async with pool.connection() as c:
+                    await self._aconfigure(c)  # a claim replaced since the connection was made
                     async with c.cursor(row_factory=dict_row) as cur:
                         await cur.execute(sql, params)
                         return await cur.fetchall() if cur.description else []
@@ -552,9 +697,18 @@ class AsyncMemoryClient(_Base):
                     raise
                 attempt += 1
                 await asyncio.sleep(min(2.0, 0.05 * 2 ** attempt) * (0.5 + random.random()))
+            except psycopg.Error as e:
+                mapped = from_database(e)
+                if mapped is e:
+                    raise
+                raise mapped from e
 
     async def _do(self, fn: str, args: dict, post, conn=None, *, setof: bool = True):
         sql, params = self._call_sql(fn, {k: v for k, v in args.items() if v is not None}, setof=setof)
+        if self._arg_names is None:
+            self._arg_names = {r["proname"]: frozenset(r["array_agg"] or ())
+                               for r in await self._rows(self._ARG_NAMES_SQL, {}, conn)}
+        self._check_args(fn, params)
         out = post(await self._rows(sql, params, conn))
         while inspect.isawaitable(out):  # a method that chains two calls (search: embedding text, then search)
             out = await out

@@ -11,13 +11,15 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from urllib.parse import urlsplit
 
-from .config import migrations_dir, project_root, sql_dir
+from .config import DISTRIBUTION, migrations_dir, sql_dir
+# The DSN and connection helpers live in pgmem.db (the layer under the client); they stay
+# importable from here for migrations/env.py and older callers.
+from .db import (VERSION_TABLE, check_dsn, connect, describe_dsn, installed_revision,  # noqa: F401
+                 mask_password, resolve_dsn)
 from .errors import MigrationError, SetupError
 
 log = logging.getLogger("pgmem.migrate")
-VERSION_TABLE = "pgmem_alembic_version"
 MIN_PGVECTOR = (0, 8, 0)
 
 INSTALL_HINTS = {
@@ -29,31 +31,18 @@ INSTALL_HINTS = {
 }
 
 
-def resolve_dsn(dsn: str | None = None) -> str:
-    """Explicit DSN > PGMEM_DSN > the embedded cluster."""
-    if dsn:
-        return dsn
-    env = os.environ.get("PGMEM_DSN")
-    if env:
-        return env
-    from .cluster import default_cluster
-
-    c = default_cluster()
-    if c.initialized():
-        return c.dsn()
-    raise SetupError("no database configured: set PGMEM_DSN, or run 'pgmem db up' for the embedded cluster")
-
-
-def describe_dsn(dsn: str) -> str:
-    """host:port/dbname of a DSN without its password, for messages."""
+def _alembic():
+    """The alembic package, with SQLAlchemy; a clear error when the [install] extra is missing."""
     try:
-        import psycopg.conninfo as ci
-
-        d = ci.conninfo_to_dict(dsn)
-        return f"{d.get('host', 'localhost')}:{d.get('port', 5432)}/{d.get('dbname', d.get('user', '?'))}"
-    except Exception:
-        parts = urlsplit(dsn)
-        return f"{parts.hostname}:{parts.port}{parts.path}"
+        import alembic.command
+        import alembic.config
+        import sqlalchemy  # noqa: F401
+    except ImportError as e:
+        raise SetupError(
+            f"installing pgmem into a database needs Alembic and SQLAlchemy ({e.name} is missing): "
+            f"pip install '{DISTRIBUTION}[install]'"
+        ) from None
+    return alembic
 
 
 def sqlalchemy_url(dsn: str) -> str:
@@ -71,18 +60,6 @@ def sqlalchemy_url(dsn: str) -> str:
     url = URL.create("postgresql+psycopg", username=d.pop("user", None), password=d.pop("password", None),
                      host=host, port=int(port) if port else None, database=d.pop("dbname", None), query=d)
     return url.render_as_string(hide_password=False)
-
-
-def connect(dsn: str | None = None, **kw):
-    """A psycopg connection with a one-line error when the server cannot be reached."""
-    import psycopg
-
-    dsn = resolve_dsn(dsn)
-    try:
-        return psycopg.connect(dsn, connect_timeout=int(os.environ.get("PGMEM_CONNECT_TIMEOUT", "10")), **kw)
-    except psycopg.OperationalError as e:
-        reason = str(e).strip().splitlines()[-1] if str(e).strip() else type(e).__name__
-        raise SetupError(f"cannot connect to {describe_dsn(dsn)}: {reason}") from None
 
 
 @dataclass
@@ -113,6 +90,12 @@ def preflight(conn) -> Preflight:
     if "vector" in rows and _version_tuple(rows["vector"]) < MIN_PGVECTOR:
         p.missing.append("vector")
         p.warnings.append(f"pgvector {rows['vector']} is too old: pgmem needs 0.8.0 (iterative index scans)")
+    # pgmem's functions resolve names in pgmem, public, pg_temp: a role that may create objects in
+    # public could plant a function there (SECURITY.md). PostgreSQL 15 revokes it by default;
+    # clusters upgraded from older versions keep the old grant.
+    if conn.execute("select has_schema_privilege('public', 'public', 'CREATE')").fetchone()[0]:
+        p.warnings.append("every role may create objects in schema public, where pgmem's functions look up names: "
+                          "run REVOKE CREATE ON SCHEMA public FROM PUBLIC (PostgreSQL 15's default; SECURITY.md)")
     preload = conn.execute("select current_setting('shared_preload_libraries')").fetchone()[0]
     if "pg_cron" not in rows or "pg_cron" not in preload:
         p.warnings.append("pg_cron is not loaded (shared_preload_libraries): scheduled jobs are unavailable; "
@@ -121,9 +104,11 @@ def preflight(conn) -> Preflight:
 
 
 def alembic_config(connection=None):
-    from alembic.config import Config
+    """Alembic's configuration for pgmem's revisions, without an ini file (the checkout's
+    alembic.ini is for the ``alembic`` command; the wheel carries none)."""
+    Config = _alembic().config.Config
 
-    cfg = Config(str(project_root() / "alembic.ini"))
+    cfg = Config()
     cfg.set_main_option("script_location", str(migrations_dir()))
     if connection is not None:
         cfg.attributes["connection"] = connection
@@ -131,6 +116,7 @@ def alembic_config(connection=None):
 
 
 def _engine(dsn: str):
+    _alembic()
     from sqlalchemy import create_engine, pool
 
     return create_engine(sqlalchemy_url(dsn), poolclass=pool.NullPool)
@@ -139,9 +125,9 @@ def _engine(dsn: str):
 def upgrade(dsn: str | None = None, revision: str = "head", *, embedding_dim: int | None = None) -> list[str]:
     """Check the server, run migrations up to ``revision``, re-apply the idempotent SQL.
     Returns warnings for the caller to show."""
-    from alembic import command
+    command = _alembic().command
 
-    dsn = resolve_dsn(dsn)
+    dsn = resolve_dsn(dsn, superuser=True)
     with connect(dsn, autocommit=True) as conn:
         pf = preflight(conn)
     pf.raise_if_missing(describe_dsn(dsn))
@@ -159,9 +145,9 @@ def upgrade(dsn: str | None = None, revision: str = "head", *, embedding_dim: in
 
 
 def downgrade(dsn: str | None = None, revision: str = "base") -> None:
-    from alembic import command
+    command = _alembic().command
 
-    dsn = resolve_dsn(dsn)
+    dsn = resolve_dsn(dsn, superuser=True)
     engine = _engine(dsn)
     try:
         with engine.begin() as sa_conn:
@@ -173,11 +159,8 @@ def downgrade(dsn: str | None = None, revision: str = "base") -> None:
 
 
 def current_revision(dsn: str | None = None) -> str | None:
-    with connect(dsn, autocommit=True) as conn:
-        if conn.execute("select to_regclass(%s)", (f"public.{VERSION_TABLE}",)).fetchone()[0] is None:
-            return None
-        row = conn.execute(f"select version_num from public.{VERSION_TABLE}").fetchone()
-        return row[0] if row else None
+    with connect(dsn, autocommit=True, superuser=True) as conn:
+        return installed_revision(conn)
 
 
 def run_sql(sql: str) -> None:
