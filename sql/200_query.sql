@@ -379,6 +379,7 @@ declare
   v_df bigint[];
   v_all_actors integer;
   v_names text[];
+  v_users text[];
   tw record;
 begin
   q.ranking := p_ranking;
@@ -416,9 +417,13 @@ begin
   -- lexical query: a name counts once, and a name that every memory of its speaker would
   -- match does not swamp the words that say what is asked.
   if p_ranking = 'search' and p_actor is null and coalesce((q.params->>'actor_from_text')::boolean, false) and p_text is not null then
-    select a.named, a.total into v_names, v_all_actors from pgmem._query_actors(q.tenant, p_text) a;
+    select a.named, a.total, a.users into v_names, v_all_actors, v_users
+      from pgmem._query_actors(q.tenant, p_text, case when cardinality(q.user_ids) = 1 then q.user_ids[1] end) a;
     -- an actor signal only tells memories apart when the question names some actors, not all
     if cardinality(v_names) > 0 and cardinality(v_names) < v_all_actors then q.actors := v_names; end if;
+    -- the name of the user the call is filtered on tells none of the user's memories apart
+    -- (pgmem.query_embedding_text leaves it out of the embedding too)
+    v_names := v_names || v_users;
   end if;
   q.lexemes := array(select distinct lex from unnest(tsvector_to_array(to_tsvector('english', coalesce(p_text, '')))) lex
                       where lex <> '' and not lex = any(coalesce(tsvector_to_array(to_tsvector('english', array_to_string(v_names, ' '))), '{}'))

@@ -121,16 +121,24 @@ begin atomic
     from unnest(p_lexemes) x(lexeme);
 end;
 
+-- The actors of a tenant that a text names: the who values and the user_ids of its active
+-- memories of which every word is a word of the text ("Caroline" in "What did Caroline
+-- research?", "Dr. Okafor" in "ask dr okafor", user "maya" in "which editor does maya use?"),
+-- and how many names the tenant has.
 -- The actors (who) of a tenant that a text names: every word of the actor's name is a word of
 -- the text ("Caroline" in "What did Caroline research?", "Dr. Okafor" in "ask dr okafor"), and
--- how many actors the tenant has (its active memories' distinct who values).
-create or replace function pgmem._query_actors(p_tenant text, p_text text) returns table (named text[], total integer)
+-- how many actors the tenant has (its active memories' distinct who values); and p_user (the
+-- user a search is filtered on) when the text names it.
+create or replace function pgmem._query_actors(p_tenant text, p_text text, p_user text default null)
+returns table (named text[], total integer, users text[])
   language sql stable
   set search_path = pgmem, public, pg_temp
 begin atomic
   select coalesce(array_agg(a.who order by a.who) filter (where pgmem.tokens(a.who) <@ pgmem.tokens(p_text)
                                                             and cardinality(pgmem.tokens(a.who)) > 0), '{}'),
-         count(*)::int
+         count(*)::int,
+         case when cardinality(pgmem.tokens(p_user)) > 0 and pgmem.tokens(p_user) <@ pgmem.tokens(p_text)
+              then array[p_user] else '{}' end
     from (select x.who from (
             select l.lexeme as who, l.df from pgmem.lexicon l where l.tenant = p_tenant and l.scope = 'who'
             union all
@@ -146,10 +154,13 @@ comment on function pgmem.query_actors(text) is
   'The actors (who values of the tenant''s active memories) that a text names: each word of the name occurs in the text. search() matches them with the actor signal (profiles with params.actor_from_text).';
 
 -- What a client should embed for a question: its text without the names of the actors it
--- names. Those are matched by the actor signal; in the embedding a name dominates (every
--- memory of that speaker looks alike to a question naming them: measured on LoCoMo's dev
--- conversations, R@10 .781 -> .812 with names out of the embedding; quality-recipe).
-create or replace function pgmem.query_embedding_text(p_text text, p_profile text default null) returns text
+-- names, and without the name of the user the search is filtered on (p_user_id). Actors are
+-- matched by the actor signal; in the embedding a name dominates (every memory of that speaker
+-- looks alike to a question naming them: measured on LoCoMo's dev conversations, R@10 .781 ->
+-- .812 with names out of the embedding; quality-recipe). A filtered user's name tells none of
+-- the user's memories apart ("which editor does maya use now" among Maya's memories).
+create or replace function pgmem.query_embedding_text(p_text text, p_profile text default null, p_user_id text default null)
+returns text
   language plpgsql stable
   set search_path = pgmem, public, pg_temp
 as $$
@@ -160,7 +171,7 @@ begin
   if p_text is null or not coalesce((v_params->>'actor_from_text')::boolean, false) then
     return p_text;
   end if;
-  v_names := pgmem.query_actors(p_text);
+  select a.named || a.users into v_names from pgmem._query_actors(pgmem._require_tenant(), p_text, p_user_id) a;
   if cardinality(v_names) = 0 then
     return p_text;
   end if;
@@ -169,8 +180,8 @@ begin
                                       from unnest(v_names) n) || ')(''s)?\M', ' ', 'gi'),
     '\s+', ' ', 'g'));
 end $$;
-comment on function pgmem.query_embedding_text(text, text) is
-  'The text a client embeds for a question: with a search profile that matches the actors a question names (params.actor_from_text, the default profile), the question without their names; else the question. MemoryClient.search embeds this.';
+comment on function pgmem.query_embedding_text(text, text, text) is
+  'The text a client embeds for a question: with a search profile that matches the actors a question names (params.actor_from_text, the default profile), the question without their names and without the name of the user the search is filtered on (p_user_id); else the question. MemoryClient.search embeds this.';
 
 -- The lexical candidate query. The OR of every lexeme of a question matches a share of all
 -- memories that grows with N (9.3% on average at 100,000 in the benchmark, bench/README.md

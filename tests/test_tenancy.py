@@ -378,6 +378,13 @@ def _time_window(w: World):
     assert rows(w.a, "select * from pgmem.time_window('the report of 7 July, 2023')")[0]["tau_days"] == 3.5
 
 
+@check("event_time")
+def _event_time(w: World):
+    # a row of pgmem.memories in, its time out: a only reads its own rows (row-level security)
+    n = scalar(w.a, "select count(pgmem.event_time(m)) from pgmem.memories m")
+    assert n == scalar(w.su, "select count(*) from pgmem.memories where tenant = 'a'")
+
+
 @check("fold_lexicon")
 def _fold_lexicon(w: World):
     # the app role may not run it; a's administrator folds a's deltas only (b's stay as they are)
@@ -728,7 +735,6 @@ PURE = {
     "jaccard": "select pgmem.jaccard(array['a'], array['a', 'b'])",
     "linear_recency": "select pgmem.linear_recency(now())",
     "path_overlap": "select pgmem.path_overlap('a/b', 'a/c')",
-    "event_time": "select pgmem.event_time(m) from pgmem.memories m limit 1",
     "power_law_decay": "select pgmem.power_law_decay(2, 0.5)",
     "processing_depth": "select pgmem.processing_depth('w', null, null, null, null, null)",
     "query_tsquery": "select pgmem.query_tsquery('cats and dogs')::text",
@@ -750,7 +756,7 @@ PURE = {
 ADMIN_ONLY = {"merge_duplicates", "unmerge", "prune", "purge", "archive_stale", "tune_thresholds", "schedule_jobs",
               "unschedule_jobs", "run_job", "cluster"}
 ORDER = ["get_memory", "history", "surprise", "search", "search_exact", "explain_search", "activate", "recall",
-         "lexical_probe", "query_actors", "query_embedding_text", "time_window", "fold_lexicon",
+         "lexical_probe", "query_actors", "query_embedding_text", "time_window", "event_time", "fold_lexicon",
          "build_context",
          "context_threshold", "memory_strength", "export_user", "touch", "claim_embeddings", "update_memory", "forget",
          "restore", "revert", "feedback", "current_tenant", "grant_tenant", "schedule_jobs", "merge_duplicates", "prune",
@@ -957,7 +963,8 @@ DOCUMENTED_UNPINNED = {
     "_lexeme_query", "_candidate_tsquery", "_content_key", "_is_admin", "_b64url", "_b64url_decode", "_hmac", "_tenant_name_ok", "_job_lock_key", "_op_details", "_scope_key", "_set_op",
     # the read path's query-record functions, inlined into the ranking statements (sql/202, 203)
     "_eligible", "_candidates", "_jam_semantic", "_jam_coverage", "_jam_lexical_rank", "_jam_recency", "_jam_actor",
-    "_jam_spatial", "_jam_usage", "_jam_prior", "_jam_weight", "_shadow_embedding", "_shadow_metadata", "_shadow_summary",
+    "_jam_spatial", "_jam_usage", "_jam_prior", "_jam_bm25", "_jam_lexical", "_jam_present", "_jam_time", "_month",
+    "event_time", "_shadow_embedding", "_shadow_metadata", "_shadow_summary",
     "_shadow_temporal", "_engram_relevance", "_engram_importance", "_engram_recency", "_engram_access",
     "_setting_bool", "_setting_num", "_snapshot", "_words", "access_boost", "access_frequency", "age_days",
     "cosine_sim", "current_tenant", "decayed_importance", "emotional_intensity", "estimate_tokens", "exp_decay",

@@ -250,14 +250,18 @@ class _Base:
             return self.embedder.embed(query)
         return embedding
 
-    def _with_search_embedding(self, query: str | None, embedding: Any, profile: str | None, conn, then):
+    def _with_search_embedding(self, query: str | None, embedding: Any, profile: str | None, conn, then,
+                               filters: dict | None = None):
         """then(embedding) for a search: the caller's embedding, or the question embedded here
-        without the names of the actors it names (pgmem.query_embedding_text: with the default
-        profile those count through the actor signal, and in an embedding a name swamps what is
-        asked). One more round trip, a fraction of the embedding's cost."""
+        without the names of the actors it names and of the user it is filtered on
+        (pgmem.query_embedding_text: with the default profile those count through the actor
+        signal or the filter, and in an embedding a name swamps what is asked). One more round
+        trip, a fraction of the embedding's cost."""
         if embedding is not None or not query or self.embedder is None:
             return then(embedding)
-        return self._do("query_embedding_text", dict(p_text=query, p_profile=profile),
+        user = (filters or {}).get("user_id")
+        return self._do("query_embedding_text", dict(p_text=query, p_profile=profile,
+                                                     p_user_id=user if isinstance(user, str) else None),
                         lambda rows: then(self.embedder.embed(rows[0]["query_embedding_text"] or query)), conn, setof=False)
 
     def set_tenant_claim(self, token: str) -> None:
@@ -377,7 +381,7 @@ class _Base:
                location: str | None = None, profile: str | None = None, weights: dict | None = None,
                filters: dict | None = None, as_of: Any = None, touch: bool = False, conn=None) -> list[Hit]:
         """Fused search (pgmem.search; default profile: the setting search_profile)."""
-        return self._with_search_embedding(query, embedding, profile, conn, lambda vec: self._do(
+        return self._with_search_embedding(query, embedding, profile, conn, filters=filters, then=lambda vec: self._do(
             "search", dict(query_text=query, query_embedding=vec, k=k, actor=actor, location=location, profile=profile,
                            weights=json.dumps(weights) if weights else None,
                            filters=json.dumps(filters, default=_jsonable) if filters else None, as_of=as_of, touch=touch),
@@ -387,14 +391,15 @@ class _Base:
                      location: str | None = None, profile: str | None = None, weights: dict | None = None,
                      filters: dict | None = None, as_of: Any = None, conn=None) -> list[Hit]:
         """The exhaustive reference scorer (pgmem.search_exact): same scores over every eligible memory."""
-        return self._with_search_embedding(query, embedding, profile, conn, lambda vec: self._do(
+        return self._with_search_embedding(query, embedding, profile, conn, filters=filters, then=lambda vec: self._do(
             "search_exact", dict(query_text=query, query_embedding=vec, k=k, actor=actor, location=location, profile=profile,
                                  weights=json.dumps(weights) if weights else None,
                                  filters=json.dumps(filters, default=_jsonable) if filters else None, as_of=as_of),
             lambda rows: [_hit(r, SEARCH_SIGNALS) for r in rows], conn))
 
     def explain_search(self, query: str | None = None, *, embedding: Any = None, k: int = 10, conn=None, **kw) -> list[dict]:
-        return self._with_search_embedding(query, embedding, kw.get("profile"), conn, lambda vec: self._do(
+        return self._with_search_embedding(query, embedding, kw.get("profile"), conn, filters=kw.get("filters"),
+                                           then=lambda vec: self._do(
             "explain_search", dict(query_text=query, query_embedding=vec, k=k,
                                    **{k2: (json.dumps(v) if isinstance(v, dict) else v) for k2, v in kw.items()}), list, conn))
 
@@ -430,7 +435,7 @@ class _Base:
         """JAM context building (pgmem.build_context): search candidates (with the same profile,
         weights, filters, actor and location as ``search``), MMR order, knapsack into the token
         budget. Returns every candidate; ``selected`` ones first in MMR order."""
-        return self._with_search_embedding(query, embedding, profile, conn, lambda vec: self._do(
+        return self._with_search_embedding(query, embedding, profile, conn, filters=filters, then=lambda vec: self._do(
             "build_context", dict(query_text=query, query_embedding=vec, token_budget=token_budget, candidates=candidates,
                                   **{"lambda": lam}, profile=profile, weights=json.dumps(weights) if weights else None,
                                   filters=json.dumps(filters, default=_jsonable) if filters else None, as_of=as_of,
