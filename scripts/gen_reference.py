@@ -139,6 +139,7 @@ EXAMPLES: list[tuple[str, str]] = [
     ("time_window", f"select q, w.lo, w.hi, w.tau_days, w.month from unnest(array['what happened on 7 October, 2026?', 'anything last week?', 'in June']) q, pgmem.time_window(q, '{AS_OF}') w"),
     ("event_time", "select id, happened_at, created_at, pgmem.event_time(m) from pgmem.memories m where id in (1, 4) order by id"),
     ("fold_lexicon", "select pgmem.fold_lexicon() as folded, (select count(*) from pgmem.lexicon_delta) as deltas_left"),
+    ("rebuild_lexicon", "select pgmem.rebuild_lexicon() as rows_written, (select df from pgmem.lexicon where tenant = 'acme' and scope = '' and lexeme = '') as memories"),
     ("check_weights", """select pgmem.check_weights('{"a": 0.25, "b": 0.75}', array['a', 'b'])"""),
     ("age_days", "select pgmem.age_days('2026-10-01', '2026-10-31')"),
     ("exp_decay", "select pgmem.exp_decay(0) as d0, pgmem.exp_decay(30) as d30, pgmem.exp_decay(60) as d60, pgmem.exp_decay(90) as d90"),

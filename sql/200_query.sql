@@ -439,6 +439,10 @@ begin
   -- BM25's inverse document frequency (Robertson/Spärck Jones with +1 inside the log, so never
   -- negative): ln(1 + (N - df + 0.5) / (df + 0.5))
   q.idf := array(select ln(1 + (greatest(v_docs, 0) - x.df + 0.5) / (x.df + 0.5)) from unnest(v_df) x(df));
+  -- the terms rarest first (pgmem._jam_bm25 sums over the first 16)
+  select coalesce(array_agg(t.term order by t.idf desc, t.ord), '{}'), coalesce(array_agg(t.idf order by t.idf desc, t.ord), '{}')
+    into q.terms, q.idf
+    from unnest(q.terms, q.idf) with ordinality t(term, idf, ord);
   q.avg_len := case when v_docs > 0 then v_len::float8 / v_docs else 1 end;
   q.probe := case when q.exact or q.embedding is null then q.tsq
                   else pgmem._lexical_probe(q.lexemes, v_df, v_docs, pgmem._setting_num('lexical_probe_rows', 5000)) end;

@@ -104,6 +104,46 @@ end $$;
 comment on function pgmem.fold_lexicon(integer) is
   'Folds the current tenant''s appended lexicon changes (pgmem.lexicon_delta; tenant * = every tenant''s) into pgmem.lexicon; returns the delta rows folded. Reads are correct before and after.';
 
+-- Recounts the lexicon of the current tenant ('*': of every tenant) from its active memories:
+-- after a bulk load that skipped triggers (session_replication_role = replica, as bench.py's
+-- fastest loader does), or to repair it. Writers wait meanwhile (SHARE lock on memories), so
+-- no delta is lost or counted twice. Returns the lexicon rows written.
+create or replace function pgmem.rebuild_lexicon() returns bigint
+  language plpgsql volatile
+  set search_path = pgmem, public, pg_temp
+as $$
+declare
+  v_tenant text := pgmem._require_tenant();
+  n bigint := 0;
+  k bigint;
+begin
+  lock table pgmem.memories in share mode;
+  delete from pgmem.lexicon_delta d where v_tenant = '*' or d.tenant = v_tenant;
+  delete from pgmem.lexicon l where v_tenant = '*' or l.tenant = v_tenant;
+  insert into pgmem.lexicon (tenant, scope, lexeme, df, len)
+  select m.tenant, s.scope, x.lexeme, count(*), 0
+    from pgmem.memories m
+   cross join lateral (values (''), ('user:' || m.user_id)) s(scope)
+   cross join lateral unnest(tsvector_to_array(m.tsv)) x(lexeme)
+   where m.state = 'active' and s.scope is not null and (v_tenant = '*' or m.tenant = v_tenant)
+   group by 1, 2, 3;
+  get diagnostics k = row_count; n := n + k;
+  insert into pgmem.lexicon (tenant, scope, lexeme, df, len)
+  select m.tenant, s.scope, '', count(*), sum(length(m.tsv))
+    from pgmem.memories m cross join lateral (values (''), ('user:' || m.user_id)) s(scope)
+   where m.state = 'active' and s.scope is not null and (v_tenant = '*' or m.tenant = v_tenant)
+   group by 1, 2;
+  get diagnostics k = row_count; n := n + k;
+  insert into pgmem.lexicon (tenant, scope, lexeme, df, len)
+  select m.tenant, 'who', m.who, count(*), 0 from pgmem.memories m
+   where m.state = 'active' and m.who is not null and (v_tenant = '*' or m.tenant = v_tenant)
+   group by 1, 3;
+  get diagnostics k = row_count; n := n + k;
+  return n;
+end $$;
+comment on function pgmem.rebuild_lexicon() is
+  'Recounts the current tenant''s lexical statistics (pgmem.lexicon; tenant * = every tenant''s) from its active memories, e.g. after a bulk load without triggers; writers wait meanwhile. Returns the rows written.';
+
 -- The document frequencies of lexemes in a scope: base + deltas. Lexeme '' is the number of
 -- memories (df) and their summed length (len).
 create or replace function pgmem._lexicon_df(p_tenant text, p_scope text, p_lexemes text[])

@@ -55,25 +55,32 @@ begin
          + coalesce(q.w_time * s.time, 0) as own,
            pgmem._jam_present(q, s.semantic, s.lex, s.recency, s.actor, s.spatial, s.usage, s.time, null, null) as own_w
       from s),
-  nb as (
-    -- the best own score among each memory's neighbours (pgmem.links of q.neighbour_links)
-    select l.src_id as id, max(b2.own / nullif(b2.own_w, 0)) as best
-      from pgmem.links l join b b2 on b2.id = l.dst_id
+  e as (
+    -- the links of q.neighbour_links at each candidate, either direction: (memory, its neighbour)
+    select l.src_id as id, l.dst_id as other from pgmem.links l
      where q.w_neighbour > 0 and l.tenant = q.tenant and l.kind = any(q.neighbour_links) and l.src_id in (select b.id from b)
-     group by 1
     union all
-    select l.dst_id, max(b2.own / nullif(b2.own_w, 0))
-      from pgmem.links l join b b2 on b2.id = l.src_id
-     where q.w_neighbour > 0 and l.tenant = q.tenant and l.kind = any(q.neighbour_links) and l.dst_id in (select b.id from b)
-     group by 1),
+    select l.dst_id, l.src_id from pgmem.links l
+     where q.w_neighbour > 0 and l.tenant = q.tenant and l.kind = any(q.neighbour_links) and l.dst_id in (select b.id from b)),
+  nb as (
+    -- the best own score among each memory's neighbours: the neighbours' scores are looked up
+    -- by a window over (candidates ∪ links) keyed by the neighbour's id, one sort, instead of a
+    -- join the planner would make a nested loop of (it cannot know how many candidates come)
+    select w.id, max(w.best) as best
+      from (select u.id, max(u.own) over (partition by u.key) as best
+              from (select b.id as key, null::bigint as id, b.own / nullif(b.own_w, 0) as own from b
+                    union all
+                    select e.other, e.id, null from e) u) w
+     where w.id is not null
+     group by w.id),
   x as (
     -- conversation context (issue 12, item 6): the best own score of the memory's session, and
     -- of its neighbours
     select b.*,
            case when q.w_session > 0 and b.session_id is not null
                 then max(b.own / nullif(b.own_w, 0)) over (partition by b.session_id) end as session,
-           case when q.w_neighbour > 0 then (select max(nb.best) from nb where nb.id = b.id) end as neighbour
-      from b)
+           case when q.w_neighbour > 0 then nb.best end as neighbour
+      from b left join nb on nb.id = b.id)
   select x.id,
          coalesce((x.own + coalesce(q.w_session * x.session, 0) + coalesce(q.w_neighbour * x.neighbour, 0))
                   / nullif(pgmem._jam_present(q, x.semantic, x.lex, x.recency, x.actor, x.spatial, x.usage, x.time,

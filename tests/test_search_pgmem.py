@@ -102,6 +102,31 @@ def test_fold_keeps_the_counts_and_empties_the_deltas(conn):
     assert scalar(conn, "select count(*) from pgmem.lexicon where df <= 0 and len <= 0") == 0
 
 
+def test_rebuild_recounts_what_a_load_without_triggers_skipped(conn):
+    for i in range(4):
+        remember(conn, f"note number {i} about the garden", who="maya", user_id="u1")
+    conn.execute("set session_replication_role = replica")  # a bulk load: no triggers
+    conn.execute("insert into pgmem.memories (tenant, content, who) select 'acme', 'garden hose ' || g, 'tom' "
+                 "from generate_series(1, 5) g")
+    conn.execute("set session_replication_role = origin")
+    assert lexicon(conn)["garden"] == (4, 0)  # the 5 loaded rows are missing
+    assert scalar(conn, "select pgmem.rebuild_lexicon()") > 0
+    assert scalar(conn, "select count(*) from pgmem.lexicon_delta") == 0
+    assert_lexicon_matches_the_memories(conn)
+    assert lexicon(conn)["garden"] == (9, 0) and lexicon(conn, scope="who") == {"maya": (4, 0), "tom": (5, 0)}
+    assert lexicon(conn, scope="user:u1")[""][0] == 4
+
+
+def test_erase_user_leaves_no_word_in_the_statistics(conn):
+    remember(conn, "my quokkapassword is secret", user_id="u9")
+    remember(conn, "the garden needs water", user_id="u1")
+    assert lexicon(conn)["quokkapassword"] == (1, 0)
+    conn.execute("select * from pgmem.erase_user('u9')")
+    for table in ("lexicon", "lexicon_delta"):
+        assert scalar(conn, f"select count(*) from pgmem.{table} where lexeme like 'quokka%%' or scope = 'user:u9'") == 0
+    assert_lexicon_matches_the_memories(conn)
+
+
 def test_statistics_are_per_tenant(dsn):
     """Issue 14 (Low): the lexical probe read pg_stats over every tenant, so tenant a could not
     find its own memory holding a word tenant b used 7,000 times. Now each tenant's own counts

@@ -385,6 +385,17 @@ def _event_time(w: World):
     assert n == scalar(w.su, "select count(*) from pgmem.memories where tenant = 'a'")
 
 
+@check("rebuild_lexicon")
+def _rebuild_lexicon(w: World):
+    # admin only; a's administrator recounts a's statistics and leaves b's rows as they were
+    expect_error(lambda: scalar(w.a, "select pgmem.rebuild_lexicon()"), "42501")
+    q = "select count(*), sum(df) from pgmem.lexicon where tenant = 'b'"
+    before = w.su.execute(q).fetchone()
+    scalar(w.a_admin, "select pgmem.rebuild_lexicon()")
+    assert w.su.execute(q).fetchone() == before
+    assert scalar(w.su, "select count(*) from pgmem.lexicon where tenant = 'a'") > 0
+
+
 @check("fold_lexicon")
 def _fold_lexicon(w: World):
     # the app role may not run it; a's administrator folds a's deltas only (b's stay as they are)
@@ -756,7 +767,7 @@ PURE = {
 ADMIN_ONLY = {"merge_duplicates", "unmerge", "prune", "purge", "archive_stale", "tune_thresholds", "schedule_jobs",
               "unschedule_jobs", "run_job", "cluster"}
 ORDER = ["get_memory", "history", "surprise", "search", "search_exact", "explain_search", "activate", "recall",
-         "lexical_probe", "query_actors", "query_embedding_text", "time_window", "event_time", "fold_lexicon",
+         "lexical_probe", "query_actors", "query_embedding_text", "time_window", "event_time", "fold_lexicon", "rebuild_lexicon",
          "build_context",
          "context_threshold", "memory_strength", "export_user", "touch", "claim_embeddings", "update_memory", "forget",
          "restore", "revert", "feedback", "current_tenant", "grant_tenant", "schedule_jobs", "merge_duplicates", "prune",

@@ -33,8 +33,8 @@ create type pgmem.query as (
   tsq             tsquery,      -- every lexeme of the text, OR-ed (query_tsquery)
   probe           tsquery,      -- the lexical candidate branch's query (lexical_probe)
   lexemes         text[],       -- the distinct lexemes of the text (without the names of actors)
-  terms           tsquery[],    -- the same lexemes, one tsquery each
-  idf             float8[],     -- BM25's inverse document frequency of each lexeme (pgmem.lexicon)
+  terms           tsquery[],    -- the same lexemes, one tsquery each, rarest first
+  idf             float8[],     -- BM25's inverse document frequency of each term (pgmem.lexicon)
   avg_len         float8,       -- BM25: the average length (distinct lexemes) of the memories
   actors          text[],       -- the stored actors (who) the text names, for the actor signal
   time_from       timestamptz,  -- the time window a date or phrase of the text names
