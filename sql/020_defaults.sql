@@ -58,12 +58,14 @@ insert into pgmem.profiles (tenant, name, method, weights, params, description, 
   --    answered by the next one.
   -- The weights are the prototype's 0.7 cos + 0.3 bm25 + 0.4 actor + 0.2 time, then
   -- + .26 session + .3 neighbour, on JAM's semantic (1 + cos)/2 (which doubles cosine's
-  -- weight) and summed to 1. JAM's recency, usage and spatial keep a small weight.
+  -- weight) and summed to 1. JAM's recency, usage and spatial keep a small weight; with recency at
+  -- .04 the recent candidate branch is off (recent_window 0: its filtered HNSW scan was the
+  -- slowest branch, bench/README.md R2).
   ('*', 'pgmem', 'search',
    '{"semantic": 0.36, "lexical": 0.08, "recency": 0.04, "actor": 0.10, "spatial": 0.01, "usage": 0.02,
      "time": 0.05, "session": 0.16, "neighbour": 0.18}',
    '{"recency_half_life_days": 30, "actor_mismatch": 0.3, "usage_half_life_days": 30, "lexical": "bm25",
-     "bm25_k1": 1.2, "bm25_b": 0.4, "actor_from_text": true, "neighbour_links": ["temporal"]}',
+     "bm25_k1": 1.2, "bm25_b": 0.4, "actor_from_text": true, "neighbour_links": ["temporal"], "recent_window": 0}',
    'pgmem''s default search: JAM''s signals with BM25, the actors a question names, its time window, and conversation context (session, neighbours); measured on LoCoMo', true),
   -- shadow-memory-system.md, Activation Score Formula and Default Thresholds by Context Type
   ('*', 'shadow', 'activate',

@@ -380,6 +380,7 @@ declare
   v_all_actors integer;
   v_names text[];
   v_users text[];
+  v_recent float8;
   tw record;
 begin
   q.ranking := p_ranking;
@@ -486,10 +487,12 @@ begin
     q.neighbour_links := coalesce(array(select jsonb_array_elements_text(q.params->'neighbour_links')), array['temporal']);
     q.max_access := coalesce((select max(m.access_count) from pgmem.memories m where m.tenant = q.tenant), 0);
     -- the recent branch: memories younger than recent_window half-lives of the recency signal
-    -- (sql/203_candidates.sql); 0 turns it off
-    if pgmem._setting_num('recent_window', 1) > 0 then
+    -- (sql/203_candidates.sql); 0 turns it off. The profile's params.recent_window wins over the
+    -- setting (pgmem's profile: 0, its recency weighs .04; bench/README.md R2)
+    v_recent := coalesce((q.params->>'recent_window')::float8, pgmem._setting_num('recent_window', 1));
+    if v_recent > 0 then
       q.recent_n := greatest(1, coalesce(pgmem._setting_num('recent_pool')::int, q.n));
-      q.recent_since := q.as_of - make_interval(secs => pgmem._setting_num('recent_window', 1) * q.half_life * 86400);
+      q.recent_since := q.as_of - make_interval(secs => v_recent * q.half_life * 86400);
     end if;
   elsif p_ranking = 'activate' then
     -- shadow-memory-system.md, Activation Score Formula

@@ -174,7 +174,8 @@ returns table (named text[], total integer, users text[])
   language sql stable
   set search_path = pgmem, public, pg_temp
 begin atomic
-  select coalesce(array_agg(a.who order by a.who) filter (where pgmem.tokens(a.who) <@ pgmem.tokens(p_text)
+  -- (select pgmem.tokens(p_text)): the text's tokens once (an InitPlan), not once per actor
+  select coalesce(array_agg(a.who order by a.who) filter (where pgmem.tokens(a.who) <@ (select pgmem.tokens(p_text))
                                                             and cardinality(pgmem.tokens(a.who)) > 0), '{}'),
          count(*)::int,
          case when cardinality(pgmem.tokens(p_user)) > 0 and pgmem.tokens(p_user) <@ pgmem.tokens(p_text)
