@@ -126,11 +126,16 @@ create or replace function pgmem._jam_spatial(m pgmem.memories, q pgmem.query) r
   return case when q.location is null then null else pgmem.path_overlap(m.location, q.location) end;
 
 -- usage = access_count / the tenant's largest access_count × e^(-ln2 · days since last access / 30)
--- (JAM Stage 2.2: usage patterns)
+-- (JAM Stage 2.2: usage patterns: what JAM says, and the jam profile does). With params.usage =
+-- "log" (the pgmem profile) the count is log-scaled, ln(1 + count) / ln(1 + largest): JAM's
+-- linear share gives one memory touched 5,000 times 1 and every memory touched 50 times .01, so
+-- usage only ever tells the single most used memory apart (the bench's Pareto access counts);
+-- log-scaled, 50 of 5,000 is .46 (issue 12, item 4).
 create or replace function pgmem._jam_usage(m pgmem.memories, q pgmem.query) returns float8
   language sql immutable parallel safe
   return case when q.max_access > 0
-              then least(1.0, m.access_count::float8 / q.max_access)
+              then case when q.params->>'usage' = 'log' then ln(1.0 + m.access_count) / ln(1.0 + q.max_access)
+                        else least(1.0, m.access_count::float8 / q.max_access) end
                    * pgmem.exp_decay(pgmem.age_days(coalesce(m.last_accessed_at, m.created_at), q.as_of), q.usage_half_life)
               else 0 end;
 

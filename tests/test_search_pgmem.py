@@ -348,3 +348,18 @@ def test_search_ranks_with_the_setting_search_profile(conn):
     with pytest.raises(psycopg.errors.InvalidParameterValue, match='unknown profile "nope"'):
         conn.execute("update pgmem.settings set value = '\"nope\"' where tenant = 'acme' and key = 'search_profile'")
         call(conn, "search", query_text="kites", profile=None)
+
+
+# ------------------------------------------------------------------ usage, log-scaled
+def test_usage_is_log_scaled_in_pgmem_and_linear_in_jam(conn):
+    """pgmem: ln(1 + count) / ln(1 + the tenant's largest count); jam: count / largest (JAM)."""
+    q = unit((0, 1.0))
+    hot = remember(conn, "the hot memory about kites", embedding=unit((0, 0.9), (1, 0.43589)), created_at=T)
+    warm = remember(conn, "the warm memory about kites", embedding=unit((0, 0.9), (2, 0.43589)), created_at=T)
+    conn.execute("update pgmem.memories set access_count = case id when %s then 5000 else 50 end, last_accessed_at = %s "
+                 "where id in (%s, %s)", (hot, T, hot, warm))
+    pg = {r["id"]: r for r in search(conn, query_text="kites", query_embedding=q, as_of=T)}
+    jam = {r["id"]: r for r in call(conn, "search", profile="jam", query_text="kites", query_embedding=q, as_of=T)}
+    assert pg[hot]["usage"] == pytest.approx(1.0) and jam[hot]["usage"] == pytest.approx(1.0)
+    assert pg[warm]["usage"] == pytest.approx(math.log(51) / math.log(5001), abs=1e-9)
+    assert jam[warm]["usage"] == pytest.approx(50 / 5000, abs=1e-9)
