@@ -34,9 +34,9 @@ def replica_home(primary: Cluster, name: str = "replica") -> Path:
 
 
 def replica_cluster(primary: Cluster, port: int | None = None, name: str = "replica",
-                    settings: dict[str, str] | None = None) -> Cluster:
+                    settings: dict[str, str] | None = None, home: Path | None = None) -> Cluster:
     """The standby's Cluster object: its own home, port and socket; the primary's passwords."""
-    home = replica_home(primary, name)
+    home = Path(home) if home is not None else replica_home(primary, name)
     if port is None:
         try:
             port = int(json.loads((home / "cluster.json").read_text())["port"])
@@ -62,12 +62,12 @@ def _copy_secret(src: Path, dst: Path) -> None:
 
 
 def replica_up(primary: Cluster, port: int | None = None, *, sync: bool = False, name: str = "replica",
-               settings: dict[str, str] | None = None) -> tuple[Cluster, bool]:
+               settings: dict[str, str] | None = None, home: Path | None = None) -> tuple[Cluster, bool]:
     """Create (base backup, once) and start a hot standby of ``primary``. Returns the standby's
     Cluster and whether it was created now. ``sync``: the primary waits for it at commit."""
     if not primary.running():
         raise ClusterError(f"the primary (port {primary.port}) is not running: run 'pgmem db up' first")
-    rep = replica_cluster(primary, port, name, settings)
+    rep = replica_cluster(primary, port, name, settings, home)
     created = False
     if not rep.initialized():
         if port_in_use(rep.port):
