@@ -150,6 +150,8 @@ EXAMPLES: list[tuple[str, str]] = [
     ("category_stats", "select category, state, memories, round(avg_importance::numeric, 3) as avg_importance from pgmem.category_stats order by category, state"),
     ("tenant_stats", "select tenant, memories, active, archived, merged, deleted, users, embedding_queue from pgmem.tenant_stats"),
     ("job_status", "select job, tenant, last_status, last_examined, last_changed from pgmem.job_status"),
+    # scaleout (issue 19): on the embedded cluster with `pgmem db replica up --sync` running
+    ("replication_status", "select role, standby, state, sync_state from pgmem.replication_status"),
     # clusters, the 3-D map, attention and retrieval metrics (issue 17)
     ("cluster_k", "select pgmem.cluster_k(30) as n30, pgmem.cluster_k(1000) as n1000, pgmem.cluster_k(100000) as n100000, pgmem.cluster_k(1000, 50) as fixed_50"),
     ("cluster", f"select tenant_id, phase, examined, changed, more from pgmem.cluster(as_of => '{AS_OF}')"),

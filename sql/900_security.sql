@@ -168,6 +168,7 @@ declare
   -- work_queue: reconstructive (issue 16), pgmem.enqueue runs as the caller; eval_*: clusters (issue 17)
   -- (table-level UPDATE, DELETE or TRUNCATE would also let the app LOCK a table for every
   -- tenant; column-level grants do not, and the app deletes nothing: the queue is pgmem's)
+  -- work_queue: reconstructive (issue 16): pgmem.enqueue runs as the caller
   writes jsonb := '{"memories": "insert, update", "links": "insert, update",
                     "accesses": "insert", "activation_log": "insert", "feedback": "insert, update",
                     "categories": "insert, update", "profiles": "insert, update",
@@ -206,7 +207,9 @@ declare
     -- profiles and weights of the read path (pure, or reading the caller's tenant only)
     '_profile', '_effective_weights',
     -- SECURITY DEFINER entry points of the read path: they check every argument themselves
-    '_search', '_activate'];
+    '_search', '_activate',
+    -- scaleout (issue 19): touch on a hot standby raises 25006 naming the primary; reads settings only
+    '_standby_refuses', '_primary_address'];
 begin
   for r in select p.oid::regprocedure::text as sig, p.proname, p.prokind from pg_proc p
              join pg_namespace n on n.oid = p.pronamespace
