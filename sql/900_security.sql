@@ -164,10 +164,10 @@ grant select on pgmem.clusters, pgmem.cluster_moves, pgmem.cluster_steps, pgmem.
 do $$
 declare
   r record;
-  -- table: the writes pgmem_app may do (its own tenant's rows, row-level security)
+  -- table: the writes pgmem_app may do (its own tenant's rows, row-level security);
+  -- work_queue: reconstructive (issue 16), pgmem.enqueue runs as the caller; eval_*: clusters (issue 17)
   -- (table-level UPDATE, DELETE or TRUNCATE would also let the app LOCK a table for every
   -- tenant; column-level grants do not, and the app deletes nothing: the queue is pgmem's)
-  -- work_queue: reconstructive (issue 16): pgmem.enqueue runs as the caller
   writes jsonb := '{"memories": "insert, update", "links": "insert, update",
                     "accesses": "insert", "activation_log": "insert", "feedback": "insert, update",
                     "categories": "insert, update", "profiles": "insert, update",
