@@ -189,7 +189,104 @@ def cmd_db_replica_promote(args) -> int:
     return 0
 
 
+def _shards_home():
+    from .config import home
+
+    from .shards import shards_home
+
+    return shards_home(home())
+
+
+def _ports(text: str | None, n: int, default_start: int) -> list[int]:
+    if text:
+        return [int(x) for x in text.split(",")]
+    from .cluster import port_in_use
+
+    out, port = [], default_start
+    while len(out) < n:
+        if not port_in_use(port):
+            out.append(port)
+        port += 1
+    return out
+
+
+def cmd_db_shards_up(args) -> int:
+    from . import shards
+
+    proxy, parts = shards.shards_up(_shards_home(), args.shards, _ports(args.ports, args.shards + 1, 54370))
+    print(f"proxy on port {proxy.port}: {proxy.owner_dsn(mask=True)}  (pgmem's functions, routed by tenant)")
+    for p in parts:
+        print(f"partition {p.part}: port {p.cluster.port} ({p.connstr()})")
+    return 0
+
+
+def cmd_db_shards_down(args) -> int:
+    from . import shards
+
+    if args.remove:
+        shards.remove(_shards_home())
+        print("removed")
+        return 0
+    stopped = shards.shards_down(_shards_home())
+    print(f"stopped ports {', '.join(stopped)}" if stopped else "not running")
+    return 0
+
+
+def cmd_db_shards_status(args) -> int:
+    import psycopg
+
+    from . import shards
+
+    proxy, parts = shards.topology(_shards_home())
+    print(f"proxy:       port {proxy.port} ({'running' if proxy.running() else 'stopped'})")
+    for p in parts:
+        n = "?"
+        if p.cluster.running():
+            with psycopg.connect(p.cluster.dsn(p.dbname), autocommit=True) as c:
+                n = c.execute("select count(distinct tenant) from pgmem.memories").fetchone()[0]
+        print(f"partition {p.part}: port {p.cluster.port} ({'running' if p.cluster.running() else 'stopped'}), {n} tenants")
+    return 0
+
+
+def cmd_db_shards_split(args) -> int:
+    from . import shards
+
+    _, parts = shards.topology(_shards_home())
+    shards.split(_shards_home(), _ports(args.ports, len(parts), 54370 + 1 + len(parts)))
+    return 0
+
+
+def cmd_db_shards_refresh(args) -> int:
+    """Re-generate the shard targets and the proxy's wrappers (after an upgrade added functions)."""
+    from . import migrate, shards
+
+    proxy, parts = shards.topology(_shards_home())
+    cat = None
+    for p in parts:
+        migrate.upgrade(p.cluster.dsn(p.dbname))
+        cat = shards.install_shard(p.cluster.dsn(p.dbname), cat)
+    shards.install_proxy(proxy.dsn(), cat, parts)
+    print(f"proxy refreshed: {len(cat.functions)} functions, {len(cat.views)} views over {len(parts)} partitions")
+    return 0
+
+
 def _add_scaleout_parsers(dbs) -> None:
+    sh = dbs.add_parser("shards", help="tenant shards on PL/Proxy: a proxy database and N pgmem clusters")
+    shs = sh.add_subparsers(dest="shards_command", required=True)
+    up = shs.add_parser("up", help="start (creating once) a proxy and N shard clusters under .pgmem/shards")
+    up.add_argument("--shards", type=int, default=2, help="number of shards, a power of two (default 2)")
+    up.add_argument("--ports", help="comma-separated ports: the proxy's, then one per shard (default: free ports from 54370)")
+    up.set_defaults(func=cmd_db_shards_up)
+    dn = shs.add_parser("down", help="stop the proxy and the shards")
+    dn.add_argument("--remove", action="store_true", help="and delete them")
+    dn.set_defaults(func=cmd_db_shards_down)
+    shs.add_parser("status", help="the partition map and the tenants of each partition").set_defaults(func=cmd_db_shards_status)
+    sp = shs.add_parser("split", help="double the partitions (pause writers for the cut-over)")
+    sp.add_argument("--ports", help="comma-separated ports of the new partitions")
+    sp.set_defaults(func=cmd_db_shards_split)
+    shs.add_parser("refresh", help="upgrade the shards and re-generate the proxy from their catalog").set_defaults(
+        func=cmd_db_shards_refresh)
+
     rp = dbs.add_parser("replica", help="a hot standby of the embedded cluster (streaming replication)")
     rps = rp.add_subparsers(dest="replica_command", required=True)
     up = rps.add_parser("up", help="base backup (once) and start a hot standby streaming from the embedded cluster")

@@ -405,7 +405,7 @@ begin
 end $body$;""")
         out.append(f"create or replace view pgmem.{_q(v.name)} as select * from {PROXY_SCHEMA}.{_q('view__' + v.name + '__route')}();")
     out.append(PROXY_RUN_JOB)
-    out.append(f"grant usage on schema pgmem, {PROXY_SCHEMA} to public;")
+    out.append(f"grant usage on schema pgmem, {PROXY_SCHEMA}, plproxy to public;")
     out.append(f"grant execute on all functions in schema pgmem, {PROXY_SCHEMA}, plproxy to public;")
     out.append("grant select on all tables in schema pgmem to public;")
     out.append(f"grant select on {PROXY_SCHEMA}.partitions, {PROXY_SCHEMA}.map_version to public;")
