@@ -188,6 +188,7 @@ end $$;
 -- History op of an UPDATE the caller did not name (pgmem.op unset): inferred from the change.
 create or replace function pgmem._inferred_op(o pgmem.memories, n pgmem.memories) returns text
   language sql immutable
+  set search_path = pgmem, public, pg_temp
   return case
     when n.state is distinct from o.state and n.state = 'deleted' then 'delete'
     when n.state is distinct from o.state and n.state = 'archived' then 'archive'

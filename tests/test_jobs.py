@@ -140,6 +140,14 @@ def add_link(conn, src: int, dst: int, kind: str, weight: float = 1.0, count: in
                  (tenant, src, dst, kind, weight, count))
 
 
+def wait_gone(conn, pid: int, seconds: float = 10.0) -> None:
+    """Wait until backend pid has left pg_stat_activity (a closed connection's backend exits a moment later)."""
+    deadline = time.monotonic() + seconds
+    while conn.execute("select count(*) from pg_stat_activity where pid = %s", (pid,)).fetchone()[0]:
+        assert time.monotonic() < deadline, f"backend {pid} still alive"
+        time.sleep(0.02)
+
+
 def now(conn) -> datetime:
     return scalar(conn, "select now()")
 
@@ -988,35 +996,54 @@ def test_concurrent_run_is_skipped_and_job_status_shows_the_latest(conn, dsn):
     remember(conn, "one", e(1))
     merge(conn)
     first = job_runs(conn, "merge")[-1]
-    with connect(dsn) as other:
-        other.execute("select pg_advisory_lock(pgmem._job_lock_key('merge', 'acme'))")
+    with connect(dsn, autocommit=False) as other:
+        # a batch of merge for acme is under way in another session (its transaction is open)
+        other.execute("select count(*) from pgmem.merge_duplicates()")
+        other_pid = other.info.backend_pid
         assert merge(conn) == []
         skipped = job_runs(conn, "merge")[-1]
-        assert skipped["status"] == "skipped" and skipped["error"] == "skipped: already running"
+        assert skipped["status"] == "skipped"
+        assert skipped["error"].startswith(f"skipped: a batch of merge for acme is running in backend pid {other_pid} "
+                                           "(transaction since ")
+        assert skipped["error"].endswith("last statement: select count(*) from pgmem.merge_duplicates())")
         assert skipped["tenant"] == "acme" and skipped["finished_at"] is not None
-        st = one(conn, "select * from pgmem.job_status where job = 'merge'")
+        st = one(conn, "select * from pgmem.job_status where job = 'merge' and tenant = 'acme'")
         assert st["last_run_id"] == first["id"] and st["last_status"] == "ok"
-        # another tenant's merge is not blocked
+        # another tenant's merge is not blocked... except by the maintenance lock the batch holds:
+        # it waits job_lock_timeout_ms, then is skipped naming the holder
+        conn.execute("insert into pgmem.settings (tenant, key, value) values ('*', 'job_lock_timeout_ms', '300') "
+                     "on conflict (tenant, key) do update set value = excluded.value")
         with connect(dsn, tenant="other") as o2:
             merge(o2)
-            assert job_runs(conn, "merge")[-1]["status"] == "ok"
+            r = job_runs(conn, "merge")[-1]
+            assert (r["tenant"], r["status"]) == ("other", "skipped")
+            assert r["error"].startswith("skipped: waited 300 ms (job_lock_timeout_ms) for another job that changes "
+                                         f"memories, held by backend pid {other_pid} (transaction since ")
         # run_job: its batch is skipped too
         conn.execute("CALL pgmem.run_job('merge')")
         assert job_runs(conn, "merge")[-1]["status"] == "skipped"
-        other.execute("select pg_advisory_unlock(pgmem._job_lock_key('merge', 'acme'))")
-        # a whole run_job holds its own session lock: a second run_job is skipped
-        other.execute("select pg_advisory_lock(pgmem._job_lock_key('merge:run', 'acme'))")
+        other.rollback()
+        # a whole run_job holds the job between its transactions: while the backend that runs it
+        # lives, a second run_job, or a batch by hand, is skipped
+        other.execute("update pgmem.job_locks set holder_pid = pg_backend_pid(), holder_since = "
+                      "(select backend_start from pg_stat_activity where pid = pg_backend_pid()) "
+                      "where tenant = 'acme' and job = 'merge'")
+        other.commit()
         n = len(job_runs(conn, "merge"))
         conn.execute("CALL pgmem.run_job('merge')")
+        merge(conn)
         new = job_runs(conn, "merge")[n:]
-        assert [(r["status"], r["error"]) for r in new] == [("skipped", "skipped: already running")]
-        other.execute("select pg_advisory_unlock_all()")
+        assert [r["status"] for r in new] == ["skipped", "skipped"]
+        assert new[0]["error"].startswith(f"skipped: run_job('merge') for acme is running in backend pid {other_pid}")
+    # the holder is gone: the job runs again
+    wait_gone(conn, other_pid)
     merge(conn)
     last = job_runs(conn, "merge")[-1]
     assert last["status"] == "ok"
     st = one(conn, "select * from pgmem.job_status where job = 'merge' and tenant = 'acme'")
     assert st["last_run_id"] == last["id"]
     # one row per tenant (a superuser, like pgmem_admin, sees every tenant's)
+    conn.execute("CALL pgmem.run_job('merge', '{\"tenant\": \"other\"}')")
     assert [r["tenant"] for r in rows(conn, "select * from pgmem.job_status where job = 'merge'")] == ["acme", "other"]
 
 
@@ -1071,7 +1098,7 @@ def test_run_job_errors(conn):
     st = {r["job"]: r for r in rows(conn, "select * from pgmem.job_status")}
     assert st["merge"]["last_status"] == "failed" and st["merge"]["failures_7d"] == 1
     assert "threshold" in st["merge"]["last_error"]
-    # the advisory lock was released: the next run works
+    # the run's hold on the job was released: the next run works
     conn.execute("CALL pgmem.run_job('merge')")
     assert job_runs(conn, "merge")[-1]["status"] == "ok"
 

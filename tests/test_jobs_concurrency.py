@@ -363,3 +363,105 @@ def test_purge_does_not_destroy_a_memory_restored_meanwhile(dsn):
         assert purge.error is None
         row = state(c, m)
         assert row is not None and row["state"] == "active"
+
+
+# ---------------------------------------------------------------------------- job locks (issue 14)
+@pytest.fixture
+def app_login(cluster, dsn):
+    """A login role granted pgmem_app, connected to the test database (no tenant needed to take locks)."""
+    import secrets
+
+    from psycopg import sql
+    from psycopg.conninfo import conninfo_to_dict
+
+    name, pw = f"app_user_{uuid.uuid4().hex[:10]}", secrets.token_urlsafe(18)
+    with connect(cluster.dsn("postgres"), tenant=None) as su:
+        su.execute(sql.SQL("create role {} login password {}").format(sql.Identifier(name), sql.Literal(pw)))
+        su.execute(sql.SQL("grant pgmem_app to {}").format(sql.Identifier(name)))
+    c = psycopg.connect(host="127.0.0.1", port=cluster.port, user=name, password=pw,
+                        dbname=conninfo_to_dict(dsn)["dbname"], autocommit=True)
+    yield c
+    c.close()
+    with connect(cluster.dsn("postgres"), tenant=None) as su:
+        su.execute("select pg_terminate_backend(pid) from pg_stat_activity where usename = %s", (name,))
+        su.execute(sql.SQL("drop role if exists {}").format(sql.Identifier(name)))
+
+
+def test_the_app_role_cannot_starve_the_jobs(dsn, app_login):
+    """Before: pg_advisory_lock(hashtextextended('pgmem-maintenance', 0)) as pgmem_app blocked merge, prune,
+    archive and purge of every tenant. The jobs now lock rows of pgmem.job_locks, which the app cannot touch."""
+    app = app_login
+    # every advisory lock key the jobs ever used, held by the app's session
+    app.execute("select pg_advisory_lock(hashtextextended('pgmem-maintenance', 0))")
+    for job in ("merge", "prune", "archive", "purge", "merge:run", "prune:run"):
+        for scope in ("acme", "*"):
+            app.execute("select pg_advisory_lock(hashtextextended(%s, 0))", (f"pgmem-job:{job}:{scope}",))
+    for stmt in ("select * from pgmem.job_locks for update", "lock table pgmem.job_locks in exclusive mode",
+                 "update pgmem.job_locks set holder_pid = pg_backend_pid()",
+                 "insert into pgmem.job_locks (tenant, job) values ('*', 'maintenance')"):
+        with pytest.raises(psycopg.errors.InsufficientPrivilege), app.transaction():
+            app.execute(stmt)
+    with connect(dsn, tenant=None) as admin:
+        admin.execute("insert into pgmem.settings (tenant, key, value) values ('*', 'job_lock_timeout_ms', '500') "
+                      "on conflict (tenant, key) do update set value = excluded.value")
+        with connect(dsn) as c:
+            a = remember(c, "Deploys happen on Tuesday mornings", e(0), 0.6)
+            b = remember(c, "Deploy window is Tuesday morning", at_cos(0, 1, 0.95), 0.3)
+        for job in ("merge", "prune", "archive", "purge"):
+            admin.execute(f"""CALL pgmem.run_job('{job}', '{{"tenant": "*"}}')""")
+        runs = admin.execute("select job, status from pgmem.job_runs order by id").fetchall()
+        assert runs == [("merge", "ok"), ("prune", "ok"), ("archive", "ok"), ("purge", "ok")]
+        assert state(admin, b)["merged_into"] == a
+
+
+def test_a_killed_batch_leaves_a_record(dsn):
+    """Before: a batch killed with its backend rolled back its own job_runs row: no trace. run_job now
+    writes the row first, in its own transaction."""
+    with connect(dsn) as c:
+        remember(c, "a memory for the merge to look at", e(3), 0.5)
+        c.execute("insert into pgmem.settings (tenant, key, value) values ('*', 'job_lock_timeout_ms', '60000') "
+                  "on conflict (tenant, key) do update set value = excluded.value")
+        with connect(dsn, autocommit=False) as holder:
+            # a prune batch holds the maintenance lock: the merge batch below waits for it
+            holder.execute("select count(*) from pgmem.prune('gentle')")
+            victim = Background(dsn, "CALL pgmem.run_job('merge')")
+            victim.wait_blocked(c)
+            running = c.execute("select id, status, pid from pgmem.job_runs where job = 'merge'").fetchall()
+            assert [(r[1], r[2]) for r in running] == [("running", victim.pid)]
+            st = c.cursor(row_factory=dict_row).execute("select * from pgmem.job_status where job = 'merge'").fetchone()
+            assert st["last_status"] == "running"
+            c.execute("select pg_terminate_backend(%s)", (victim.pid,))
+            victim.thread.join(10)
+            assert isinstance(victim.error, psycopg.OperationalError)
+            holder.rollback()
+        deadline = time.monotonic() + 10
+        while c.execute("select count(*) from pg_stat_activity where pid = %s", (victim.pid,)).fetchone()[0]:
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+        st = c.cursor(row_factory=dict_row).execute("select * from pgmem.job_status where job = 'merge'").fetchone()
+        assert (st["last_run_id"], st["last_status"]) == (running[0][0], "interrupted")
+        # the next run marks it failed, says why, and runs
+        c.execute("CALL pgmem.run_job('merge')")
+        runs = c.execute("select id, status, error from pgmem.job_runs where job = 'merge' order by id").fetchall()
+        assert runs[0][:2] == (running[0][0], "failed")
+        assert runs[0][2].startswith("interrupted: the backend running this batch ended before the batch did")
+        assert [r[1] for r in runs[1:]] == ["ok"]
+
+
+def test_run_job_puts_the_session_tenant_back_when_skipped(dsn):
+    """Before: run_job(..., '{"tenant": "*"}') left pgmem.tenant = '' when it was skipped, and the next
+    admin call ran over all tenants."""
+    with connect(dsn) as c, connect(dsn, autocommit=False) as holder:
+        holder.execute("set pgmem.tenant = ''")
+        holder.execute("select count(*) from pgmem.merge_duplicates()")  # a batch for all tenants, left open
+        c.execute("""CALL pgmem.run_job('merge', '{"tenant": "*"}')""")
+        r = c.execute("select status, error from pgmem.job_runs where job = 'merge' and status = 'skipped'").fetchone()
+        assert r[0] == "skipped" and r[1].startswith("skipped: a batch of merge for all tenants is running in backend pid")
+        assert c.execute("select pgmem.current_tenant()").fetchone()[0] == "acme"
+        # and after a failure, and after an error in the arguments
+        c.execute("""CALL pgmem.run_job('prune', '{"tenant": "*", "mode": "brutal"}')""")
+        assert c.execute("select pgmem.current_tenant()").fetchone()[0] == "acme"
+        with pytest.raises(psycopg.errors.InvalidParameterValue):
+            c.execute("""CALL pgmem.run_job('prune', '{"tenant": "*", "bogus": 1}')""")
+        assert c.execute("select pgmem.current_tenant(), current_setting('search_path')").fetchone() == \
+            ("acme", '"$user", public')

@@ -50,6 +50,7 @@ comment on table pgmem.job_locks is
 -- so a batch killed with its backend leaves a 'running' row whose backend is gone
 -- (job_status shows it as interrupted; the next run_job marks it failed).
 alter table pgmem.job_runs add column pid integer;
+drop function if exists pgmem._job_lock_key(text, text);  -- (advisory lock keys: replaced by job_locks)
 """
 
 DOWNGRADE = r"""
