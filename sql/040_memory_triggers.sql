@@ -101,12 +101,13 @@ begin
             pgmem._check_bytes(n.embedding_model, 'embedding_model', p_limits, 'max_id_bytes', p_where);
   end if;
   if ins or n.topics is distinct from o.topics or n.entities is distinct from o.entities then
-    if cardinality(n.topics) > (p_limits->>'max_tags')::int or cardinality(n.entities) > (p_limits->>'max_tags')::int then
+    if coalesce(cardinality(n.topics), 0) > (p_limits->>'max_tags')::int
+       or coalesce(cardinality(n.entities), 0) > (p_limits->>'max_tags')::int then
       perform pgmem._bad_input(format('%sa memory has at most max_tags (%s) topics and as many entities, got %s and %s', p_where,
                                       p_limits->>'max_tags', cardinality(n.topics), cardinality(n.entities)),
         'keep the most telling ones, or raise max_tags in pgmem.settings');
     end if;
-    foreach t in array n.topics || n.entities loop
+    foreach t in array coalesce(n.topics, '{}') || coalesce(n.entities, '{}') loop
       perform pgmem._check_bytes(t, 'a topic or entity', p_limits, 'max_id_bytes', p_where);
     end loop;
   end if;

@@ -14,6 +14,7 @@
 -- returned or changed):
 --   pgmem.erase_user      history is append-only for pgmem_app (500_privacy.sql)
 --   pgmem._search, pgmem._activate, pgmem.recall, pgmem.surprise
+--   pgmem.remember, pgmem.remember_many (writejobs: the set-based surprise gate, 100_remember.sql)
 --                         under RLS PostgreSQL evaluates the policy before any operator that is
 --                         not leakproof, and neither @@ (full text) nor <=> (pgvector) is: the
 --                         GIN and HNSW index paths would be lost for pgmem_app (measured at

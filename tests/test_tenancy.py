@@ -803,7 +803,8 @@ def test_search_path_pinned(conn):
                         " where n.nspname = 'pgmem' and p.prosecdef")
     # the audited list (sql/900_security.sql); each filters on the caller's tenant itself, and
     # test_tenant_isolation_of_every_function_view_and_table runs every one as tenant a
-    assert sorted(r["proname"] for r in secdef) == ["_activate", "_search", "erase_user", "recall", "surprise"], secdef
+    assert sorted(r["proname"] for r in secdef) == ["_activate", "_search", "erase_user", "recall", "remember",
+                                                    "remember_many", "surprise"], secdef
     for r in secdef:
         assert any(c.startswith("search_path=pgmem") and c.endswith("pg_temp") for c in r["proconfig"]), r
     assert {u["name"] for u in unpinned} <= DOCUMENTED_UNPINNED, \

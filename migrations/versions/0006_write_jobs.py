@@ -46,6 +46,36 @@ create table pgmem.job_locks (
 comment on table pgmem.job_locks is
   'Locks of the maintenance jobs (row locks, and the run_job holding a job between its transactions). Only the jobs (pgmem_admin) use it: the application roles cannot take these locks.';
 
+-- remember()'s result type (was created by the idempotent SQL when missing), and the old
+-- remember() signature with real-typed numbers (replaced by float8 ones before 0006).
+do $$ begin
+  if to_regtype('pgmem.remember_result') is null then
+    create type pgmem.remember_result as (memory_id bigint, decision text, surprise real, importance real,
+      salience real, nearest_id bigint, nearest_similarity real, details jsonb);
+  end if;
+end $$;
+comment on type pgmem.remember_result is 'What remember() returns for one memory.';
+drop function if exists pgmem.remember(text, vector, text, text, timestamptz, text, text, text, text, real, jsonb, text, text, text, text, text, text[], text[], real, real, real, timestamptz, timestamptz, text, integer, text, boolean);
+
+-- What the gate (pgmem._remember_core, sql/100_remember.sql) returns for each item of a batch.
+create type pgmem.remember_outcome as (ord integer, memory_id bigint, decision text, surprise float8,
+  semantic_novelty float8, keyword_novelty float8, rarity float8, importance real, salience real, nearest_id bigint,
+  nearest_similarity float8, duplicate_id bigint, details jsonb,
+  link_from bigint);  -- the session's previous memory, linked to a stored one
+comment on type pgmem.remember_outcome is 'The surprise gate''s outcome for one item of a batch (internal to remember, remember_many, surprise).';
+
+-- One writer at a time per (tenant, user scope) in remember/remember_many: the gate of a
+-- concurrent batch must see what this one keeps. Row locks of this table (taken by pgmem's
+-- functions only; no application role has a privilege on it), not advisory locks, whose keys
+-- any login can take.
+create table pgmem.write_locks (
+  tenant text not null,
+  scope  text not null,   -- user_id, '' for memories without one
+  primary key (tenant, scope)
+);
+comment on table pgmem.write_locks is
+  'One row per (tenant, user scope) that remember/remember_many lock while they gate and write a batch: concurrent writes to one scope take turns.';
+
 -- The backend that runs a job batch: run_job writes the row first, in its own transaction,
 -- so a batch killed with its backend leaves a 'running' row whose backend is gone
 -- (job_status shows it as interrupted; the next run_job marks it failed).
@@ -54,6 +84,9 @@ drop function if exists pgmem._job_lock_key(text, text);  -- (advisory lock keys
 """
 
 DOWNGRADE = r"""
+drop function if exists pgmem._remember_core(pgmem.memories[], boolean[], text[], boolean, bigint);
+drop type if exists pgmem.remember_outcome;
+drop table if exists pgmem.write_locks;
 alter table pgmem.job_runs drop column if exists pid;
 drop table if exists pgmem.job_locks;
 drop index if exists pgmem.memories_embedding_hnsw;
