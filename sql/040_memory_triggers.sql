@@ -31,12 +31,12 @@ as $$
   select jsonb_object_agg(s.key, s.value)
     from (select distinct on (x.key) x.key, x.value from pgmem.settings x
            where x.key in ('max_content_bytes', 'max_metadata_bytes', 'max_summary_bytes', 'max_field_bytes',
-                           'max_id_bytes', 'max_tags', 'enforce_tenants')
+                           'max_id_bytes', 'max_tags')
              and x.tenant in (coalesce(pgmem.current_tenant(), '*'), '*')
            order by x.key, (x.tenant = '*')) s
 $$;
 comment on function pgmem._write_limits() is
-  'The write-path size limits of the current tenant (max_content_bytes, max_metadata_bytes, max_summary_bytes, max_field_bytes, max_id_bytes, max_tags) and enforce_tenants, as one JSON object.';
+  'The write-path size limits of the current tenant (max_content_bytes, max_metadata_bytes, max_summary_bytes, max_field_bytes, max_id_bytes, max_tags), as one JSON object.';
 
 -- One text field against its limit: a clear error naming the field, its size and the setting.
 create or replace function pgmem._check_bytes(p_value text, p_name text, p_limits jsonb, p_key text, p_where text default '')
@@ -130,20 +130,6 @@ end $$;
 comment on function pgmem._check_memory(pgmem.memories, pgmem.memories, jsonb, text) is
   'Checks the fields of a memory row (content, metadata, summary, 5W1H, ids, tags, unit values, times) against the write limits; on UPDATE (p_old given) only the fields that changed. Raises 22023 naming the field, the limit and its setting.';
 
--- With enforce_tenants on, a memory's tenant must be registered, whoever writes it and however.
-create or replace function pgmem._check_tenant_registered(p_tenant text, p_limits jsonb) returns void
-  language plpgsql stable
-  set search_path = pgmem, public, pg_temp
-as $$
-begin
-  if coalesce((p_limits->>'enforce_tenants')::boolean, false)
-     and not exists (select 1 from pgmem.tenants t where t.tenant = p_tenant) then
-    raise exception 'unknown tenant "%": tenants are enforced and "%" is not registered', p_tenant, p_tenant
-      using errcode = '22023',
-            hint = format('an admin registers it with: insert into pgmem.tenants (tenant) values (%L)', p_tenant);
-  end if;
-end $$;
-
 create or replace function pgmem._memories_before() returns trigger
   language plpgsql
   set search_path = pgmem, public, pg_temp
@@ -152,14 +138,14 @@ declare
   v_limits jsonb := pgmem._write_limits();
 begin
   if tg_op = 'INSERT' then
-    new.tenant := coalesce(new.tenant, pgmem._require_tenant());
-    perform pgmem._check_tenant_registered(new.tenant, v_limits);
+    -- a tenant the row names itself is checked too (enforce_tenants; issue 14, Low)
+    new.tenant := coalesce(pgmem._check_registered(new.tenant), pgmem._require_tenant());
     perform pgmem._check_memory(new, null, v_limits);
     new.created_at := coalesce(new.created_at, now());
     new.updated_at := new.created_at;
   else
     if new.tenant is distinct from old.tenant then
-      perform pgmem._check_tenant_registered(new.tenant, v_limits);
+      perform pgmem._check_registered(new.tenant);
     end if;
     perform pgmem._check_memory(new, old, v_limits);
     new.updated_at := now();

@@ -432,8 +432,10 @@ def test_merge_full_scan_in_batches_without_embeddings(conn):
 
 def test_merge_cursor_does_not_skip_late_commits(conn, dsn):
     with connect(dsn, autocommit=False) as slow:
-        # the slow writer's transaction starts first ...
-        p = remember(slow, "Parking is on level -2", e(40), category="fact", importance=0.6)
+        # the slow writer's transaction starts first (a plain INSERT: remember() would make the
+        # second writer of the same user scope wait for it, pgmem.write_locks) ...
+        p = scalar(slow, "insert into pgmem.memories (content, embedding, category, importance) "
+                         "values ('Parking is on level -2', %s, 'fact', 0.6) returning id", (e(40),))
         time.sleep(0.05)
         # ... a later one commits its near duplicate at once, and merge runs
         q = remember(conn, "The car park is level -2", at_cos(40, 41, 0.92), category="fact", importance=0.5)
