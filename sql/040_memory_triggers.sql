@@ -196,6 +196,10 @@ begin
   insert into pgmem.embedding_queue (memory_id, tenant)
   select n.id, n.tenant from new_rows n where n.embedding is null order by n.id
   on conflict (memory_id) do nothing;
+  -- active and embedded: queued for the HNSW index (130_vectors.sql; the `index` job)
+  insert into pgmem.vector_queue (memory_id, tenant)
+  select n.id, n.tenant from new_rows n where n.embedding is not null and n.state = 'active' order by n.id
+  on conflict (memory_id) do nothing;
   return null;
 end $$;
 
@@ -223,6 +227,27 @@ begin
    where n.embedding is null and (o.embedding is not null or n.content is distinct from o.content)
    order by n.id
   on conflict (memory_id) do update set queued_at = now(), attempts = 0, last_error = null, not_before = now();
+  -- the HNSW index (130_vectors.sql) holds the active, embedded memories as they are now: one
+  -- that leaves `active`, or whose vector, user or tenant changes, leaves it (and its queue),
+  -- and is queued again when it is (still) active and embedded. The queue first: the `index`
+  -- job holds the queue rows it is moving (FOR UPDATE), so this waits for it, and the next
+  -- statement then sees, and removes, what it moved.
+  if exists (select 1 from old_rows o join new_rows n on n.id = o.id
+              where (n.state, n.user_id, n.tenant) is distinct from (o.state, o.user_id, o.tenant)
+                 or n.embedding is distinct from o.embedding) then
+    delete from pgmem.vector_queue q using old_rows o join new_rows n on n.id = o.id
+     where q.memory_id = n.id
+       and ((n.state, n.user_id, n.tenant) is distinct from (o.state, o.user_id, o.tenant) or n.embedding is distinct from o.embedding);
+    delete from pgmem.memory_vectors v using old_rows o join new_rows n on n.id = o.id
+     where v.memory_id = n.id
+       and ((n.state, n.user_id, n.tenant) is distinct from (o.state, o.user_id, o.tenant) or n.embedding is distinct from o.embedding);
+    insert into pgmem.vector_queue (memory_id, tenant)
+    select n.id, n.tenant from old_rows o join new_rows n on n.id = o.id
+     where n.state = 'active' and n.embedding is not null
+       and ((n.state, n.user_id, n.tenant) is distinct from (o.state, o.user_id, o.tenant) or n.embedding is distinct from o.embedding)
+     order by n.id
+    on conflict (memory_id) do nothing;
+  end if;
   return null;
 end $$;
 

@@ -40,7 +40,8 @@ as $$
     ('prune',   'prune',            true,  '15 3 * * *', 'Engram pruning: soft-deletes expired and decayed memories (420_prune_archive.sql)'),
     ('archive', 'archive_stale',    true,  '30 3 * * *', 'Shadow lifecycle: archives old memories not in use (420_prune_archive.sql)'),
     ('tune',    'tune_thresholds',  false, '45 3 * * *', 'Shadow adaptive thresholds from feedback (430_thresholds.sql)'),
-    ('purge',   'purge',            true,  null,         'destroys memories soft-deleted long ago (420_prune_archive.sql)')
+    ('purge',   'purge',            true,  null,         'destroys memories soft-deleted long ago (420_prune_archive.sql)'),
+    ('index',   'index_vectors',    false, '* * * * *',  'puts newly embedded memories under the HNSW index (440_index.sql)')
   ) j(job, fn, changes_memories, schedule, description)
 $$;
 comment on function pgmem._jobs() is

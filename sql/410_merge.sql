@@ -1,5 +1,51 @@
 -- Duplicate merge (engram.md, Deduplication & Merging) and its undo, unmerge.
 
+-- One merge (engram.md, Merge Example): gone joins keep. Keep's access count grows by gone's,
+-- merged_from records gone (and what had been merged into it), memories merged into gone
+-- before now point at keep, gone's links move to keep (weights add up) and a 'merged' link
+-- ties gone to keep. History: gone's row (role merged, with its links as they were, for
+-- unmerge) and keep's (role survivor). Both rows must be locked by the caller.
+create or replace function pgmem._merge_pair(keep pgmem.memories, gone pgmem.memories, p_similarity float8,
+                                             p_method text, p_details jsonb default '{}')
+returns void
+  language plpgsql volatile
+  set search_path = pgmem, public, pg_temp
+as $$
+declare v_links jsonb;
+begin
+  -- the merged memory's links, as they were: unmerge puts them back
+  select coalesce(jsonb_agg(to_jsonb(l)), '[]') into v_links
+    from pgmem.links l where l.tenant = gone.tenant and (l.src_id = gone.id or l.dst_id = gone.id);
+  perform pgmem._set_op('merge', jsonb_build_object('role', 'merged', 'survivor_id', keep.id,
+    'similarity', round(p_similarity::numeric, 6), 'method', p_method, 'links', v_links,
+    'access_count_added', gone.access_count) || coalesce(p_details, '{}'));
+  update pgmem.memories set state = 'merged', merged_into = keep.id where id = gone.id and tenant = gone.tenant;
+  -- memories merged into the loser before now point at the survivor
+  update pgmem.memories set merged_into = keep.id where merged_into = gone.id and id <> gone.id and tenant = gone.tenant;
+  perform pgmem._set_op('merge', jsonb_build_object('role', 'survivor', 'merged_id', gone.id,
+    'similarity', round(p_similarity::numeric, 6), 'method', p_method,
+    'access_count_added', gone.access_count) || coalesce(p_details, '{}'));
+  update pgmem.memories set access_count = access_count + gone.access_count,
+         merged_from = merged_from || gone.id || gone.merged_from,
+         last_accessed_at = greatest(last_accessed_at, gone.last_accessed_at)
+   where id = keep.id and tenant = keep.tenant;
+  perform pgmem._set_op(null);
+  -- re-point the links of the merged memory to the survivor (weights add up)
+  insert into pgmem.links as l (tenant, src_id, dst_id, kind, weight, count, metadata)
+  select x.tenant, case when x.src_id = gone.id then keep.id else x.src_id end,
+         case when x.dst_id = gone.id then keep.id else x.dst_id end, x.kind, x.weight, x.count,
+         x.metadata || jsonb_build_object('via_merge', gone.id)
+    from pgmem.links x
+   where x.tenant = gone.tenant and (x.src_id = gone.id or x.dst_id = gone.id)
+     and (case when x.src_id = gone.id then keep.id else x.src_id end) <> (case when x.dst_id = gone.id then keep.id else x.dst_id end)
+  on conflict on constraint links_pkey do update set weight = l.weight + excluded.weight, count = l.count + excluded.count, updated_at = now();
+  delete from pgmem.links x where x.tenant = gone.tenant and (x.src_id = gone.id or x.dst_id = gone.id);
+  insert into pgmem.links (tenant, src_id, dst_id, kind, weight) values (gone.tenant, gone.id, keep.id, 'merged', p_similarity)
+  on conflict do nothing;
+end $$;
+comment on function pgmem._merge_pair(pgmem.memories, pgmem.memories, float8, text, jsonb) is
+  'Merges memory gone into memory keep (state merged, access counts added, merged_from, links moved), with history for both; undone by pgmem.unmerge. Internal to merge_duplicates and complete_embedding.';
+
 -- ------------------------------------------------------------------ merge
 -- engram.md, Deduplication & Merging: pairs with similarity >= threshold (cosine with
 -- embeddings, Jaccard of tokens without), same category unless >= the cross-category
@@ -44,7 +90,6 @@ declare
   b pgmem.memories;
   keep pgmem.memories;
   gone pgmem.memories;
-  v_links jsonb;
   v_text_cursor record;
   v_horizon timestamptz;
   v_survivor_of jsonb := '{}';  -- dry run: merged id -> survivor id, as the real run would do
@@ -98,11 +143,10 @@ begin
   select least(x.id, n.id), greatest(x.id, n.id), n.sim, x.category = n.category, 'cosine'
     from _pgmem_batch bt join pgmem.memories x on x.id = bt.id and bt.kind = 'embedded'
     cross join lateral (
-      select y.id, 1 - (y.embedding operator(public.<=>) x.embedding) as sim, y.category
-        from pgmem.memories y
-       where y.tenant = x.tenant and coalesce(y.user_id, '') = coalesce(x.user_id, '') and y.state = 'active'
-         and y.embedding is not null and y.id <> x.id
-       order by y.embedding operator(public.<=>) x.embedding limit neighbours) n
+      select y.id, 1 - nb.distance as sim, y.category
+        from pgmem._neighbours(x.tenant, x.embedding, neighbours + 1, coalesce(x.user_id, '')) nb
+        join pgmem.memories y on y.id = nb.id and y.tenant = x.tenant
+       where y.id <> x.id) n
    where n.sim >= threshold and (x.category = n.category or n.sim >= cross_category_threshold);
   insert into _pgmem_pairs
   select least(x.id, n.id), greatest(x.id, n.id), n.sim, x.category = n.category, 'jaccard'
@@ -141,35 +185,7 @@ begin
                        || jsonb_build_object(gone.id::text, keep.id);
     end if;
     if not dry_run then
-      -- the merged memory's links, as they were: unmerge puts them back
-      select coalesce(jsonb_agg(to_jsonb(l)), '[]') into v_links
-        from pgmem.links l where l.src_id = gone.id or l.dst_id = gone.id;
-      perform pgmem._set_op('merge', jsonb_build_object('role', 'merged', 'survivor_id', keep.id,
-        'similarity', round(p.sim::numeric, 6), 'method', p.method, 'job_run_id', v_run, 'links', v_links,
-        'access_count_added', gone.access_count));
-      update pgmem.memories set state = 'merged', merged_into = keep.id where id = gone.id;
-      -- memories merged into the loser before now point at the survivor
-      update pgmem.memories set merged_into = keep.id where merged_into = gone.id and id <> gone.id;
-      perform pgmem._set_op('merge', jsonb_build_object('role', 'survivor', 'merged_id', gone.id,
-        'similarity', round(p.sim::numeric, 6), 'method', p.method, 'job_run_id', v_run,
-        'access_count_added', gone.access_count));
-      update pgmem.memories set access_count = access_count + gone.access_count,
-             merged_from = merged_from || gone.id || gone.merged_from,
-             last_accessed_at = greatest(last_accessed_at, gone.last_accessed_at)
-       where id = keep.id;
-      perform pgmem._set_op(null);
-      -- re-point the links of the merged memory to the survivor (weights add up)
-      insert into pgmem.links as l (tenant, src_id, dst_id, kind, weight, count, metadata)
-      select x.tenant, case when x.src_id = gone.id then keep.id else x.src_id end,
-             case when x.dst_id = gone.id then keep.id else x.dst_id end, x.kind, x.weight, x.count,
-             x.metadata || jsonb_build_object('via_merge', gone.id)
-        from pgmem.links x
-       where (x.src_id = gone.id or x.dst_id = gone.id)
-         and (case when x.src_id = gone.id then keep.id else x.src_id end) <> (case when x.dst_id = gone.id then keep.id else x.dst_id end)
-      on conflict on constraint links_pkey do update set weight = l.weight + excluded.weight, count = l.count + excluded.count, updated_at = now();
-      delete from pgmem.links x where x.src_id = gone.id or x.dst_id = gone.id;
-      insert into pgmem.links (tenant, src_id, dst_id, kind, weight) values (gone.tenant, gone.id, keep.id, 'merged', p.sim)
-      on conflict do nothing;
+      perform pgmem._merge_pair(keep, gone, p.sim, p.method, jsonb_build_object('job_run_id', v_run));
       v_changed := v_changed + 1;
     end if;
     return next;

@@ -181,7 +181,7 @@ end $$;
 do $$
 declare
   r record;
-  admin_only text[] := array['merge_duplicates', 'unmerge', 'prune', 'purge', 'archive_stale', 'tune_thresholds',
+  admin_only text[] := array['merge_duplicates', 'unmerge', 'prune', 'purge', 'archive_stale', 'tune_thresholds', 'index_vectors',
                              'schedule_jobs', 'unschedule_jobs', 'run_job', 'grant_tenant', 'revoke_tenant', 'set_session_limits',
                              'add_claim_key', 'drop_claim_key', 'sign_tenant_claim'];
   app_helpers text[] := array[

@@ -1,6 +1,6 @@
-"""Write path and jobs (issues 13, 14): history per statement, the HNSW index on active
-memories only, job locks the application roles cannot take, and job runs that survive the
-failure they record.
+"""Write path and jobs (issues 13, 14): history per statement, vectors in a table of their own
+under the HNSW index with insertion deferred to a job (STORAGE.md), job locks the application
+roles cannot take, job runs that survive the failure they record, the gate's lock rows.
 
 Revision ID: 0006
 Revises: 0005
@@ -19,14 +19,39 @@ UPGRADE = r"""
 drop trigger if exists memories_after on pgmem.memories;
 drop function if exists pgmem._memories_after();
 
--- The HNSW index holds the active memories only. Every reader of it asks for state = 'active'
--- (search, activate, recall, the surprise gate, merge), and a job that archives, prunes or
--- merges a memory changes only its state: with a partial index the new row version is not
--- inserted into the graph again (at 1,000,000 memories an HNSW insertion costs milliseconds;
--- bench/README.md). A restored memory goes back into the graph.
+-- Vectors for nearest-neighbour search in a table of their own, insertion into the HNSW graph
+-- deferred to the `index` job (STORAGE.md; sql/130_vectors.sql, 040's triggers, 440_index.sql).
+-- memories.embedding stays the source of truth; memory_vectors holds exactly the active,
+-- embedded memories that have been indexed, vector_queue the ones waiting for it.
+do $$
+declare dim int := (select value::text::int from pgmem.settings where tenant = '*' and key = 'embedding_dim');
+begin
+  execute format($t$
+    create table pgmem.memory_vectors (
+      memory_id  bigint primary key references pgmem.memories (id) on delete cascade,
+      tenant     text not null,
+      user_scope text not null,  -- coalesce(user_id, ''): the gate and merge compare within a user
+      embedding  vector(%s) not null
+    )$t$, dim);
+end $$;
+comment on table pgmem.memory_vectors is
+  'The active, embedded memories under the HNSW index (nearest-neighbour search); kept in step with pgmem.memories by its triggers, filled from pgmem.vector_queue by the index job.';
+create table pgmem.vector_queue (
+  memory_id bigint primary key references pgmem.memories (id) on delete cascade,
+  tenant    text not null,
+  queued_at timestamptz not null default now()
+);
+comment on table pgmem.vector_queue is
+  'Active, embedded memories waiting for the index job to put them under the HNSW index (pgmem._neighbours searches them exactly meanwhile).';
+create index vector_queue_tenant on pgmem.vector_queue (tenant, queued_at);
+-- what is already there is indexed now (the graph is built once, after the rows are in)
+insert into pgmem.memory_vectors (memory_id, tenant, user_scope, embedding)
+select m.id, m.tenant, coalesce(m.user_id, ''), m.embedding from pgmem.memories m
+ where m.state = 'active' and m.embedding is not null;
 drop index if exists pgmem.memories_embedding_hnsw;
-create index memories_embedding_hnsw on pgmem.memories using hnsw (embedding vector_cosine_ops)
-  with (m = 16, ef_construction = 64) where state = 'active';
+create index memory_vectors_hnsw on pgmem.memory_vectors using hnsw (embedding vector_cosine_ops)
+  with (m = 16, ef_construction = 64);
+analyze pgmem.memory_vectors;
 
 -- Job locks (sql/400_jobs.sql). One row per (scope, job): a batch locks its row (FOR UPDATE
 -- SKIP LOCKED: a second batch is skipped), the jobs that change memories share the row
@@ -89,7 +114,7 @@ drop type if exists pgmem.remember_outcome;
 drop table if exists pgmem.write_locks;
 alter table pgmem.job_runs drop column if exists pid;
 drop table if exists pgmem.job_locks;
-drop index if exists pgmem.memories_embedding_hnsw;
+drop table if exists pgmem.vector_queue, pgmem.memory_vectors;
 create index memories_embedding_hnsw on pgmem.memories using hnsw (embedding vector_cosine_ops) with (m = 16, ef_construction = 64);
 drop trigger if exists memories_after_insert on pgmem.memories;
 drop trigger if exists memories_after_update on pgmem.memories;

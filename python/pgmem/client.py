@@ -413,7 +413,7 @@ class _Base:
 
     # jobs ------------------------------------------------------------------------
     def run_job(self, name: str, conn=None, **params) -> list[dict]:
-        """Run a maintenance job now (merge, prune, archive, tune, purge) with its parameters."""
+        """Run a maintenance job now (merge, prune, archive, tune, purge, index) with its parameters."""
         fn = JOBS.get(name)
         if fn is None:
             raise PgmemError(f"unknown job {name!r}: known jobs are {', '.join(sorted(JOBS))}")
@@ -532,7 +532,7 @@ class MemoryClient(_Base):
         return out
 
 JOBS = {"merge": "merge_duplicates", "prune": "prune", "archive": "archive_stale", "tune": "tune_thresholds",
-        "purge": "purge"}
+        "purge": "purge", "index": "index_vectors"}
 
 
 def _remember_result(row: Mapping[str, Any]) -> RememberResult:
