@@ -276,9 +276,12 @@ def load_dataset(c, admin_dsn: str, corpus: C.Corpus, n: int, now: datetime, met
     # S1: COPY as a user would, triggers and every index of the migration in place
     run("S1_triggers_all_indexes", 0, calib, False)
     pos = calib
-    log(f"S1 (triggers, all indexes incl. HNSW): {info['strategies']['S1_triggers_all_indexes']['per_s']}/s")
+    log(f"S1 (triggers, all indexes; HNSW insertion deferred to the index job): "
+        f"{info['strategies']['S1_triggers_all_indexes']['per_s']}/s")
+    # the secondary indexes of memories and the HNSW index of memory_vectors (STORAGE.md)
     defs = conn.execute("select indexname, indexdef from pg_indexes where schemaname = 'pgmem' and "
-                        "tablename = 'memories' and indexname <> 'memories_pkey' order by indexname").fetchall()
+                        "tablename in ('memories', 'memory_vectors') and indexname not in ('memories_pkey', "
+                        "'memory_vectors_pkey') order by indexname").fetchall()
     meta["index_defs"] = defs
     save_meta(conn, meta)
     for name, _ in defs:
@@ -311,6 +314,17 @@ def load_dataset(c, admin_dsn: str, corpus: C.Corpus, n: int, now: datetime, met
     conn.execute("select setval(pg_get_serial_sequence('pgmem.memories', 'id'), %s)", (n,))
     info["copy_s"] = round(copy_s, 2)
     info["generate_s"] = round(gen_s, 2)
+    # every active embedded memory under the HNSW index at once (what the index job would do
+    # row by row): the vectors table filled before its index is built
+    phase("vectors")
+    t = time.perf_counter()
+    conn.execute("truncate pgmem.vector_queue")
+    conn.execute("insert into pgmem.memory_vectors (memory_id, tenant, user_scope, embedding) "
+                 "select m.id, m.tenant, coalesce(m.user_id, ''), m.embedding from pgmem.memories m "
+                 "where m.state = 'active' and m.embedding is not null "
+                 "on conflict (memory_id) do nothing")
+    info["vectors_copy_s"] = round(time.perf_counter() - t, 2)
+    log(f"memory_vectors filled in {info['vectors_copy_s']} s")
 
     # indexes back, exactly as the migration defined them
     phase("index build")
@@ -326,7 +340,7 @@ def load_dataset(c, admin_dsn: str, corpus: C.Corpus, n: int, now: datetime, met
         idx_s[name] = round(time.perf_counter() - t, 2)
         log(f"  {name}: {idx_s[name]} s")
     info["index_build_s"] = idx_s
-    info["hnsw_build_s"] = idx_s.get("memories_embedding_hnsw")
+    info["hnsw_build_s"] = idx_s.get("memory_vectors_hnsw")
     info["index_build_total_s"] = round(sum(idx_s.values()), 2)
 
     # the marginal cost of COPY into the live, fully indexed table (2000 rows, rolled back)
@@ -335,18 +349,26 @@ def load_dataset(c, admin_dsn: str, corpus: C.Corpus, n: int, now: datetime, met
     rows, vecs = rows[:extra], vecs[:extra]
     for i, r in enumerate(rows):
         r["id"] = n + 1 + i
-    s = copy_rows(conn, rows, vecs, replica=False, commit=False)
+    with conn.transaction(force_rollback=True):
+        s = copy_rows(conn, rows, vecs, replica=False)
+        # ... and what the index job then pays to put them under the HNSW index
+        t = time.perf_counter()
+        indexed = conn.execute("select indexed from pgmem.index_vectors(batch => %s)", (extra,)).fetchone()[0]
+        s_idx = time.perf_counter() - t
     info["strategies"]["S1_triggers_all_indexes_at_full_size"] = {"rows": extra, "seconds": round(s, 3),
                                                                    "per_s": round(extra / s, 1)}
-    log(f"S1 at full size (triggers + all indexes incl. HNSW, {extra} rows, rolled back): {extra / s:.0f}/s")
+    info["indexer_at_full_size"] = {"rows": indexed, "seconds": round(s_idx, 3), "per_s": round(indexed / s_idx, 1)}
+    log(f"S1 at full size (triggers + all indexes, {extra} rows, rolled back): {extra / s:.0f}/s; "
+        f"then the index job: {indexed / s_idx:.0f}/s")
 
     phase("vacuum analyze")
     t = time.perf_counter()
     conn.execute("vacuum (analyze) pgmem.memories")
+    conn.execute("vacuum (analyze) pgmem.memory_vectors")
     conn.execute("vacuum (analyze) pgmem.history")
     info["vacuum_analyze_s"] = round(time.perf_counter() - t, 2)
-    info["load_total_s"] = round(copy_s + info["index_build_total_s"] + info["vacuum_analyze_s"], 2)
-    info["load_rate_per_s"] = round(n / (copy_s + info["index_build_total_s"]), 1)
+    info["load_total_s"] = round(copy_s + info["vectors_copy_s"] + info["index_build_total_s"] + info["vacuum_analyze_s"], 2)
+    info["load_rate_per_s"] = round(n / (copy_s + info["vectors_copy_s"] + info["index_build_total_s"]), 1)
     hist = conn.execute("select count(*) from pgmem.history where tenant = %s and op = 'add'", (TENANT,)).fetchone()[0]
     info["history_rows"] = hist
     if hist != n:
