@@ -228,7 +228,8 @@ comment on function pgmem._job_state_save(text, text, timestamptz, bigint) is
 -- Where an unfinished run stopped. Some jobs keep their position in pgmem.job_state only
 -- for the length of a run (a run = the calls of run_job, or calls repeated by hand while
 -- job_runs.details->'more' is true): merge with full_scan ('merge_full', 'merge_full_text')
--- and prune ('prune:<mode>', and 'prune:bottom:<scope>' for aggressive mode). The job deletes
+-- prune ('prune:<mode>', and 'prune:bottom:<scope>' for aggressive mode) and archive ('archive',
+-- 'archive:as_of'). The job deletes
 -- them when its run is complete, and run_job before its first batch, so that every run_job
 -- starts from the beginning even after an earlier run stopped half-way (max_batches, an
 -- error). The incremental merge cursors ('merge', 'merge_text') outlive runs: never reset.
@@ -247,6 +248,7 @@ as $$
            -- (prune's default mode is normal)
            when 'prune' then (s.tenant = coalesce(p_tenant, '*') and s.job = 'prune:' || coalesce(p_params->>'mode', 'normal'))
                           or (coalesce(p_params->>'mode', 'normal') = 'aggressive' and s.job = 'prune:bottom:' || coalesce(p_tenant, '*'))
+           when 'archive' then s.tenant = coalesce(p_tenant, '*') and s.job in ('archive', 'archive:as_of')
            else false
          end
 $$;

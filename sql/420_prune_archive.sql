@@ -40,7 +40,7 @@ declare
   v_full boolean;
   v_examined bigint;
   v_changed bigint := 0;
-  r record;
+  v_why text;
 begin
   if mode is null or mode not in ('gentle', 'normal', 'aggressive') then
     perform pgmem._bad_input(format('unknown prune mode "%s": modes are gentle, normal, aggressive', mode));
@@ -116,18 +116,30 @@ begin
    where m.state = 'active' and (v_tenant is null or m.tenant = v_tenant) and m.id > v_after
      and (not v_full or m.id <= v_last);
 
-  for r in select p.id, p.di, p.why from _pgmem_prune_page p order by p.di, p.id loop
-    memory_id := r.id; reason := r.why; decayed_importance := r.di; applied := not dry_run;
-    if not dry_run then
-      perform pgmem._set_op('delete', jsonb_build_object('job', 'prune', 'mode', mode, 'reason', r.why,
-                                                        'decayed_importance', r.di, 'job_run_id', v_run));
-      update pgmem.memories m set state = 'deleted' where m.id = r.id and m.state = 'active';
-      if not found then continue; end if;  -- merged or deleted meanwhile
-      v_changed := v_changed + 1;
-    end if;
-    return next;
-  end loop;
-  perform pgmem._set_op(null);
+  -- set-based: the page's memories that are still active and that no other transaction holds
+  -- (one held now is left for the next run) are soft-deleted by one UPDATE per reason; their
+  -- history is one statement each (040). (The decayed importance of each is in history as
+  -- what it is computed from: the before snapshot and the run's as_of.)
+  create temp table if not exists _pgmem_pruned (id bigint) on commit drop;
+  truncate _pgmem_pruned;
+  if not dry_run then
+    for v_why in select distinct p.why from _pgmem_prune_page p order by 1 loop
+      perform pgmem._set_op('delete', jsonb_build_object('job', 'prune', 'mode', mode, 'reason', v_why,
+                                                        'as_of', v_as_of, 'job_run_id', v_run));
+      with held as (
+        select m.id from pgmem.memories m join _pgmem_prune_page p on p.id = m.id
+         where p.why = v_why and m.state = 'active'
+         order by m.id for update of m skip locked),
+      upd as (update pgmem.memories m set state = 'deleted' from held h where m.id = h.id returning m.id)
+      insert into _pgmem_pruned select upd.id from upd;
+    end loop;
+    perform pgmem._set_op(null);
+    select count(*) into v_changed from _pgmem_pruned;
+  end if;
+  return query
+  select p.id, p.why, p.di, not dry_run from _pgmem_prune_page p
+   where dry_run or exists (select 1 from _pgmem_pruned x where x.id = p.id)
+   order by p.di, p.id;
 
   if not dry_run and v_full then
     perform pgmem._job_state_save(v_scope, 'prune:' || mode, v_as_of, v_last);
@@ -151,7 +163,6 @@ declare
   v_tenant text := pgmem._job_scope(tenant);
   v_run bigint;
   v_changed bigint := 0;
-  r record;
 begin
   if older_than is null or older_than < interval '0' then
     perform pgmem._bad_input('older_than must be a non-negative interval, e.g. ''30 days''');
@@ -159,35 +170,43 @@ begin
   perform pgmem._check_between(batch, 'batch', 1, 1000000);
   v_run := pgmem._job_begin('purge', v_tenant, jsonb_build_object('older_than', older_than::text, 'dry_run', dry_run));
   if v_run is null then return; end if;
-  for r in select m.id, m.state_changed_at from pgmem.memories m
-            where m.state = 'deleted' and coalesce(m.state_changed_at, m.updated_at) < now() - older_than
-              and (v_tenant is null or m.tenant = v_tenant)
-            order by m.id limit batch loop
-    memory_id := r.id; deleted_at := r.state_changed_at; applied := not dry_run;
-    if not dry_run then
-      update pgmem.memories m set merged_into = null where m.merged_into = r.id;
-      perform pgmem._set_op('purge', jsonb_build_object('job_run_id', v_run, 'older_than', older_than::text));
-      delete from pgmem.memories m where m.id = r.id and m.state = 'deleted'
-         and coalesce(m.state_changed_at, m.updated_at) < now() - older_than;
-      if not found then continue; end if;  -- restored meanwhile
-      v_changed := v_changed + 1;
-    end if;
-    return next;
-  end loop;
-  perform pgmem._set_op(null);
-  perform pgmem._job_end(v_run, v_changed, v_changed, jsonb_build_object('more', v_changed >= batch));
+  -- this batch: the memories deleted long enough ago that no other transaction holds (one held
+  -- now, e.g. being restored, is left alone); then one UPDATE (pointers of memories merged into
+  -- them) and one DELETE, whose history (op purge, the last state) is one statement (040)
+  create temp table if not exists _pgmem_purge (id bigint, deleted_at timestamptz) on commit drop;
+  truncate _pgmem_purge;
+  insert into _pgmem_purge
+  select m.id, m.state_changed_at from pgmem.memories m
+   where m.state = 'deleted' and coalesce(m.state_changed_at, m.updated_at) < now() - older_than
+     and (v_tenant is null or m.tenant = v_tenant)
+   order by m.id limit batch
+     for update of m skip locked;
+  if not dry_run then
+    update pgmem.memories m set merged_into = null from _pgmem_purge p where m.merged_into = p.id;
+    perform pgmem._set_op('purge', jsonb_build_object('job_run_id', v_run, 'older_than', older_than::text));
+    with gone as (delete from pgmem.memories m using _pgmem_purge p where m.id = p.id returning m.id)
+    delete from _pgmem_purge p where not exists (select 1 from gone g where g.id = p.id);
+    perform pgmem._set_op(null);
+    select count(*) into v_changed from _pgmem_purge;
+  end if;
+  return query select p.id, p.deleted_at, not dry_run from _pgmem_purge p order by p.id;
+  perform pgmem._job_end(v_run, (select count(*) from _pgmem_purge), v_changed, jsonb_build_object('more', v_changed >= batch));
 end $$;
 comment on function pgmem.purge(interval, boolean, integer, text) is
   'Deletes for good the memories soft-deleted longer ago than older_than (their last state is kept in history as op purge). The only function that destroys memories.';
 
 -- ------------------------------------------------------------------ archive
 -- shadow-memory-system.md, MemoryLifecycleManager: active memories move to archived when
--- their age exceeds the retention period and they have not been activated recently: no
--- access within the retention window, or (activation_threshold > 0) no recorded activation
--- score at or above activation_threshold in it. pgmem requires both age and inactivity, so a
--- memory in daily use is never archived just for being old. Archived memories are left out
--- of search by default (filters => '{"state": ["active", "archived"]}' includes them) and
--- come back with pgmem.restore().
+-- their age exceeds the retention period or their activation score drops below the archival
+-- threshold. pgmem requires both age and disuse, so that a memory in use is never archived
+-- just for being old: a memory is archived when it is older than the retention and, within
+-- the retention window, it was not accessed (last_accessed_at) and, with
+-- activation_threshold > 0, never activated with a score at or above it (pgmem.activation_log,
+-- what activate() records). Archived memories are left out of search by default
+-- (filters => '{"state": ["active", "archived"]}' includes them) and come back with
+-- pgmem.restore().
+-- A run walks the old active memories once, by (created_at, id), at one as_of: each call goes
+-- on from where the previous one stopped (job_state 'archive', for the length of the run).
 create or replace function pgmem.archive_stale(
   retention interval default '90 days',
   activation_threshold float8 default 0,
@@ -202,44 +221,80 @@ as $$
 #variable_conflict use_column
 declare
   v_tenant text := pgmem._job_scope(tenant);
+  v_scope text := coalesce(v_tenant, '*');
   v_run bigint;
   v_as_of timestamptz := coalesce(as_of, now());
+  v_cursor record;
+  v_found bigint;
+  v_full boolean;
+  v_examined bigint;
   v_changed bigint := 0;
-  v_examined bigint := 0;
-  r record;
+  v_last record;
 begin
   if retention is null or retention < interval '0' then
     perform pgmem._bad_input('retention must be a non-negative interval, e.g. ''90 days''');
   end if;
   perform pgmem._check_between(batch, 'batch', 1, 1000000);
   perform pgmem._check_unit(activation_threshold, 'activation_threshold');
+  perform pgmem._check_time(as_of, 'as_of', true);
   v_run := pgmem._job_begin('archive', v_tenant, jsonb_build_object('retention', retention::text,
             'activation_threshold', activation_threshold, 'dry_run', dry_run));
   if v_run is null then return; end if;
-  for r in
-    select m.id, pgmem.age_days(m.created_at, v_as_of) as age, m.last_accessed_at as la,
-           (select max(a.score) from pgmem.accesses a where a.memory_id = m.id and a.accessed_at > v_as_of - retention) as best
-      from pgmem.memories m
-     where m.state = 'active' and m.created_at < v_as_of - retention and (v_tenant is null or m.tenant = v_tenant)
-       and (m.last_accessed_at is null or m.last_accessed_at < v_as_of - retention
-            or (activation_threshold > 0 and coalesce((select max(a.score) from pgmem.accesses a
-                 where a.memory_id = m.id and a.accessed_at > v_as_of - retention), 0) < activation_threshold))
-     order by m.created_at, m.id
-     limit batch
-  loop
-    v_examined := v_examined + 1;
-    memory_id := r.id; age_days := r.age; last_accessed_at := r.la; best_recent_score := r.best; applied := not dry_run;
-    if not dry_run then
-      perform pgmem._set_op('archive', jsonb_build_object('job', 'archive', 'retention', retention::text, 'job_run_id', v_run));
-      update pgmem.memories m set state = 'archived' where m.id = r.id and m.state = 'active';
-      if not found then continue; end if;
-      v_changed := v_changed + 1;
+  -- go on with the run under way (same as_of, or none given), or start one
+  select s.cursor_at, s.cursor_id, (s_at.v)::timestamptz as run_as_of into v_cursor
+    from pgmem.job_state s cross join lateral (select s2.cursor_at as v from pgmem.job_state s2
+                                                where s2.tenant = s.tenant and s2.job = 'archive:as_of') s_at
+   where not dry_run and s.tenant = v_scope and s.job = 'archive';
+  if v_cursor.run_as_of is not null and (as_of is null or as_of = v_cursor.run_as_of) then
+    v_as_of := v_cursor.run_as_of;
+  else
+    select null::timestamptz as cursor_at, null::bigint as cursor_id, null::timestamptz as run_as_of into v_cursor;
+  end if;
+
+  create temp table if not exists _pgmem_archive (id bigint, created_at timestamptz, age float8, la timestamptz,
+                                                  best float8) on commit drop;
+  truncate _pgmem_archive;
+  insert into _pgmem_archive
+  select m.id, m.created_at, pgmem.age_days(m.created_at, v_as_of), m.last_accessed_at, a.best
+    from pgmem.memories m
+    left join lateral (select max(l.score)::float8 as best from pgmem.activation_log l
+                        where l.memory_id = m.id and l.tenant = m.tenant and l.logged_at > v_as_of - retention) a on true
+   where m.state = 'active' and (v_tenant is null or m.tenant = v_tenant) and m.created_at < v_as_of - retention
+     and (v_cursor.cursor_at is null or (m.created_at, m.id) > (v_cursor.cursor_at, v_cursor.cursor_id))
+     and (m.last_accessed_at is null or m.last_accessed_at < v_as_of - retention)
+     and (activation_threshold = 0 or coalesce(a.best, 0) < activation_threshold)
+   order by m.created_at, m.id
+   limit batch;
+  select count(*) into v_found from _pgmem_archive;
+  select x.created_at, x.id into v_last from _pgmem_archive x order by x.created_at desc, x.id desc limit 1;
+  v_full := v_found >= batch;
+  -- examined: the old active memories this call walked past
+  select count(*) into v_examined from pgmem.memories m
+   where m.state = 'active' and (v_tenant is null or m.tenant = v_tenant) and m.created_at < v_as_of - retention
+     and (v_cursor.cursor_at is null or (m.created_at, m.id) > (v_cursor.cursor_at, v_cursor.cursor_id))
+     and (not v_full or (m.created_at, m.id) <= (v_last.created_at, v_last.id));
+
+  -- set-based: the ones still active that no other transaction holds, in one UPDATE (history:
+  -- one statement, 040)
+  if not dry_run then
+    perform pgmem._set_op('archive', jsonb_build_object('job', 'archive', 'retention', retention::text,
+      'activation_threshold', activation_threshold, 'as_of', v_as_of, 'job_run_id', v_run));
+    with held as (select m.id from pgmem.memories m join _pgmem_archive x on x.id = m.id
+                   where m.state = 'active' order by m.id for update of m skip locked),
+    upd as (update pgmem.memories m set state = 'archived' from held h where m.id = h.id returning m.id)
+    delete from _pgmem_archive x where not exists (select 1 from upd where upd.id = x.id);
+    perform pgmem._set_op(null);
+    select count(*) into v_changed from _pgmem_archive;
+    if v_full then
+      perform pgmem._job_state_save(v_scope, 'archive', v_last.created_at, v_last.id),
+              pgmem._job_state_save(v_scope, 'archive:as_of', v_as_of, null);
+    else  -- the run is complete
+      delete from pgmem.job_state s where s.tenant = v_scope and s.job in ('archive', 'archive:as_of');
     end if;
-    return next;
-  end loop;
-  perform pgmem._set_op(null);
-  perform pgmem._job_end(v_run, v_examined, v_changed, jsonb_build_object('more', v_changed >= batch));
+  end if;
+  return query select x.id, x.age, x.la, x.best, not dry_run from _pgmem_archive x order by x.created_at, x.id;
+  perform pgmem._job_end(v_run, v_examined, v_changed, jsonb_build_object('more', v_full and not dry_run));
 end $$;
 comment on function pgmem.archive_stale(interval, float8, boolean, integer, text, timestamptz) is
-  'Shadow lifecycle: archives active memories older than retention that were not used within it (no access, or no activation score >= activation_threshold). Restorable; excluded from default search.';
+  'Shadow lifecycle: archives active memories older than retention that were not used within it: not accessed, and (activation_threshold > 0) never activated with a score >= activation_threshold (pgmem.activation_log). One call archives at most batch memories, walking them by age from where the previous call of the run stopped. Restorable; excluded from default search.';
 

@@ -794,6 +794,54 @@ def test_archive_stale(conn):
     assert stale in search()
 
 
+def test_archive_by_activation_reads_what_activate_records(conn):
+    """Issue 14: archive by activation read pgmem.accesses.score, a column nothing writes, so
+    activation_threshold > 0 archived every old memory however strongly it was activated.
+    The scores are in pgmem.activation_log (what activate(query_id => ...) records)."""
+    t = now(conn)
+    old = t - timedelta(days=200)
+    strong = remember(conn, "The staging database is db-stage.example", e(1), created_at=old)
+    weak = remember(conn, "The staging cache is cache-stage.example", e(2), created_at=old)
+    silent = remember(conn, "The staging queue is mq-stage.example", e(3), created_at=old)
+    qid = uuid.uuid4()
+    conn.execute(
+        "insert into pgmem.activation_log (tenant, query_id, memory_id, context_type, score, threshold, activated, logged_at)"
+        " select m.tenant, %s, m.id, 'general', s.score, .3, s.score >= .3, %s - interval '5 days'"
+        " from pgmem.memories m join (values (%s::bigint, .7::real), (%s, .2)) s(id, score) on s.id = m.id",
+        (qid, t, strong, weak))
+    # an activation older than the retention window does not count
+    conn.execute(
+        "insert into pgmem.activation_log (tenant, query_id, memory_id, context_type, score, threshold, activated, logged_at)"
+        " select m.tenant, %s, m.id, 'general', .9, .3, true, %s - interval '120 days' from pgmem.memories m where m.id = %s",
+        (uuid.uuid4(), t, silent))
+    res = call(conn, "archive_stale", activation_threshold=0.5, as_of=t)
+    got = {r["memory_id"]: r["best_recent_score"] for r in res}
+    assert set(got) == {weak, silent}
+    assert got[weak] == pytest.approx(0.2, abs=1e-6) and got[silent] is None
+    assert mem(conn, strong)["state"] == "active"
+    # threshold 0: activation is not looked at, all three are old and not accessed
+    assert {r["memory_id"] for r in call(conn, "archive_stale", as_of=t)} == {strong}
+
+
+def test_archive_in_small_batches_archives_what_one_batch_archives(conn):
+    """A run of batches walks the old memories once by (created_at, id) at one as_of: the same
+    set as one big batch, each memory once, and one history statement per batch."""
+    t = now(conn)
+    ids = [remember(conn, f"Archived note number {i} about server rack {i}", e(i % 50),
+                    created_at=t - timedelta(days=100 + i % 7)) for i in range(23)]
+    touch(conn, ids[:5])
+    expected = {r["memory_id"] for r in call(conn, "archive_stale", dry_run=True, as_of=t)}
+    assert expected == set(ids[5:])
+    conn.execute("CALL pgmem.run_job('archive', %s)", (Jsonb({"batch": 4, "as_of": t.isoformat()}),))
+    archived = {r["id"] for r in rows(conn, "select id from pgmem.memories where state = 'archived'")}
+    assert archived == expected
+    runs = [r for r in job_runs(conn, "archive") if not r["params"]["dry_run"]]
+    assert [r["changed"] for r in runs] == [4, 4, 4, 4, 2]
+    assert sum(r["examined"] for r in runs) == 23  # every old active memory walked past once
+    # the run is over: its cursor is gone
+    assert rows(conn, "select * from pgmem.job_state where job like 'archive%%'") == []
+
+
 # ============================================================================ feedback and thresholds
 def _activation_memories(conn) -> dict[str, list[int]]:
     """hi: cosine 1 with the query (score .65, activated at .3); lo: orthogonal (score .05);
