@@ -196,7 +196,7 @@ begin
   insert into pgmem.embedding_queue (memory_id, tenant)
   select n.id, n.tenant from new_rows n where n.embedding is null order by n.id
   on conflict (memory_id) do nothing;
-  -- active and embedded: queued for the HNSW index (130_vectors.sql; the `index` job)
+  -- active and embedded: queued for the HNSW index (125_vectors.sql; the `index` job)
   insert into pgmem.vector_queue (memory_id, tenant)
   select n.id, n.tenant from new_rows n where n.embedding is not null and n.state = 'active' order by n.id
   on conflict (memory_id) do nothing;
@@ -227,7 +227,7 @@ begin
    where n.embedding is null and (o.embedding is not null or n.content is distinct from o.content)
    order by n.id
   on conflict (memory_id) do update set queued_at = now(), attempts = 0, last_error = null, not_before = now();
-  -- the HNSW index (130_vectors.sql) holds the active, embedded memories as they are now: one
+  -- the HNSW index (125_vectors.sql) holds the active, embedded memories as they are now: one
   -- that leaves `active`, or whose vector, user or tenant changes, leaves it (and its queue),
   -- and is queued again when it is (still) active and embedded. The queue first: the `index`
   -- job holds the queue rows it is moving (FOR UPDATE), so this waits for it, and the next

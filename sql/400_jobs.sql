@@ -473,3 +473,4 @@ begin
   end loop;
   return n;
 end $$;
+comment on function pgmem.unschedule_jobs() is 'Removes every pg_cron schedule pgmem installed for this database; returns how many.';

@@ -1,5 +1,5 @@
 -- The index job: moves memories from pgmem.vector_queue into pgmem.memory_vectors, the table
--- under the HNSW index (130_vectors.sql, STORAGE.md). The HNSW insertion (~2.2 ms of CPU per
+-- under the HNSW index (125_vectors.sql, STORAGE.md). The HNSW insertion (~2.2 ms of CPU per
 -- vector at 1,000,000) is paid here, in batches, instead of in every write. pg_cron runs it
 -- every minute; the embedding worker and run_job('index') drain it too. Until a memory is
 -- moved, pgmem._neighbours (and the read path) compare it exactly.

@@ -1,4 +1,4 @@
-"""Vectors in a table of their own (STORAGE.md, sql/130_vectors.sql, 440_index.sql):
+"""Vectors in a table of their own (STORAGE.md, sql/125_vectors.sql, 440_index.sql):
 pgmem.memory_vectors holds exactly the active, embedded memories that the index job moved there,
 pgmem.vector_queue the ones waiting; pgmem._neighbours searches both; the triggers keep both in
 step with pgmem.memories in the writing transaction. And the surprise gate, taken again when a

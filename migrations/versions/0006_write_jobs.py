@@ -20,7 +20,7 @@ drop trigger if exists memories_after on pgmem.memories;
 drop function if exists pgmem._memories_after();
 
 -- Vectors for nearest-neighbour search in a table of their own, insertion into the HNSW graph
--- deferred to the `index` job (STORAGE.md; sql/130_vectors.sql, 040's triggers, 440_index.sql).
+-- deferred to the `index` job (STORAGE.md; sql/125_vectors.sql, 040's triggers, 440_index.sql).
 -- memories.embedding stays the source of truth; memory_vectors holds exactly the active,
 -- embedded memories that have been indexed, vector_queue the ones waiting for it.
 do $$
@@ -112,6 +112,9 @@ DOWNGRADE = r"""
 drop function if exists pgmem._remember_core(pgmem.memories[], boolean[], text[], boolean, bigint);
 drop type if exists pgmem.remember_outcome;
 drop table if exists pgmem.write_locks;
+-- job_status reads job_runs.pid: dropped here, recreated by the idempotent SQL of the revision
+-- downgraded to
+drop view if exists pgmem.job_status;
 alter table pgmem.job_runs drop column if exists pid;
 drop table if exists pgmem.job_locks;
 drop table if exists pgmem.vector_queue, pgmem.memory_vectors;
