@@ -36,7 +36,8 @@ insert into pgmem.settings (tenant, key, value, description) values
   ('*', 'max_id_bytes', '256', 'largest user_id, agent_id, session_id, event_key, embedding_model, topic or entity (bytes; they are indexed)'),
   ('*', 'max_tags', '256', 'most topics, and most entities, of one memory'),
   ('*', 'max_reason_bytes', '2048', 'largest reason given to forget, restore or update_memory (bytes)'),
-  ('*', 'job_lock_timeout_ms', '30000', 'how long a job batch waits for another job that changes memories (merge, prune, archive, purge) before it is recorded as skipped')
+  ('*', 'job_lock_timeout_ms', '30000', 'how long a job batch waits for another job that changes memories (merge, prune, archive, purge) before it is recorded as skipped'),
+  ('*', 'merge_text_candidates', '200', 'merge_duplicates without embeddings: how many memories sharing words with one (most shared first) it compares by Jaccard')
 on conflict (tenant, key) do nothing;
 
 -- engram.md, Category Importance Weights

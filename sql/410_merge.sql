@@ -94,6 +94,7 @@ declare
   v_horizon timestamptz;
   v_survivor_of jsonb := '{}';  -- dry run: merged id -> survivor id, as the real run would do
   v_more boolean;
+  v_text_pool integer := greatest(1, pgmem._setting_num('merge_text_candidates', 200))::integer;
   -- where this call starts: the incremental cursors, or those of the full scan under way
   v_cursor_job text := case when full_scan then 'merge_full' else 'merge' end;
   v_text_cursor_job text := case when full_scan then 'merge_full_text' else 'merge_text' end;
@@ -152,11 +153,16 @@ begin
   select least(x.id, n.id), greatest(x.id, n.id), n.sim, x.category = n.category, 'jaccard'
     from _pgmem_batch bt join pgmem.memories x on x.id = bt.id and bt.kind = 'text'
     cross join lateral (
-      select y.id, pgmem.jaccard(pgmem.tokens(x.content), pgmem.tokens(y.content)) as sim, y.category
-        from pgmem.memories y
-       where y.tenant = x.tenant and coalesce(y.user_id, '') = coalesce(x.user_id, '') and y.state = 'active'
-         and y.id <> x.id and y.tsv @@ pgmem.query_tsquery(x.content)
-       limit 50) n
+      -- the memories sharing a word with x, most shared words first (ts_rank of x's OR-ed
+      -- lexemes), at most merge_text_candidates of them: a pair at Jaccard >= threshold shares
+      -- most of its words, so it ranks among the first (issue 14: an unordered `limit 50`
+      -- missed it behind 50 memories sharing one common word)
+      select c.id, pgmem.jaccard(pgmem.tokens(x.content), pgmem.tokens(c.content)) as sim, c.category
+        from (select y.id, y.content, y.category from pgmem.memories y
+               where y.tenant = x.tenant and coalesce(y.user_id, '') = coalesce(x.user_id, '') and y.state = 'active'
+                 and y.id <> x.id and y.tsv @@ pgmem.query_tsquery(x.content)
+               order by ts_rank(y.tsv, pgmem.query_tsquery(x.content)) desc, y.id
+               limit v_text_pool) c) n
    where n.sim >= threshold and (x.category = n.category or n.sim >= cross_category_threshold);
 
   for p in select * from (select distinct on (pp.a, pp.b) pp.* from _pgmem_pairs pp order by pp.a, pp.b, pp.sim desc) q

@@ -482,6 +482,21 @@ def test_merge_without_embeddings_uses_jaccard(conn):
     assert job_runs(conn, "merge")[-1]["examined"] == 0
 
 
+def test_merge_without_embeddings_finds_a_pair_behind_many_weak_matches(conn):
+    """Issue 14: the Jaccard candidates were an unordered `limit 50` of the memories sharing
+    any word, so a duplicate pair behind 60 memories that share one common word was never
+    compared. Candidates now come most shared words first (setting merge_text_candidates)."""
+    g1, _, _ = _jaccard_texts()
+    for i in range(60):
+        remember(conn, f"alpha filler{i} note{i} about thing{i}", importance=0.5, category="fact")
+    p = remember(conn, " ".join(g1), importance=0.6, category="fact")
+    q = remember(conn, " ".join(g1 + ["uniform"]), importance=0.5, category="fact")
+    res = merge(conn)
+    assert pairs_of(res) == {(p, q)}
+    assert res[0]["similarity"] == pytest.approx(20 / 21)
+    assert scalar(conn, "select value::text::int from pgmem.settings where tenant = '*' and key = 'merge_text_candidates'") == 200
+
+
 # ============================================================================ prune
 def _prune_fixture(conn, t: datetime) -> dict[str, int]:
     ids = {}
