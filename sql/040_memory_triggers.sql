@@ -82,6 +82,16 @@ begin
     end if;
     perform pgmem._check_bytes(n.metadata::text, 'metadata', p_limits, 'max_metadata_bytes', p_where);
   end if;
+  -- reconstructive (issue 16): motor and sensory content domains, JSON objects bounded like metadata
+  if ins or (n.motor, n.sensory) is distinct from (o.motor, o.sensory) then
+    if (n.motor is not null and jsonb_typeof(n.motor) <> 'object') or (n.sensory is not null and jsonb_typeof(n.sensory) <> 'object') then
+      perform pgmem._bad_input(format('%smotor and sensory content must be JSON objects, got %s and %s', p_where,
+                                      coalesce(jsonb_typeof(n.motor), 'NULL'), coalesce(jsonb_typeof(n.sensory), 'NULL')),
+        'e.g. motor => ''{"action": "grasp", "effector": "right hand"}'', sensory => ''{"visual": "red mug"}''');
+    end if;
+    perform pgmem._check_bytes(n.motor::text, 'motor', p_limits, 'max_metadata_bytes', p_where),
+            pgmem._check_bytes(n.sensory::text, 'sensory', p_limits, 'max_metadata_bytes', p_where);
+  end if;
   if ins or n.summary is distinct from o.summary then
     perform pgmem._check_bytes(n.summary, 'summary', p_limits, 'max_summary_bytes', p_where);
   end if;

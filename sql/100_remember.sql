@@ -217,9 +217,12 @@ begin
            case when (g.m).importance is not null then (g.m).importance
                 else least(1.0, g.surprise * c.weight) end as importance,
            -- Fragment salience (fragment-reconstructive-memory.md, Salience Formula); novelty is
-           -- the gate's semantic novelty (keyword novelty without an embedding), goal unknown
+           -- the gate's semantic novelty (keyword novelty without an embedding); goal relevance is
+           -- the max cosine to the active goals (pgmem.goal_relevance, 700_identity.sql; NULL
+           -- without goals or embedding)
            e.emotion, coalesce(g.semantic_novelty, g.keyword_novelty) as novelty,
-           pgmem.salience(e.emotion, coalesce(g.semantic_novelty, g.keyword_novelty), null,
+           pgmem.salience(e.emotion, coalesce(g.semantic_novelty, g.keyword_novelty),
+                          pgmem.goal_relevance((g.m).embedding, (g.m).agent_id),
                           pgmem.processing_depth((g.m).who, (g.m).what, (g.m).happened_at, (g.m).location, (g.m).why, (g.m).how),
                           v_salience_w) as salience,
            jsonb_build_object(
@@ -251,7 +254,7 @@ begin
     insert into pgmem.memories as m (id, tenant, user_id, agent_id, session_id, tier, category, content, summary,
         who, what, happened_at, location, why, how, topics, entities, valence, arousal, dominance,
         importance, salience, surprise, gate, embedding, embedding_model, metadata, token_count, created_at,
-        expires_at, event_key, seq)
+        expires_at, event_key, seq, motor, sensory)
     overriding system value
     select o.new_id, v_tenant, (o.m).user_id, (o.m).agent_id, (o.m).session_id, coalesce((o.m).tier, 'episodic'),
            (o.m).category, (o.m).content, (o.m).summary, (o.m).who, (o.m).what, (o.m).happened_at, (o.m).location,
@@ -259,7 +262,7 @@ begin
            (o.m).arousal, (o.m).dominance, o.importance, o.salience, o.surprise, o.details, (o.m).embedding,
            case when (o.m).embedding is not null then (o.m).embedding_model end, coalesce((o.m).metadata, '{}'),
            (o.m).token_count, coalesce((o.m).created_at, now()), (o.m).expires_at, (o.m).event_key,
-           case when (o.m).session_id is not null then o.seq end
+           case when (o.m).session_id is not null then o.seq end, (o.m).motor, (o.m).sensory
       from out o where o.decision = 'stored' and not p_dry_run
      order by o.ord
     returning m.id),
@@ -360,7 +363,9 @@ create or replace function pgmem.remember(
   event_key text default null,
   token_count integer default null,
   embedding_model text default null,
-  force boolean default false)
+  force boolean default false,
+  motor jsonb default null,    -- reconstructive (issue 16): Fragment content domains
+  sensory jsonb default null)
 returns setof pgmem.remember_result
   -- SECURITY DEFINER (sql/900_security.sql, rule 3): it writes history rows for rejected and
   -- duplicate candidates, which pgmem_app may not write; every statement filters on v_tenant
@@ -378,11 +383,12 @@ begin
   m.session_id := session_id; m.tier := tier; m.summary := summary; m.topics := topics; m.entities := entities;
   m.valence := valence; m.arousal := arousal; m.dominance := dominance; m.created_at := created_at;
   m.expires_at := expires_at; m.event_key := event_key; m.token_count := token_count; m.embedding_model := embedding_model;
+  m.motor := motor; m.sensory := sensory;  -- reconstructive (issue 16)
   return query
   select c.memory_id, c.decision, c.surprise::real, c.importance, c.salience, c.nearest_id, c.nearest_similarity::real, c.details
     from pgmem._remember_core(array[m], array[coalesce(force, false)], array['']) c;
 end $$;
-comment on function pgmem.remember(text, vector, text, text, timestamptz, text, text, text, text, float8, jsonb, text, text, text, text, text, text[], text[], float8, float8, float8, timestamptz, timestamptz, text, integer, text, boolean) is
+comment on function pgmem.remember(text, vector, text, text, timestamptz, text, text, text, text, float8, jsonb, text, text, text, text, text, text[], text[], float8, float8, float8, timestamptz, timestamptz, text, integer, text, boolean, jsonb, jsonb) is
   'Stores one memory behind Engram''s surprise gate. decision: stored | duplicate (exact duplicate in scope: existing id returned, nothing stored) | rejected (surprise below the threshold: nothing stored, recorded in history) | replayed (event_key seen before). Without an embedding the memory is queued for the worker and lexical search finds it at once.';
 
 -- remember_many: one call for a batch (a JSON array of objects with remember()'s argument
@@ -403,7 +409,7 @@ declare
   allowed text[] := array['content', 'embedding', 'who', 'what', 'happened_at', 'when', 'location', 'where',
     'why', 'how', 'category', 'importance', 'metadata', 'user_id', 'agent_id', 'session_id', 'tier', 'summary',
     'topics', 'entities', 'valence', 'arousal', 'dominance', 'created_at', 'expires_at', 'event_key',
-    'token_count', 'embedding_model', 'force'];
+    'token_count', 'embedding_model', 'force', 'motor', 'sensory'];  -- motor, sensory: reconstructive (issue 16)
   v_rows pgmem.memories[];
   v_force boolean[];
   v_labels text[];

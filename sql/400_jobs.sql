@@ -41,7 +41,12 @@ as $$
     ('archive', 'archive_stale',    true,  '30 3 * * *', 'Shadow lifecycle: archives old memories not in use (420_prune_archive.sql)'),
     ('tune',    'tune_thresholds',  false, '45 3 * * *', 'Shadow adaptive thresholds from feedback (430_thresholds.sql)'),
     ('purge',   'purge',            true,  null,         'destroys memories soft-deleted long ago (420_prune_archive.sql)'),
-    ('index',   'index_vectors',    false, '* * * * *',  'puts newly embedded memories under the HNSW index (440_index.sql)')
+    ('index',   'index_vectors',    false, '* * * * *',  'puts newly embedded memories under the HNSW index (440_index.sql)'),
+    -- reconstructive (issue 16): the work queue, every minute; reflection, hourly
+    ('work',    'work',             false, '* * * * *',  'runs ready work items, highest priority first (450_work_queue.sql)'),
+    ('reflect', 'reflect',          false, '40 * * * *', 'fragment reflection: bindings and salience of newly embedded memories (460_reflect.sql)'),
+    -- clusters (issue 17): concept and liquid clusters, hourly; it writes memories.cluster_id
+    ('cluster', 'cluster',          true,  '20 * * * *', 'concept and liquid clusters (470_cluster.sql)')
   ) j(job, fn, changes_memories, schedule, description)
 $$;
 comment on function pgmem._jobs() is

@@ -48,8 +48,9 @@ def cmd_db_down(args) -> int:
 def cmd_db_status(args) -> int:
     c = _cluster()
     info = c.info(show_password=args.show_password)
+    info["replication"] = _replication_info(c) if info["running"] else None  # scaleout (issue 19)
     if args.json:
-        print(json.dumps(info, indent=2))
+        print(json.dumps(info, indent=2, default=str))
     else:
         print(f"home:    {info['home']}")
         print(f"running: {'yes' if info['running'] else 'no'}")
@@ -59,6 +60,7 @@ def cmd_db_status(args) -> int:
             print(f"dsn:     {info['dsn']}  (owner role: the client, worker and jobs)")
         if info["admin_dsn"]:
             print(f"admin:   {info['admin_dsn']}  (superuser: migrations)")
+        _print_replication(info["replication"])
     return 0 if info["running"] else 3
 
 
@@ -85,6 +87,126 @@ def cmd_migrate(args) -> int:
     return 0
 
 
+# ----------------------------------------------------------------------- map (issue 17: the 3-D memory map)
+def cmd_map(args) -> int:
+    from .client import MemoryClient
+    from .map import build_map
+
+    with MemoryClient(args.dsn, tenant=args.tenant, embedder=None) as client:
+        r = build_map(client, args.output, method=args.method, color=args.color, max_points=args.max_points,
+                      compute=not args.no_compute)
+    print(f"wrote {r.path}: {r.points} memories, {r.clusters} clusters ({r.method}); open it in a browser (works offline)")
+    return 0
+
+
+def _add_map_parser(sub) -> None:
+    mp = sub.add_parser("map", help="write the 3-D memory map: one self-contained HTML page")
+    mp.add_argument("-o", "--output", default="pgmem-map.html", help="the page to write (default: pgmem-map.html)")
+    mp.add_argument("--method", choices=["pca", "tsne", "umap"], default="pca",
+                    help="projection: pca (deterministic, default), tsne (in the database), umap (here; needs umap-learn)")
+    mp.add_argument("--color", choices=["cluster", "energy", "recency", "usage"], default="cluster",
+                    help="initial colouring (the page has a menu for the others)")
+    mp.add_argument("--max-points", type=int, default=5000, help="the most recent N memories (default 5000)")
+    mp.add_argument("--no-compute", action="store_true", help="draw the stored coordinates, do not project again")
+    mp.add_argument("--tenant", default=None, help="tenant (default: PGMEM_TENANT or 'default')")
+    mp.set_defaults(func=cmd_map)
+
+
+# ------------------------------------------------- scale-out (issue 19): `db replica ...`, `db shards ...`
+def _replication_info(c) -> list[dict] | None:
+    """pgmem.replication_status on the embedded cluster (None when pgmem is not installed)."""
+    import psycopg
+    from psycopg.rows import dict_row
+
+    try:
+        with psycopg.connect(c.dsn(), autocommit=True, connect_timeout=5, row_factory=dict_row) as conn:
+            return conn.execute("select * from pgmem.replication_status").fetchall()
+    except psycopg.Error:
+        return None
+
+
+def _print_replication(rows: list[dict] | None) -> None:
+    for r in rows or []:
+        lag = "?" if r["lag_bytes"] is None else f"{r['lag_bytes']} bytes"
+        secs = "" if r["replay_lag_s"] is None else f", replay lag {r['replay_lag_s']:.3f} s"
+        if r["role"] == "primary":
+            print(f"standby: {r['standby']} {r['state']} ({r['sync_state']}), behind by {lag}{secs}")
+        else:
+            print(f"role:    hot standby ({r['state']}), {lag} received but not replayed{secs}")
+
+
+def _replica_port(args) -> int | None:
+    return args.port or (int(os.environ["PGMEM_REPLICA_PORT"]) if os.environ.get("PGMEM_REPLICA_PORT") else None)
+
+
+def cmd_db_replica_up(args) -> int:
+    from . import replica
+
+    rep, created = replica.replica_up(_cluster(), _replica_port(args), sync=args.sync)
+    st = replica.wait_streaming(_cluster())
+    print(f"hot standby {'created and started' if created else 'running'} on port {rep.port} "
+          f"({st['state']}, {st['sync_state']}): {rep.owner_dsn(mask=True)}")
+    print("use it for reads: MemoryClient(read_dsn=...) or PGMEM_READ_DSN")
+    return 0
+
+
+def cmd_db_replica_down(args) -> int:
+    from . import replica
+
+    rep = replica.replica_cluster(_cluster(), _replica_port(args))
+    c = _cluster()
+    if c.running():  # a primary waiting for a stopped synchronous standby would hang its commits
+        replica.set_synchronous(c, None)
+    print("stopped" if rep.stop() else "not running")
+    return 0
+
+
+def cmd_db_replica_status(args) -> int:
+    from . import replica
+
+    st = replica.status(_cluster())
+    if args.json:
+        print(json.dumps(st, indent=2, default=str))
+        return 0
+    for side in ("primary", "standby"):
+        s = st[side]
+        if s is None:
+            print(f"{side}: not running")
+        elif "error" in s:
+            print(f"{side} (port {s['port']}): {s['error']}")
+        else:
+            print(f"{side} (port {s['port']}):")
+            _print_replication(s["rows"])
+    return 0
+
+
+def cmd_db_replica_promote(args) -> int:
+    from . import replica
+
+    rep = replica.replica_cluster(_cluster(), _replica_port(args))
+    replica.promote(rep)
+    print(f"promoted: port {rep.port} is now a primary ({rep.owner_dsn(mask=True)}); point PGMEM_DSN at it")
+    return 0
+
+
+def _add_scaleout_parsers(dbs) -> None:
+    rp = dbs.add_parser("replica", help="a hot standby of the embedded cluster (streaming replication)")
+    rps = rp.add_subparsers(dest="replica_command", required=True)
+    up = rps.add_parser("up", help="base backup (once) and start a hot standby streaming from the embedded cluster")
+    up.add_argument("--port", type=int, help="its port (default PGMEM_REPLICA_PORT, else 54360)")
+    up.add_argument("--sync", action="store_true", help="synchronous: commits on the primary wait for it (no loss on failover)")
+    up.set_defaults(func=cmd_db_replica_up)
+    dn = rps.add_parser("down", help="stop the standby (and make the primary asynchronous again)")
+    dn.add_argument("--port", type=int)
+    dn.set_defaults(func=cmd_db_replica_down, sync_off=True)
+    st = rps.add_parser("status", help="replication as the primary and the standby see it (pgmem.replication_status)")
+    st.add_argument("--json", action="store_true")
+    st.set_defaults(func=cmd_db_replica_status)
+    pr = rps.add_parser("promote", help="make the standby a primary (after the primary failed)")
+    pr.add_argument("--port", type=int)
+    pr.set_defaults(func=cmd_db_replica_promote)
+
+
 # ----------------------------------------------------------------------- parser
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="pgmem", description="Long-term memory for LLM agents, inside PostgreSQL.")
@@ -103,6 +225,7 @@ def build_parser() -> argparse.ArgumentParser:
     ps = dbs.add_parser("psql", help="open psql on the embedded database")
     ps.add_argument("psql_args", nargs="*", help="arguments for psql (e.g. -c 'select ...')")
     ps.set_defaults(func=cmd_db_psql)
+    _add_scaleout_parsers(dbs)  # scaleout (issue 19)
 
     mg = sub.add_parser("migrate", help="install or upgrade pgmem in the database (PGMEM_DSN or embedded)")
     mg.add_argument("--revision", default="head")
@@ -113,6 +236,10 @@ def build_parser() -> argparse.ArgumentParser:
     from . import cli_memory
 
     cli_memory.register(sub)
+    from . import mcp_server  # `pgmem mcp` (the MCP SDK is imported only when it runs)
+
+    mcp_server.register(sub)
+    _add_map_parser(sub)
     return p
 
 

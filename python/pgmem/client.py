@@ -11,6 +11,7 @@ so its transaction) through ``conn=``.
 from __future__ import annotations
 
 import base64
+import functools
 import json
 import logging
 import random
@@ -20,12 +21,12 @@ import time
 from contextlib import contextmanager, nullcontext as _nullcontext
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Iterable, Iterator, Mapping, Sequence
+from typing import Any, Callable, Concatenate, Coroutine, Iterable, Iterator, Mapping, ParamSpec, Sequence, TypeVar
 
 import psycopg
 from psycopg.rows import dict_row
 
-from .errors import ConfigError, PgmemError
+from .errors import ConfigError, PgmemError, from_database
 
 log = logging.getLogger("pgmem.client")
 
@@ -122,6 +123,9 @@ def event_to_args(event: Mapping[str, Any] | str, extractor=None, *, now: dateti
         # a precomputed embedding travels with its event (the client then does not embed it)
         "embedding": event.get("embedding"),
         "embedding_model": event.get("embedding_model") if event.get("embedding") is not None else None,
+        # Fragment content domains (issue 16): action-related and perceptual content, JSON objects
+        "motor": event.get("motor"),
+        "sensory": event.get("sensory"),
     }
     if extractor is not None:
         x = extractor.extract(event, now=now)
@@ -172,16 +176,27 @@ class _Base:
     def __init__(self, dsn: str | None = None, tenant: str | None = "default", *, embedder: Any = "auto",
                  extractor: Any = None, min_size: int = 1, max_size: int = 4, timeout: float = 30.0,
                  retries: int = 3, statement_timeout_ms: int | None = 30000,
-                 idle_in_transaction_ms: int | None = 60000, tenant_claim: str | None = None):
+                 idle_in_transaction_ms: int | None = 60000, tenant_claim: str | None = None,
+                 read_dsn: str | None = None, read_your_writes: bool = False):
         """``tenant``: the tenant this client acts for; the login must be granted it
         (pgmem.grant_tenant). ``tenant_claim``: instead, a signed claim for the tenant (a shared
         application role; pgmem.claims); ``set_tenant_claim`` replaces it when it expires.
         ``statement_timeout_ms`` / ``idle_in_transaction_ms``: the session's timeouts (sessions of
         app and reader logins must have both, at most max_statement_timeout_ms and
-        max_idle_in_transaction_ms of pgmem.settings; None leaves the server's)."""
-        from .migrate import check_dsn, resolve_dsn
+        max_idle_in_transaction_ms of pgmem.settings; None leaves the server's).
+        ``read_dsn`` (else PGMEM_READ_DSN): a hot standby (``pgmem db replica up``) that takes the
+        read-only calls (READ_ONLY_CALLS); writes and touch go to ``dsn``. ``read_your_writes``:
+        writes wait until the synchronous standby has applied them (synchronous_commit =
+        remote_apply; the standby must be in synchronous_standby names: ``db replica up --sync``)."""
+        import os
+
+        from .db import check_dsn, resolve_dsn
 
         self.dsn = check_dsn(resolve_dsn(dsn))  # a malformed DSN: an error now, without its password
+        # scaleout (issue 19): reads on a replica
+        read_dsn = read_dsn or os.environ.get("PGMEM_READ_DSN") or None
+        self.read_dsn = check_dsn(read_dsn) if read_dsn else None
+        self.read_your_writes = bool(read_your_writes)
         self.tenant_claim = None
         if tenant_claim is not None:
             self.set_tenant_claim(tenant_claim)
@@ -257,10 +272,12 @@ class _Base:
         # options): it is set with set_config() once connected (_session_sql)
         return {"connect_timeout": int(self.timeout)}
 
-    def _session_sql(self) -> tuple[str, tuple]:
+    def _session_sql(self, read: bool = False) -> tuple[str, tuple]:
         """The statement that gives a connection this client's tenant (or claim) and limits."""
         q = ("select set_config('pgmem.tenant', %s, false), set_config('pgmem.tenant_claim', %s, false)")
         params: tuple = ("" if self.tenant_claim else self.tenant, self.tenant_claim or "")
+        if self.read_your_writes and not read:
+            q += ", set_config('synchronous_commit', 'remote_apply', false)"
         for name, v in (("statement_timeout", self.statement_timeout_ms),
                         ("idle_in_transaction_session_timeout", self.idle_in_transaction_ms)):
             if v is not None:
@@ -270,6 +287,12 @@ class _Base:
 
     def _session_key(self) -> tuple:
         return (self.tenant, self.tenant_claim, self.statement_timeout_ms, self.idle_in_transaction_ms)
+
+    def _on_replica(self, fn: str, params: Mapping[str, Any], conn) -> bool:
+        """Whether this call goes to read_dsn: a read-only call, no caller's connection given."""
+        if self.read_dsn is None or conn is not None or fn not in READ_ONLY_CALLS:
+            return False
+        return not ((fn == "search" and params.get("touch")) or (fn == "activate" and params.get("query_id")))
 
     # SQL builders: one SQL function call each ------------------------------------
     @staticmethod
@@ -282,8 +305,10 @@ class _Base:
         named = ", ".join(f"{k} => %({k})s" + _CASTS.get(k, "") for k in args)
         return (f"select * from pgmem.{fn}({named})" if setof else f"select pgmem.{fn}({named})"), dict(args)
 
-    _ARG_NAMES_SQL = ("select p.proname, array_agg(distinct a) filter (where a is not null) from pg_proc p"
-                      " left join lateral unnest(p.proargnames) a on true"
+    # input argument names of every public function (output columns of RETURNS TABLE excluded)
+    _ARG_NAMES_SQL = ("select p.proname, array_agg(distinct a.n) filter (where a.n is not null"
+                      " and coalesce(a.m, 'i') in ('i', 'b', 'v')) from pg_proc p"
+                      " left join lateral unnest(p.proargnames, p.proargmodes::text[]) a(n, m) on true"
                       " where p.pronamespace = 'pgmem'::regnamespace and p.proname !~ '^_' group by p.proname")
 
     def _check_args(self, fn: str, names: Iterable[str]) -> None:
@@ -305,8 +330,9 @@ class _Base:
                 k = "location"
             if v is not None:
                 args[k] = v
-        if "metadata" in args:
-            args["metadata"] = json.dumps(args["metadata"])
+        for k in ("metadata", "motor", "sensory"):
+            if k in args and not isinstance(args[k], str):
+                args[k] = json.dumps(args[k])
         for k in ("topics", "entities"):
             if k in args:
                 args[k] = list(args[k])
@@ -334,8 +360,9 @@ class _Base:
             args["embedding"] = embedding
         elif embed:
             self._embed_args(args)
-        if "metadata" in args and not isinstance(args["metadata"], str):
-            args["metadata"] = json.dumps(args["metadata"])
+        for k in ("metadata", "motor", "sensory"):
+            if k in args and not isinstance(args[k], str):
+                args[k] = json.dumps(args[k])
         return self._do("remember", args, lambda rows: _remember_result(rows[0]), conn)
 
     def forget(self, memory_id: int, reason: str | None = None, conn=None) -> dict:
@@ -423,7 +450,8 @@ class _Base:
 
 _CASTS = {"metadata": "::jsonb", "filters": "::jsonb", "weights": "::jsonb", "changes": "::jsonb",
           "items": "::jsonb", "params": "::jsonb", "embedding": "::vector", "query_embedding": "::vector",
-          "ids": "::bigint[]", "topics": "::text[]", "entities": "::text[]"}
+          "ids": "::bigint[]", "topics": "::text[]", "entities": "::text[]",
+          "motor": "::jsonb", "sensory": "::jsonb"}  # Fragment content domains (issue 16)
 
 
 class MemoryClient(_Base):
@@ -433,6 +461,7 @@ class MemoryClient(_Base):
     def __init__(self, *a, **kw):
         super().__init__(*a, **kw)
         self._pool = None
+        self._read_pool = None
 
     # connections -----------------------------------------------------------------
     @property
@@ -445,11 +474,25 @@ class MemoryClient(_Base):
                                         configure=self._configure, timeout=self.timeout, open=True)
         return self._pool
 
-    def _configure(self, conn) -> None:
+    @property
+    def read_pool(self):
+        """The pool of the replica (read_dsn) for read-only calls; the primary's without one."""
+        if self.read_dsn is None:
+            return self.pool
+        if self._read_pool is None:
+            from psycopg_pool import ConnectionPool
+
+            self._read_pool = ConnectionPool(self.read_dsn, min_size=self.min_size, max_size=self.max_size,
+                                             kwargs={"autocommit": True, **self._connect_kwargs()},
+                                             configure=lambda c: self._configure(c, read=True), timeout=self.timeout,
+                                             open=True)
+        return self._read_pool
+
+    def _configure(self, conn, read: bool = False) -> None:
         """Per connection: vector types, then this client's tenant (or claim) and limits."""
         _configure(conn)
         if getattr(conn, "_pgmem_session", None) != self._session_key():
-            q, params = self._session_sql()
+            q, params = self._session_sql(read)
             with conn.transaction() if not conn.autocommit else _nullcontext():
                 conn.execute(q, params)
             conn._pgmem_session = self._session_key()
@@ -458,6 +501,9 @@ class MemoryClient(_Base):
         if self._pool is not None:
             self._pool.close()
             self._pool = None
+        if self._read_pool is not None:
+            self._read_pool.close()
+            self._read_pool = None
 
     def __enter__(self):
         return self
@@ -466,22 +512,23 @@ class MemoryClient(_Base):
         self.close()
 
     @contextmanager
-    def connection(self, conn: psycopg.Connection | None = None) -> Iterator[psycopg.Connection]:
-        """The caller's connection (tenant set on it) or one from the pool."""
+    def connection(self, conn: psycopg.Connection | None = None, *, read: bool = False) -> Iterator[psycopg.Connection]:
+        """The caller's connection (tenant set on it) or one from the pool (the replica's when
+        ``read`` and the client has a read_dsn)."""
         if conn is not None:
             _configure(conn)
             conn.execute(*self._session_sql())
             yield conn
             return
-        with self.pool.connection() as c:
-            self._configure(c)  # a claim replaced since the connection was made
+        with (self.read_pool if read else self.pool).connection() as c:
+            self._configure(c, read=read and self.read_dsn is not None)  # a claim replaced since the connection was made
             yield c
 
-    def _rows(self, sql: str, params: dict, conn=None) -> list[dict]:
+    def _rows(self, sql: str, params: dict, conn=None, *, read: bool = False) -> list[dict]:
         attempt = 0
         while True:
             try:
-                with self.connection(conn) as c:
+                with self.connection(conn, read=read) as c:
                     with c.cursor(row_factory=dict_row) as cur:
                         cur.execute(sql, params)
                         return cur.fetchall() if cur.description else []
@@ -495,13 +542,18 @@ class MemoryClient(_Base):
                 delay = min(2.0, 0.05 * 2 ** attempt) * (0.5 + random.random())
                 log.warning("retrying after %s (attempt %d/%d, sleeping %.2fs)", type(e).__name__, attempt, self.retries, delay)
                 time.sleep(delay)
+            except psycopg.Error as e:
+                mapped = from_database(e)  # 22023 -> InvalidInput, P0002 -> NotFound, 42501 -> TenantError
+                if mapped is e:
+                    raise
+                raise mapped from e
 
     def _do(self, fn: str, args: dict, post, conn=None, *, setof: bool = True):
         sql, params = self._call_sql(fn, {k: v for k, v in args.items() if v is not None}, setof=setof)
         if self._arg_names is None:
             self._arg_names = {r["proname"]: frozenset(r["array_agg"] or ()) for r in self._rows(self._ARG_NAMES_SQL, {}, conn)}
         self._check_args(fn, params)
-        return post(self._rows(sql, params, conn))
+        return post(self._rows(sql, params, conn, read=self._on_replica(fn, params, conn)))
 
     def call(self, fn: str, conn=None, **args) -> list[dict]:
         """Call any pgmem SQL function by name with named arguments (None = SQL default)."""
@@ -512,14 +564,14 @@ class MemoryClient(_Base):
                       on_error=None, conn=None) -> list[RememberResult]:
         """Store many events (dicts in the JSONL event format, or texts): embeds each batch at
         once and sends it in one pgmem.remember_many call. A progress bar shows on a terminal."""
-        from tqdm import tqdm
+        from ._progress import progress_bar
 
         events = list(events)
         if progress is None:
             progress = sys.stderr.isatty()
         extractor = (self.extractor or _default_extractor()) if extract else None
         out: list[RememberResult] = []
-        bar = tqdm(total=len(events), unit="mem", disable=not progress, desc="remember")
+        bar = progress_bar(total=len(events), unit="mem", disable=not progress, desc="remember")
         try:
             for start in range(0, len(events), batch_size):
                 chunk = events[start:start + batch_size]
@@ -531,8 +583,13 @@ class MemoryClient(_Base):
             bar.close()
         return out
 
+# scaleout (issue 19): the calls a client with read_dsn sends to the replica (they write nothing;
+# search with touch => true and activate with a query_id write, and go to the primary)
+READ_ONLY_CALLS = frozenset({"search", "search_exact", "explain_search", "activate", "recall", "build_context",
+                             "get_memory", "history", "export_user"})
+
 JOBS = {"merge": "merge_duplicates", "prune": "prune", "archive": "archive_stale", "tune": "tune_thresholds",
-        "purge": "purge", "index": "index_vectors"}
+        "purge": "purge", "index": "index_vectors", "cluster": "cluster"}
 
 
 def _remember_result(row: Mapping[str, Any]) -> RememberResult:
@@ -570,6 +627,23 @@ def _first(rows: list[dict]) -> dict:
     return rows[0]
 
 
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def _coroutine(method: Callable[Concatenate[Any, P], R]) -> Callable[Concatenate[Any, P], Coroutine[Any, Any, R]]:
+    """The async client's twin of a ``_Base`` method: the same signature and docstring, as a
+    true coroutine function (``inspect.iscoroutinefunction`` is true, and a type checker sees
+    ``Coroutine[..., R]``). ``_Base``'s methods end in ``self._do(...)``, which the async
+    client defines as a coroutine, so the twin awaits what the method returns."""
+
+    @functools.wraps(method)
+    async def twin(self: Any, *args: P.args, **kwargs: P.kwargs) -> R:
+        return await method(self, *args, **kwargs)  # type: ignore[misc]
+
+    return twin
+
+
 class AsyncMemoryClient(_Base):
     """The asyncio twin of MemoryClient (psycopg's async API and AsyncConnectionPool). Same
     methods, awaited: ``await mem.remember(...)``, ``await mem.search(...)``. Embedding runs
@@ -578,6 +652,22 @@ class AsyncMemoryClient(_Base):
     def __init__(self, *a, **kw):
         super().__init__(*a, **kw)
         self._pool = None
+
+    # _Base's API as coroutines, one line each (tests/test_package.py fails on a missing one).
+    remember = _coroutine(_Base.remember)
+    forget = _coroutine(_Base.forget)
+    restore = _coroutine(_Base.restore)
+    update_memory = _coroutine(_Base.update_memory)
+    get = _coroutine(_Base.get)
+    history = _coroutine(_Base.history)
+    search = _coroutine(_Base.search)
+    search_exact = _coroutine(_Base.search_exact)
+    explain_search = _coroutine(_Base.explain_search)
+    activate = _coroutine(_Base.activate)
+    recall = _coroutine(_Base.recall)
+    build_context = _coroutine(_Base.build_context)
+    touch = _coroutine(_Base.touch)
+    run_job = _coroutine(_Base.run_job)
 
     async def _get_pool(self):
         if self._pool is None:
@@ -589,16 +679,34 @@ class AsyncMemoryClient(_Base):
             await self._pool.open()
         return self._pool
 
-    async def _aconfigure(self, conn) -> None:
+    async def _get_read_pool(self):
+        if self.read_dsn is None:
+            return await self._get_pool()
+        if getattr(self, "_read_pool", None) is None:
+            from psycopg_pool import AsyncConnectionPool
+
+            async def configure(conn):
+                await self._aconfigure(conn, read=True)
+
+            self._read_pool = AsyncConnectionPool(self.read_dsn, min_size=self.min_size, max_size=self.max_size,
+                                                  kwargs={"autocommit": True, **self._connect_kwargs()},
+                                                  configure=configure, timeout=self.timeout, open=False)
+            await self._read_pool.open()
+        return self._read_pool
+
+    async def _aconfigure(self, conn, read: bool = False) -> None:
         await _aconfigure(conn)
         if getattr(conn, "_pgmem_session", None) != self._session_key():
-            await conn.execute(*self._session_sql())
+            await conn.execute(*self._session_sql(read))
             conn._pgmem_session = self._session_key()
 
     async def close(self) -> None:
         if self._pool is not None:
             await self._pool.close()
             self._pool = None
+        if getattr(self, "_read_pool", None) is not None:
+            await self._read_pool.close()
+            self._read_pool = None
 
     async def __aenter__(self):
         return self
@@ -606,7 +714,7 @@ class AsyncMemoryClient(_Base):
     async def __aexit__(self, *exc):
         await self.close()
 
-    async def _rows(self, sql: str, params: dict, conn=None) -> list[dict]:
+    async def _rows(self, sql: str, params: dict, conn=None, *, read: bool = False) -> list[dict]:
         import asyncio
 
         attempt = 0
@@ -618,9 +726,9 @@ class AsyncMemoryClient(_Base):
                     async with conn.cursor(row_factory=dict_row) as cur:
                         await cur.execute(sql, params)
                         return await cur.fetchall() if cur.description else []
-                pool = await self._get_pool()
+                pool = await (self._get_read_pool() if read else self._get_pool())
                 async with pool.connection() as c:
-                    await self._aconfigure(c)  # a claim replaced since the connection was made
+                    await self._aconfigure(c, read=read and self.read_dsn is not None)  # a claim replaced since it was made
                     async with c.cursor(row_factory=dict_row) as cur:
                         await cur.execute(sql, params)
                         return await cur.fetchall() if cur.description else []
@@ -630,6 +738,11 @@ class AsyncMemoryClient(_Base):
                     raise
                 attempt += 1
                 await asyncio.sleep(min(2.0, 0.05 * 2 ** attempt) * (0.5 + random.random()))
+            except psycopg.Error as e:
+                mapped = from_database(e)
+                if mapped is e:
+                    raise
+                raise mapped from e
 
     async def _do(self, fn: str, args: dict, post, conn=None, *, setof: bool = True):
         sql, params = self._call_sql(fn, {k: v for k, v in args.items() if v is not None}, setof=setof)
@@ -637,7 +750,7 @@ class AsyncMemoryClient(_Base):
             self._arg_names = {r["proname"]: frozenset(r["array_agg"] or ())
                                for r in await self._rows(self._ARG_NAMES_SQL, {}, conn)}
         self._check_args(fn, params)
-        return post(await self._rows(sql, params, conn))
+        return post(await self._rows(sql, params, conn, read=self._on_replica(fn, params, conn)))
 
     async def call(self, fn: str, conn=None, **args) -> list[dict]:
         return await self._do(fn, args, list, conn)
