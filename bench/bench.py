@@ -1228,6 +1228,9 @@ def main() -> int:
             pc.execute("create role bench_app login")
         pc.execute(f"alter role bench_app password '{app_pw}'")
         pc.execute("grant pgmem_app to bench_app")
+        # security (RULES.md 10, 11): the login may act for the bench tenant; grant_tenant also sets
+        # the role's statement and idle-in-transaction timeouts its sessions must run with
+        pc.execute("select pgmem.grant_tenant('bench_app', %s)", (TENANT,))
     app_dsn = f"postgresql://bench_app:{app_pw}@127.0.0.1:{PORT}/{db}"
 
     now = datetime.now(timezone.utc)

@@ -1231,10 +1231,15 @@ def test_job_schedule_commands(conn, dsn):
         (f"pgmem-tune-{db}", "45 3 * * *", """CALL pgmem.run_job('tune', '{"tenant": "*"}')""", db),
         # the index job (440_index.sql): every minute, from its row in the job registry
         (f"pgmem-index-{db}", "* * * * *", """CALL pgmem.run_job('index', '{"tenant": "*"}')""", db),
+        # reconstructive's work queue and reflection, clusters' cluster job: their registry rows
+        (f"pgmem-work-{db}", "* * * * *", """CALL pgmem.run_job('work', '{"tenant": "*"}')""", db),
+        (f"pgmem-reflect-{db}", "40 * * * *", """CALL pgmem.run_job('reflect', '{"tenant": "*"}')""", db),
+        (f"pgmem-cluster-{db}", "20 * * * *", """CALL pgmem.run_job('cluster', '{"tenant": "*"}')""", db),
     ]
     got = rows(conn, "select * from pgmem.job_schedule_commands(merge => null, purge => '0 4 * * 0', database => 'elsewhere')")
     assert [r["job_name"] for r in got] == ["pgmem-prune-elsewhere", "pgmem-archive-elsewhere",
-                                           "pgmem-tune-elsewhere", "pgmem-purge-elsewhere", "pgmem-index-elsewhere"]
+                                           "pgmem-tune-elsewhere", "pgmem-purge-elsewhere", "pgmem-index-elsewhere",
+                                           "pgmem-work-elsewhere", "pgmem-reflect-elsewhere", "pgmem-cluster-elsewhere"]
     # each command is valid as it stands
     for r in rows(conn, "select * from pgmem.job_schedule_commands()"):
         conn.execute(r["command"])
@@ -1246,6 +1251,9 @@ def _cli(dsn: str, *args: str) -> subprocess.CompletedProcess:
                           env=env, capture_output=True, text=True, timeout=120)
 
 
+JOBS_SCHEDULED = ("merge", "prune", "archive", "tune", "index", "work", "reflect", "cluster")
+
+
 def test_cli_jobs_schedule_status_unschedule(cluster, conn, dsn):
     db = _dbname(dsn)
     q = "select jobname, schedule, command, database from cron.job where database = %s order by jobname"
@@ -1255,24 +1263,25 @@ def test_cli_jobs_schedule_status_unschedule(cluster, conn, dsn):
             assert p.returncode == 0, p.stderr
             got = rows(cron, q, (db,))
             assert [(r["jobname"], r["schedule"]) for r in got] == [
-                (f"pgmem-archive-{db}", "30 3 * * *"), (f"pgmem-index-{db}", "* * * * *"),
-                (f"pgmem-merge-{db}", "0 5 * * *"), (f"pgmem-prune-{db}", "15 3 * * *"),
-                (f"pgmem-tune-{db}", "45 3 * * *")]
+                (f"pgmem-archive-{db}", "30 3 * * *"), (f"pgmem-cluster-{db}", "20 * * * *"),
+                (f"pgmem-index-{db}", "* * * * *"), (f"pgmem-merge-{db}", "0 5 * * *"),
+                (f"pgmem-prune-{db}", "15 3 * * *"), (f"pgmem-reflect-{db}", "40 * * * *"),
+                (f"pgmem-tune-{db}", "45 3 * * *"), (f"pgmem-work-{db}", "* * * * *")]
             assert {r["command"] for r in got} == {f"""CALL pgmem.run_job('{j}', '{{"tenant": "*"}}')"""
-                                                   for j in ("merge", "prune", "archive", "tune", "index")}
-            assert p.stdout.count("scheduled pgmem-") == 5
+                                                   for j in JOBS_SCHEDULED}
+            assert p.stdout.count("scheduled pgmem-") == 8
 
             conn.execute("select * from pgmem.prune('gentle')")
             p = _cli(dsn, "jobs", "status")
             assert p.returncode == 0, p.stderr
             assert "prune" in p.stdout and "ok" in p.stdout
             assert "schedules:" in p.stdout
-            for j in ("merge", "prune", "archive", "tune", "index"):
+            for j in JOBS_SCHEDULED:
                 assert f"pgmem-{j}-{db}" in p.stdout
 
             p = _cli(dsn, "jobs", "unschedule")
             assert p.returncode == 0, p.stderr
-            assert "removed 5 schedule(s)" in p.stdout
+            assert "removed 8 schedule(s)" in p.stdout
             assert rows(cron, q, (db,)) == []
             p = _cli(dsn, "jobs", "status")
             assert p.returncode == 0 and "no pg_cron schedules" in p.stdout
