@@ -9,9 +9,18 @@
 -- statement").
 
 -- What a history snapshot keeps of a row: everything but the derived vectors.
+-- (The vector and the tsvector are set to NULL before to_jsonb, not removed after it: turning
+-- 384 floats into JSON numbers twice per history row was most of the cost of a job batch's
+-- history statement at 1M.)
 create or replace function pgmem._snapshot(m pgmem.memories) returns jsonb
-  language sql immutable parallel safe
-  return (to_jsonb(m) - 'embedding' - 'tsv') || jsonb_build_object('has_embedding', m.embedding is not null);
+  language plpgsql immutable parallel safe
+as $$
+declare v_embedded boolean := m.embedding is not null;
+begin
+  m.embedding := null;
+  m.tsv := null;
+  return (to_jsonb(m) - 'embedding' - 'tsv') || jsonb_build_object('has_embedding', v_embedded);
+end $$;
 
 -- API functions name the operation they perform (merge, unmerge, ...) for the triggers.
 create or replace function pgmem._set_op(p_op text, p_details jsonb default '{}') returns void
@@ -219,45 +228,62 @@ create or replace function pgmem._memories_after_update() returns trigger
 as $$
 declare
   v_op text := nullif(current_setting('pgmem.op', true), '');
+  v_vectors boolean;
 begin
+  -- Every statement joining old_rows to new_rows runs through EXECUTE, so that it is planned
+  -- with this UPDATE's row count: PL/pgSQL caches the plan of a statement without parameters
+  -- at its first run, and a nested loop over two transition tables planned for a one-row
+  -- update (touch, forget) is quadratic for a 10,000-row job batch (prune took minutes
+  -- instead of seconds at 1M: bench/README.md, "Write path and jobs at 1M").
   -- bookkeeping of usage alone (access_count, last_accessed_at) is the access log's job, not history's
+  execute $q$
   insert into pgmem.history (tenant, memory_id, op, before, after, details)
-  select s.tenant, s.id, coalesce(v_op, s.op), s.b, s.a, pgmem._op_details()
+  select s.tenant, s.id, coalesce($1, s.op), s.b, s.a, pgmem._op_details()
     from (select n.tenant, n.id, pgmem._inferred_op(o::pgmem.memories, n::pgmem.memories) as op,
                  pgmem._snapshot(o::pgmem.memories) as b, pgmem._snapshot(n::pgmem.memories) as a
             from old_rows o join new_rows n on n.id = o.id) s
    where (s.b - 'access_count' - 'last_accessed_at' - 'updated_at') <> (s.a - 'access_count' - 'last_accessed_at' - 'updated_at')
-   order by s.id;
+   order by s.id$q$ using v_op;
   -- the caller gave the vector: no longer queued
+  execute $q$
   delete from pgmem.embedding_queue q
    using old_rows o join new_rows n on n.id = o.id
-   where q.memory_id = n.id and o.embedding is null and n.embedding is not null;
+   where q.memory_id = n.id and o.embedding is null and n.embedding is not null$q$;
+  execute $q$
   insert into pgmem.embedding_queue (memory_id, tenant)
   select n.id, n.tenant from old_rows o join new_rows n on n.id = o.id
    where n.embedding is null and (o.embedding is not null or n.content is distinct from o.content)
    order by n.id
-  on conflict (memory_id) do update set queued_at = now(), attempts = 0, last_error = null, not_before = now();
+  on conflict (memory_id) do update set queued_at = now(), attempts = 0, last_error = null, not_before = now()$q$;
   -- the HNSW index (125_vectors.sql) holds the active, embedded memories as they are now: one
   -- that leaves `active`, or whose vector, user or tenant changes, leaves it (and its queue),
   -- and is queued again when it is (still) active and embedded. The queue first: the `index`
   -- job holds the queue rows it is moving (FOR UPDATE), so this waits for it, and the next
-  -- statement then sees, and removes, what it moved.
-  if exists (select 1 from old_rows o join new_rows n on n.id = o.id
+  -- statement then sees, and removes, what it moved. Usually nothing of this changed (a touch,
+  -- a new cluster_id): then they are skipped. (A count, not EXISTS: EXISTS is planned as a
+  -- fast-start nested loop, which compares every old row with every new one when no row
+  -- qualifies: 17 s for a 4,000-row UPDATE at 1M.)
+  execute $q$select count(*) > 0 from old_rows o join new_rows n on n.id = o.id
               where (n.state, n.user_id, n.tenant) is distinct from (o.state, o.user_id, o.tenant)
-                 or n.embedding is distinct from o.embedding) then
-    delete from pgmem.vector_queue q using old_rows o join new_rows n on n.id = o.id
-     where q.memory_id = n.id
-       and ((n.state, n.user_id, n.tenant) is distinct from (o.state, o.user_id, o.tenant) or n.embedding is distinct from o.embedding);
-    delete from pgmem.memory_vectors v using old_rows o join new_rows n on n.id = o.id
-     where v.memory_id = n.id
-       and ((n.state, n.user_id, n.tenant) is distinct from (o.state, o.user_id, o.tenant) or n.embedding is distinct from o.embedding);
-    insert into pgmem.vector_queue (memory_id, tenant)
-    select n.id, n.tenant from old_rows o join new_rows n on n.id = o.id
-     where n.state = 'active' and n.embedding is not null
-       and ((n.state, n.user_id, n.tenant) is distinct from (o.state, o.user_id, o.tenant) or n.embedding is distinct from o.embedding)
-     order by n.id
-    on conflict (memory_id) do nothing;
+                 or n.embedding is distinct from o.embedding$q$ into v_vectors;
+  if not v_vectors then
+    return null;
   end if;
+  execute $q$
+  delete from pgmem.vector_queue q using old_rows o join new_rows n on n.id = o.id
+   where q.memory_id = n.id
+     and ((n.state, n.user_id, n.tenant) is distinct from (o.state, o.user_id, o.tenant) or n.embedding is distinct from o.embedding)$q$;
+  execute $q$
+  delete from pgmem.memory_vectors v using old_rows o join new_rows n on n.id = o.id
+   where v.memory_id = n.id
+     and ((n.state, n.user_id, n.tenant) is distinct from (o.state, o.user_id, o.tenant) or n.embedding is distinct from o.embedding)$q$;
+  execute $q$
+  insert into pgmem.vector_queue (memory_id, tenant)
+  select n.id, n.tenant from old_rows o join new_rows n on n.id = o.id
+   where n.state = 'active' and n.embedding is not null
+     and ((n.state, n.user_id, n.tenant) is distinct from (o.state, o.user_id, o.tenant) or n.embedding is distinct from o.embedding)
+   order by n.id
+  on conflict (memory_id) do nothing$q$;
   return null;
 end $$;
 
