@@ -105,12 +105,17 @@ comment on table pgmem.write_locks is
 -- so a batch killed with its backend leaves a 'running' row whose backend is gone
 -- (job_status shows it as interrupted; the next run_job marks it failed).
 alter table pgmem.job_runs add column pid integer;
+
+-- merge_duplicates' batch of memories without an embedding, by (created_at, id): without this
+-- (small: only those waiting for the worker) every batch read all 1,000,000 rows (1.8 s at 1M).
+create index memories_unembedded on pgmem.memories (created_at, id) where embedding is null and state = 'active';
 drop function if exists pgmem._job_lock_key(text, text);  -- (advisory lock keys: replaced by job_locks)
 """
 
 DOWNGRADE = r"""
 drop function if exists pgmem._remember_core(pgmem.memories[], boolean[], text[], boolean, bigint);
 drop type if exists pgmem.remember_outcome;
+drop index if exists pgmem.memories_unembedded;
 drop table if exists pgmem.write_locks;
 -- job_status reads job_runs.pid: dropped here, recreated by the idempotent SQL of the revision
 -- downgraded to
