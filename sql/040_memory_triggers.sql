@@ -14,6 +14,7 @@
 -- history statement at 1M.)
 create or replace function pgmem._snapshot(m pgmem.memories) returns jsonb
   language plpgsql immutable parallel safe
+  set search_path = pgmem, public, pg_temp
 as $$
 declare v_embedded boolean := m.embedding is not null;
 begin
