@@ -23,6 +23,20 @@ insert into pgmem.settings (tenant, key, value, description) values
   ('*', 'max_idle_in_transaction_ms', '60000', 'sessions of pgmem_app and pgmem_reader logins must run with idle_in_transaction_session_timeout on and at most this (ms; 0 = no ceiling)')
 on conflict (tenant, key) do nothing;
 
+-- Write-path limits and job locks (concern: write path and jobs, issue 14 "No time limits" and
+-- "Job denial by advisory lock"): each limit is a clear 22023 error naming the setting.
+insert into pgmem.settings (tenant, key, value, description) values
+  ('*', 'max_batch_items', '1000', 'remember_many(): most items in one call (split larger batches; the client does)'),
+  ('*', 'max_metadata_bytes', '65536', 'largest metadata object of a memory (bytes of its JSON text)'),
+  ('*', 'max_summary_bytes', '16384', 'largest summary of a memory (bytes)'),
+  ('*', 'max_field_bytes', '8192', 'largest 5W1H field (who, what, location, why, how) of a memory (bytes)'),
+  ('*', 'max_id_bytes', '256', 'largest user_id, agent_id, session_id, event_key, embedding_model, topic or entity (bytes; they are indexed)'),
+  ('*', 'max_tags', '256', 'most topics, and most entities, of one memory'),
+  ('*', 'max_reason_bytes', '2048', 'largest reason given to forget, restore or update_memory (bytes)'),
+  ('*', 'job_lock_timeout_ms', '30000', 'how long a job batch waits for another job that changes memories (merge, prune, archive, purge) before it is recorded as skipped'),
+  ('*', 'merge_text_candidates', '200', 'merge_duplicates without embeddings: how many memories sharing words with one (most shared first) it compares by Jaccard')
+on conflict (tenant, key) do nothing;
+
 -- engram.md, Category Importance Weights
 insert into pgmem.categories (tenant, category, weight, description) values
   ('*', 'fact', 0.8, 'factual information'),

@@ -193,7 +193,7 @@ end $$;
 do $$
 declare
   r record;
-  admin_only text[] := array['merge_duplicates', 'unmerge', 'prune', 'purge', 'archive_stale', 'tune_thresholds',
+  admin_only text[] := array['merge_duplicates', 'unmerge', 'prune', 'purge', 'archive_stale', 'tune_thresholds', 'index_vectors',
                              'schedule_jobs', 'unschedule_jobs', 'run_job', 'grant_tenant', 'revoke_tenant', 'set_session_limits',
                              'add_claim_key', 'drop_claim_key', 'sign_tenant_claim', 'cluster'];
   app_helpers text[] := array[
@@ -207,6 +207,10 @@ declare
     '_profile', '_effective_weights',
     -- SECURITY DEFINER entry points of the read path: they check every argument themselves
     '_search', '_activate',
+    -- writejobs: the size limit of the reason of forget/restore/update_memory (110): pure checks
+    '_check_reason', '_check_bytes',
+    -- writejobs: the job registry (400), constant: job_schedule_commands lists the jobs from it
+    '_jobs',
     -- scaleout (issue 19): touch on a hot standby raises 25006 naming the primary; reads settings only
     '_standby_refuses', '_primary_address'];
 begin
@@ -275,7 +279,9 @@ end $$;
 --                                   pgmem_admin only (_require_admin); the keys are the owner's alone
 --   (grant_tenant, revoke_tenant and set_session_limits are SECURITY INVOKER: the admin's own rights)
 --   erase_user                      history is written by pgmem only (500_privacy.sql)
---   remember, surprise              history rows of rejected/duplicate candidates; the read path's reason below
+--   remember, remember_many, surprise
+--                                   history rows of rejected/duplicate candidates; the read path's reason below
+--                                   (writejobs: all three run pgmem._remember_core, 100_remember.sql)
 --   build_context                   calls pgmem._pack, which pgmem_app may not call
 --   explain_search                  builds the query record (pgmem._query and its helpers) for the weights;
 --                                   reads through pgmem.search, which filters on the tenant

@@ -312,7 +312,9 @@ ALLOWED_HELPERS = [
     "_require_tenant", "_check_registered", "_is_admin", "_bad_input", "_check_between", "_check_unit", "_check_time", "_check_embedding",
     "_check_category", "_setting", "_setting_num", "_setting_bool", "_words", "_content_key", "_scope_key",
     "_lexeme_query", "_get_for_update", "_snapshot", "_set_op", "_op_details", "_profile", "_effective_weights",
-    "_search", "_activate"]
+    "_search", "_activate",
+    # writejobs: pure size checks of update_memory/forget/restore's reason; the constant job registry
+    "_check_reason", "_check_bytes", "_jobs"]
 
 
 # ============================================================== attacker: the admin role

@@ -534,6 +534,18 @@ def _archive(w: World):
     w.no_b(res, "archive_stale")
 
 
+@check("index_vectors")
+def _index(w: World):
+    # (writejobs) the index job run for tenant a moves only a's queued vectors under the HNSW index
+    count = lambda t, x: scalar(w.su, f"select count(*) from pgmem.{t} where tenant = %s", (x,))
+    b_queued, b_indexed = count("vector_queue", "b"), count("memory_vectors", "b")
+    assert b_queued > 0 and count("vector_queue", "a") > 0
+    r = one(w.a_admin, "select * from pgmem.index_vectors()")
+    assert r["queued"] == 0 and r["indexed"] > 0, r
+    assert count("vector_queue", "a") == 0
+    assert (count("vector_queue", "b"), count("memory_vectors", "b")) == (b_queued, b_indexed)
+
+
 @check("tune_thresholds")
 def _tune(w: World):
     res = rows(w.a_admin, "select * from pgmem.tune_thresholds(min_feedback => 1)")
@@ -720,14 +732,14 @@ PURE = {
     "ndcg": "select pgmem.ndcg(array[1, 0]::float8[], 2)",
     "ild": "select pgmem.ild(array['[1,0]', '[0,1]']::vector[])",
 }
-ADMIN_ONLY = {"merge_duplicates", "unmerge", "prune", "purge", "archive_stale", "tune_thresholds", "schedule_jobs",
+ADMIN_ONLY = {"merge_duplicates", "unmerge", "prune", "purge", "archive_stale", "index_vectors", "tune_thresholds", "schedule_jobs",
               "unschedule_jobs", "run_job", "cluster"}
 ORDER = ["get_memory", "history", "surprise", "search", "search_exact", "explain_search", "activate", "recall",
          "lexical_probe",
          "build_context",
          "context_threshold", "memory_strength", "export_user", "touch", "claim_embeddings", "update_memory", "forget",
          "restore", "revert", "feedback", "current_tenant", "grant_tenant", "schedule_jobs", "merge_duplicates", "prune",
-         "archive_stale", "tune_thresholds", "purge", "run_job", "spread",
+         "archive_stale", "index_vectors", "tune_thresholds", "purge", "run_job", "spread",
          "assign_cluster", "attention", "map_points", "judge", "cluster", "cluster_confidence",
          "remember", "remember_many", "erase_user"]
 
@@ -953,7 +965,7 @@ RECONSTRUCTIVE_SECDEF = ["spread", "search_spread", "reconstruct", "reconstructi
 
 SECURITY_DEFINER_AUDITED = sorted([
     "current_tenant", "_claim_tenant", "add_claim_key", "drop_claim_key",
-    "sign_tenant_claim", "erase_user", "remember", "surprise", "build_context", "explain_search", "_search", "_activate", "recall",
+    "sign_tenant_claim", "erase_user", "remember", "remember_many", "surprise", "build_context", "explain_search", "_search", "_activate", "recall",
     "_setting", "_check_category", "claim_embeddings", "complete_embedding", "fail_embedding",
     "assign_cluster", "cluster_confidence", "cluster_top_members", "project", "save_coords"]  # clusters, map
     + RECONSTRUCTIVE_SECDEF)

@@ -338,6 +338,7 @@ JOB_COLUMNS = {
     "archive": ["memory_id", "age_days", "last_accessed_at", "best_recent_score", "applied"],
     "tune": ["tenant_id", "context_type", "old_value", "new_value", "false_positive_rate", "false_negative_rate", "feedback_count"],
     "purge": ["memory_id", "deleted_at", "applied"],
+    "index": ["indexed", "dropped", "queued"],
     "cluster": ["tenant_id", "phase", "examined", "changed", "more"],
 }
 

@@ -440,7 +440,7 @@ class _Base:
 
     # jobs ------------------------------------------------------------------------
     def run_job(self, name: str, conn=None, **params) -> list[dict]:
-        """Run a maintenance job now (merge, prune, archive, tune, purge) with its parameters."""
+        """Run a maintenance job now (merge, prune, archive, tune, purge, index) with its parameters."""
         fn = JOBS.get(name)
         if fn is None:
             raise PgmemError(f"unknown job {name!r}: known jobs are {', '.join(sorted(JOBS))}")
@@ -589,7 +589,7 @@ READ_ONLY_CALLS = frozenset({"search", "search_exact", "explain_search", "activa
                              "get_memory", "history", "export_user"})
 
 JOBS = {"merge": "merge_duplicates", "prune": "prune", "archive": "archive_stale", "tune": "tune_thresholds",
-        "purge": "purge", "cluster": "cluster"}
+        "purge": "purge", "index": "index_vectors", "cluster": "cluster"}
 
 
 def _remember_result(row: Mapping[str, Any]) -> RememberResult:

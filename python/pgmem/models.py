@@ -119,6 +119,7 @@ __all__ = [
     "settings", "tenants", "categories", "profiles", "memories", "links", "accesses",
     "history", "embedding_queue", "job_runs", "thresholds", "threshold_changes", "activation_log",
     "feedback", "job_state", "py_modules", "tenant_grants", "claim_keys",
+    "memory_vectors", "vector_queue", "job_locks", "write_locks",
     "Base", "Setting", "Tenant", "Category", "Profile", "Memory", "Link", "Access",
     "HistoryEntry", "EmbeddingQueueEntry", "JobRun", "Threshold", "ThresholdChange", "TenantGrant", "ClaimKey",
     "ActivationLogEntry", "Feedback", "JobState", "PyModule",
@@ -129,6 +130,7 @@ __all__ = [
     "clusters", "cluster_state", "cluster_moves", "cluster_steps", "memory_coords",
     "eval_queries", "eval_judgements", "eval_runs",
     "Cluster", "ClusterState", "ClusterMove", "ClusterStep", "MemoryCoord", "EvalQuery", "EvalJudgement", "EvalRun",
+    "MemoryVector", "VectorQueueEntry", "JobLock", "WriteLock",
 ]
 
 SCHEMA = "pgmem"
@@ -141,7 +143,8 @@ TABLE_NAMES = ("settings", "tenants", "categories", "profiles", "memories", "lin
                "reconstructions", "identity_traits", "identity_beliefs", "identity_goals",
                "identity_snapshots", "work_queue",  # 0008 (reconstructive)
                "clusters", "cluster_state", "cluster_moves", "cluster_steps", "memory_coords",
-               "eval_queries", "eval_judgements", "eval_runs")  # 0009 (clusters)
+               "eval_queries", "eval_judgements", "eval_runs",  # 0009 (clusters)
+               "memory_vectors", "vector_queue", "job_locks", "write_locks")  # 0006
 #: (table, column) of the generated (``GENERATED ALWAYS AS ... STORED``) columns.
 GENERATED_COLUMNS = frozenset({("memories", "tsv"), ("memories", "content_hash")})
 
@@ -373,6 +376,7 @@ def make_metadata(embedding_dim: int = DEFAULT_EMBEDDING_DIM) -> MetaData:
         Column("changed", BigInteger, nullable=False, server_default=text("0")),
         Column("error", Text),
         Column("details", JSONB, nullable=False, server_default=_EMPTY_JSON),
+        Column("pid", Integer),  # the backend running the batch (0006): a killed batch's row stays 'running'
         PrimaryKeyConstraint("id", name="job_runs_pkey"),
         _in("job_runs", "status", ("running", "ok", "failed", "skipped")),
     )
@@ -755,6 +759,52 @@ def make_metadata(embedding_dim: int = DEFAULT_EMBEDDING_DIM) -> MetaData:
         PrimaryKeyConstraint("id", name="eval_runs_pkey"),
         comment="One row per judged query per evaluation: retrieved ids, P@K, NDCG@K, ILD.",
     )
+
+    # --- revision 0006 (write path and jobs) ---
+    # Vectors under the HNSW index, insertion deferred to the index job (STORAGE.md).
+    Table(
+        "memory_vectors", md,
+        Column("memory_id", BigInteger, ForeignKey("pgmem.memories.id", ondelete="CASCADE",
+                                                   name="memory_vectors_memory_id_fkey"), nullable=False),
+        Column("tenant", Text, nullable=False),
+        Column("user_scope", Text, nullable=False),
+        Column("embedding", Vector(embedding_dim), nullable=False),
+        PrimaryKeyConstraint("memory_id", name="memory_vectors_pkey"),
+        comment="The active, embedded memories under the HNSW index (nearest-neighbour search); kept in step with "
+                "pgmem.memories by its triggers, filled from pgmem.vector_queue by the index job.",
+    )
+    Table(
+        "vector_queue", md,
+        Column("memory_id", BigInteger, ForeignKey("pgmem.memories.id", ondelete="CASCADE",
+                                                   name="vector_queue_memory_id_fkey"), nullable=False),
+        Column("tenant", Text, nullable=False),
+        Column("queued_at", _TSTZ, nullable=False, server_default=_NOW),
+        PrimaryKeyConstraint("memory_id", name="vector_queue_pkey"),
+        comment="Active, embedded memories waiting for the index job to put them under the HNSW index "
+                "(pgmem._neighbours searches them exactly meanwhile).",
+    )
+    # Locks of the maintenance jobs (row locks the application roles cannot take).
+    Table(
+        "job_locks", md,
+        Column("tenant", Text, nullable=False),
+        Column("job", Text, nullable=False),
+        Column("holder_pid", Integer),
+        Column("holder_since", _TSTZ),
+        Column("run_id", BigInteger),
+        Column("updated_at", _TSTZ, nullable=False, server_default=_NOW),
+        PrimaryKeyConstraint("tenant", "job", name="job_locks_pkey"),
+        comment="Locks of the maintenance jobs (row locks, and the run_job holding a job between its transactions). "
+                "Only the jobs (pgmem_admin) use it: the application roles cannot take these locks.",
+    )
+    # One writer at a time per (tenant, user scope) in remember/remember_many.
+    Table(
+        "write_locks", md,
+        Column("tenant", Text, nullable=False),
+        Column("scope", Text, nullable=False),
+        PrimaryKeyConstraint("tenant", "scope", name="write_locks_pkey"),
+        comment="One row per (tenant, user scope) that remember/remember_many lock while they gate and write a "
+                "batch: concurrent writes to one scope take turns.",
+    )
     return md
 
 
@@ -794,6 +844,10 @@ memory_coords: Table = metadata.tables["pgmem.memory_coords"]
 eval_queries: Table = metadata.tables["pgmem.eval_queries"]
 eval_judgements: Table = metadata.tables["pgmem.eval_judgements"]
 eval_runs: Table = metadata.tables["pgmem.eval_runs"]
+memory_vectors: Table = metadata.tables["pgmem.memory_vectors"]
+vector_queue: Table = metadata.tables["pgmem.vector_queue"]
+job_locks: Table = metadata.tables["pgmem.job_locks"]
+write_locks: Table = metadata.tables["pgmem.write_locks"]
 
 
 def add_to_metadata(target: MetaData, embedding_dim: int = DEFAULT_EMBEDDING_DIM) -> dict[str, Table]:
@@ -982,6 +1036,7 @@ class JobRun(Base):
     changed: Mapped[int]
     error: Mapped[Optional[str]]
     details: Mapped[dict[str, Any]]
+    pid: Mapped[Optional[int]]
 
 
 class Threshold(Base):
@@ -1254,3 +1309,32 @@ class EvalRun(Base):
     precision_at_k: Mapped[float]
     ndcg: Mapped[float]
     ild: Mapped[Optional[float]]
+class MemoryVector(Base):
+    __table__ = memory_vectors
+    memory_id: Mapped[int]
+    tenant: Mapped[str]
+    user_scope: Mapped[str]
+    embedding: Mapped[Any]  # numpy array (pgvector)
+
+
+class VectorQueueEntry(Base):
+    __table__ = vector_queue
+    memory_id: Mapped[int]
+    tenant: Mapped[str]
+    queued_at: Mapped[_dt.datetime]
+
+
+class JobLock(Base):
+    __table__ = job_locks
+    tenant: Mapped[str]
+    job: Mapped[str]
+    holder_pid: Mapped[Optional[int]]
+    holder_since: Mapped[Optional[_dt.datetime]]
+    run_id: Mapped[Optional[int]]
+    updated_at: Mapped[_dt.datetime]
+
+
+class WriteLock(Base):
+    __table__ = write_locks
+    tenant: Mapped[str]
+    scope: Mapped[str]
