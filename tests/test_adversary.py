@@ -299,7 +299,13 @@ class TestApp:
 
 
 # SECURITY DEFINER functions a view may call: they return the session's own tenant's data only
-VIEW_SAFE_DEFINERS = ["current_tenant", "_setting", "_check_category"]
+VIEW_SAFE_DEFINERS = ["current_tenant", "_setting", "_check_category",
+                      # clusters (sql/340_cluster_views.sql, views cluster_members / cluster_overview): each
+                      # is one SQL statement filtered on `tenant = (select pgmem.current_tenant()) or
+                      # (select pgmem._is_admin())` (as the row-level policies: admins see every row),
+                      # joining memories and clusters on equal tenants; another tenant's memory or cluster
+                      # id gives NULL / '[]' (tests/test_tenancy.py, cluster_confidence check)
+                      "cluster_confidence", "cluster_top_members"]
 
 # the private helpers pgmem_app may execute (sql/900_security.sql, app_helpers, with reasons)
 ALLOWED_HELPERS = [

@@ -96,17 +96,19 @@ from sqlalchemy import (
     Column,
     Computed,
     ForeignKey,
+    ForeignKeyConstraint,
     Identity,
     Integer,
     MetaData,
     PrimaryKeyConstraint,
     REAL,
+    SmallInteger,
     TIMESTAMP,
     Table,
     Text,
     text,
 )
-from sqlalchemy.dialects.postgresql import ARRAY, BYTEA, JSONB, TSVECTOR, UUID
+from sqlalchemy.dialects.postgresql import ARRAY, BYTEA, DOUBLE_PRECISION, JSONB, TSVECTOR, UUID
 from sqlalchemy.orm import DeclarativeBase, Mapped, column_property
 
 from .db import VERSION_TABLE
@@ -120,6 +122,13 @@ __all__ = [
     "Base", "Setting", "Tenant", "Category", "Profile", "Memory", "Link", "Access",
     "HistoryEntry", "EmbeddingQueueEntry", "JobRun", "Threshold", "ThresholdChange", "TenantGrant", "ClaimKey",
     "ActivationLogEntry", "Feedback", "JobState", "PyModule",
+    # 0008 (reconstructive)
+    "reconstructions", "identity_traits", "identity_beliefs", "identity_goals", "identity_snapshots", "work_queue",
+    "Reconstruction", "IdentityTrait", "IdentityBelief", "IdentityGoal", "IdentitySnapshot", "WorkQueueEntry",
+    # 0009 (clusters)
+    "clusters", "cluster_state", "cluster_moves", "cluster_steps", "memory_coords",
+    "eval_queries", "eval_judgements", "eval_runs",
+    "Cluster", "ClusterState", "ClusterMove", "ClusterStep", "MemoryCoord", "EvalQuery", "EvalJudgement", "EvalRun",
 ]
 
 SCHEMA = "pgmem"
@@ -128,7 +137,11 @@ TABLE_NAMES = ("settings", "tenants", "categories", "profiles", "memories", "lin
                "accesses", "history", "embedding_queue", "job_runs",          # 0001
                "thresholds", "threshold_changes", "activation_log", "feedback", "job_state",  # 0002
                "py_modules",  # 0003
-               "tenant_grants", "claim_keys")  # 0004
+               "tenant_grants", "claim_keys",  # 0004
+               "reconstructions", "identity_traits", "identity_beliefs", "identity_goals",
+               "identity_snapshots", "work_queue",  # 0008 (reconstructive)
+               "clusters", "cluster_state", "cluster_moves", "cluster_steps", "memory_coords",
+               "eval_queries", "eval_judgements", "eval_runs")  # 0009 (clusters)
 #: (table, column) of the generated (``GENERATED ALWAYS AS ... STORED``) columns.
 GENERATED_COLUMNS = frozenset({("memories", "tsv"), ("memories", "content_hash")})
 
@@ -148,6 +161,7 @@ _TSTZ = TIMESTAMP(timezone=True)
 _NOW = text("now()")
 _EMPTY_JSON = text("'{}'::jsonb")
 _ALL_TENANTS = text("'*'::text")
+_CLOCK = text("clock_timestamp()")
 
 
 def _unit(table: str, column: str) -> CheckConstraint:
@@ -296,7 +310,8 @@ def make_metadata(embedding_dim: int = DEFAULT_EMBEDDING_DIM) -> MetaData:
         Column("created_at", _TSTZ, nullable=False, server_default=_NOW),
         Column("updated_at", _TSTZ, nullable=False, server_default=_NOW),
         PrimaryKeyConstraint("src_id", "dst_id", "kind", name="links_pkey"),
-        _in("links", "kind", ("temporal", "semantic", "causal", "co_access", "merged", "concept")),
+        _in("links", "kind", ("temporal", "semantic", "causal", "co_access", "merged", "concept",
+                              "supersedes")),  # supersedes: 0008 (reconstructive)
         CheckConstraint("weight >= 0::double precision", name="links_weight_check"),
         CheckConstraint("src_id <> dst_id", name="links_check"),
     )
@@ -475,6 +490,271 @@ def make_metadata(embedding_dim: int = DEFAULT_EMBEDDING_DIM) -> MetaData:
         comment="Keys that verify signed tenant claims (HS256 JWT in pgmem.tenant_claim). Stored as the HMAC pads "
                 "of the key; readable only by the owner role.",
     )
+
+    # --- revision 0008 (reconstructive, issue 16; fragment-reconstructive-memory.md) ---
+    # Content domains: motor and sensory content of a memory (JSON objects, both optional).
+    _memories = md.tables[f"{SCHEMA}.memories"]
+    for domain in ("motor", "sensory"):
+        _memories.append_column(Column(domain, JSONB))
+        _memories.append_constraint(CheckConstraint(
+            f"{domain} IS NULL OR jsonb_typeof({domain}) = 'object'::text", name=f"memories_{domain}_check"))
+
+    # The reconstruction log: the members of every strand reconstruct() assembled, by query hash.
+    Table(
+        "reconstructions", md,
+        Column("id", BigInteger, Identity(always=True), nullable=False),
+        Column("tenant", Text, nullable=False),
+        Column("query_hash", UUID(as_uuid=True), nullable=False),
+        Column("query_text", Text),
+        Column("user_id", Text),
+        Column("k", Integer, nullable=False),
+        Column("member_ids", ARRAY(BigInteger), nullable=False),
+        Column("scores", ARRAY(REAL), nullable=False),
+        Column("certainty", REAL),
+        Column("params", JSONB, nullable=False, server_default=_EMPTY_JSON),
+        Column("created_at", _TSTZ, nullable=False, server_default=_CLOCK),
+        PrimaryKeyConstraint("id", name="reconstructions_pkey"),
+        comment="The reconstruction log: the members of every strand reconstruct() assembled, keyed by the "
+                "query's hash (certainty is computed over them).",
+    )
+
+    # Identity of a tenant's agent (agent_id '' = the tenant's agent): traits, beliefs, goals
+    # and the snapshots of the whole self-concept.
+    def _identity_name(table: str, column: str, max_len: int, first: bool) -> CheckConstraint:
+        pattern = "^\\S" if first else "\\S"
+        return CheckConstraint(f"{column} ~ '{pattern}'::text AND char_length({column}) <= {max_len}",
+                               name=f"{table}_{column}_check")
+
+    Table(
+        "identity_traits", md,
+        Column("tenant", Text, nullable=False),
+        Column("agent_id", Text, nullable=False, server_default=text("''::text")),
+        Column("name", Text, nullable=False),
+        Column("value", DOUBLE_PRECISION, nullable=False),
+        Column("inertia", DOUBLE_PRECISION, nullable=False),
+        Column("observations", Integer, nullable=False, server_default=text("1")),
+        Column("created_at", _TSTZ, nullable=False, server_default=_CLOCK),
+        Column("updated_at", _TSTZ, nullable=False, server_default=_CLOCK),
+        PrimaryKeyConstraint("tenant", "agent_id", "name", name="identity_traits_pkey"),
+        _identity_name("identity_traits", "name", 128, first=True),
+        _unit("identity_traits", "value"),
+        _unit("identity_traits", "inertia"),
+        comment="Identity traits: stable characteristics (0..1), updated as an EMA with high inertia.",
+    )
+    Table(
+        "identity_beliefs", md,
+        Column("tenant", Text, nullable=False),
+        Column("agent_id", Text, nullable=False, server_default=text("''::text")),
+        Column("key", Text, nullable=False),
+        Column("statement", Text, nullable=False),
+        Column("confidence", DOUBLE_PRECISION, nullable=False),
+        Column("inertia", DOUBLE_PRECISION, nullable=False),
+        Column("evidence", ARRAY(BigInteger), nullable=False, server_default=text("'{}'::bigint[]")),
+        Column("observations", Integer, nullable=False, server_default=text("1")),
+        Column("created_at", _TSTZ, nullable=False, server_default=_CLOCK),
+        Column("updated_at", _TSTZ, nullable=False, server_default=_CLOCK),
+        PrimaryKeyConstraint("tenant", "agent_id", "key", "statement", name="identity_beliefs_pkey"),
+        _identity_name("identity_beliefs", "key", 128, first=True),
+        _identity_name("identity_beliefs", "statement", 1000, first=False),
+        _unit("identity_beliefs", "confidence"),
+        _unit("identity_beliefs", "inertia"),
+        comment="Identity beliefs: competing statements per key, each with an EMA confidence (medium inertia) "
+                "and its evidence (memory ids); the held belief of a key is its most confident statement.",
+    )
+    Table(
+        "identity_goals", md,
+        Column("tenant", Text, nullable=False),
+        Column("agent_id", Text, nullable=False, server_default=text("''::text")),
+        Column("key", Text, nullable=False),
+        Column("goal", Text, nullable=False),
+        Column("embedding", Vector(embedding_dim)),
+        Column("priority", DOUBLE_PRECISION, nullable=False, server_default=text("1")),
+        Column("inertia", DOUBLE_PRECISION, nullable=False),
+        Column("state", Text, nullable=False, server_default=text("'active'::text")),
+        Column("observations", Integer, nullable=False, server_default=text("1")),
+        Column("created_at", _TSTZ, nullable=False, server_default=_CLOCK),
+        Column("updated_at", _TSTZ, nullable=False, server_default=_CLOCK),
+        PrimaryKeyConstraint("tenant", "agent_id", "key", name="identity_goals_pkey"),
+        _identity_name("identity_goals", "key", 128, first=True),
+        _identity_name("identity_goals", "goal", 2000, first=False),
+        _unit("identity_goals", "priority"),
+        _unit("identity_goals", "inertia"),
+        _in("identity_goals", "state", ("active", "achieved", "dropped")),
+        comment="Identity goals: active objectives with an embedding (goal relevance in salience), updated as "
+                "an EMA with low inertia.",
+    )
+    Table(
+        "identity_snapshots", md,
+        Column("id", BigInteger, Identity(always=True), nullable=False),
+        Column("tenant", Text, nullable=False),
+        Column("agent_id", Text, nullable=False, server_default=text("''::text")),
+        Column("taken_at", _TSTZ, nullable=False, server_default=_CLOCK),
+        Column("reason", Text, nullable=False),
+        Column("identity", JSONB, nullable=False),
+        PrimaryKeyConstraint("id", name="identity_snapshots_pkey"),
+        comment="The history of the self-concept: the whole identity of an agent after every change (and on "
+                "request); identity_at(as_of) reads it.",
+    )
+
+    # The priority work queue: QUERY 0, ENCODE 1, REFLECT 2, MAINTENANCE 3, IDLE 4.
+    Table(
+        "work_queue", md,
+        Column("id", BigInteger, Identity(always=True), nullable=False),
+        Column("tenant", Text, nullable=False),
+        Column("priority", SmallInteger, nullable=False),
+        Column("task", Text, nullable=False),
+        Column("memory_ids", ARRAY(BigInteger), nullable=False, server_default=text("'{}'::bigint[]")),
+        Column("params", JSONB, nullable=False, server_default=_EMPTY_JSON),
+        Column("enqueued_at", _TSTZ, nullable=False, server_default=_CLOCK),
+        Column("not_before", _TSTZ, nullable=False, server_default=_NOW),
+        Column("attempts", Integer, nullable=False, server_default=text("0")),
+        Column("last_error", Text),
+        PrimaryKeyConstraint("id", name="work_queue_pkey"),
+        CheckConstraint("priority >= 0 AND priority <= 4", name="work_queue_priority_check"),
+        CheckConstraint("task ~ '^[a-z][a-z0-9_]{0,31}$'::text", name="work_queue_task_check"),
+        _is_object("work_queue", "params"),
+        comment="Work items waiting for pgmem.work(): priority (0 QUERY .. 4 IDLE), task, memory ids and parameters.",
+    )
+
+    # --- revision 0009 (clusters, issue 17; jam-journalistic-agent-memory.md) ---
+    # Concept and liquid clusters; memories.cluster_id (a column since 0001) refers to them.
+    # The centroid is an unconstrained vector (its dimension is the embeddings').
+    Table(
+        "clusters", md,
+        Column("id", BigInteger, Identity(always=True), nullable=False),
+        Column("tenant", Text, nullable=False),
+        Column("state", Text, nullable=False, server_default=text("'active'::text")),
+        Column("centroid", Vector(), nullable=False),
+        Column("n_seen", DOUBLE_PRECISION, nullable=False, server_default=text("0")),
+        Column("size", Integer, nullable=False, server_default=text("0")),
+        Column("energy", REAL, nullable=False, server_default=text("0.5")),
+        Column("label", Text),
+        Column("top_terms", ARRAY(Text), nullable=False, server_default=text("'{}'::text[]")),
+        Column("generation", Integer, nullable=False, server_default=text("1")),
+        Column("merged_into_cluster", BigInteger, ForeignKey("pgmem.clusters.id",
+                                                             name="clusters_merged_into_cluster_fkey")),
+        Column("created_at", _TSTZ, nullable=False, server_default=_NOW),
+        Column("updated_at", _TSTZ, nullable=False, server_default=_NOW),
+        PrimaryKeyConstraint("id", name="clusters_pkey"),
+        _in("clusters", "state", ("building", "active", "merged", "retired")),
+        CheckConstraint("n_seen >= 0::double precision", name="clusters_n_seen_check"),
+        CheckConstraint("size >= 0", name="clusters_size_check"),
+        _unit("clusters", "energy"),
+        comment="Concept clusters (JAM Clustering Pipeline): k-means centroid and counts, members, energy "
+                "(liquid clusters), label from the members' top terms.",
+    )
+    md.tables[f"{SCHEMA}.memories"].append_constraint(ForeignKeyConstraint(
+        ["cluster_id"], ["pgmem.clusters.id"], ondelete="SET NULL", name="memories_cluster_fk"))
+
+    Table(
+        "cluster_state", md,
+        Column("tenant", Text, nullable=False),
+        Column("phase", Text, nullable=False, server_default=text("'idle'::text")),
+        Column("cursor_id", BigInteger, nullable=False, server_default=text("0")),
+        Column("generation", Integer, nullable=False, server_default=text("0")),
+        Column("k", Integer),
+        Column("fitted_n", BigInteger, nullable=False, server_default=text("0")),
+        Column("fitted_at", _TSTZ),
+        Column("step_at", _TSTZ),
+        Column("access_cursor", BigInteger, nullable=False, server_default=text("0")),
+        Column("embed_cursor_at", _TSTZ),
+        Column("embed_cursor_id", BigInteger),
+        Column("run_details", JSONB, nullable=False, server_default=_EMPTY_JSON),
+        Column("updated_at", _TSTZ, nullable=False, server_default=_NOW),
+        PrimaryKeyConstraint("tenant", name="cluster_state_pkey"),
+        _in("cluster_state", "phase", ("idle", "stream", "assign", "update", "liquid")),
+        comment="Where the cluster job of each tenant stands (phase, cursors, last fit and step).",
+    )
+    Table(
+        "cluster_moves", md,
+        Column("id", BigInteger, Identity(always=True), nullable=False),
+        Column("tenant", Text, nullable=False),
+        Column("memory_id", BigInteger, ForeignKey("pgmem.memories.id", ondelete="CASCADE",
+                                                   name="cluster_moves_memory_id_fkey"), nullable=False),
+        Column("from_cluster", BigInteger, ForeignKey("pgmem.clusters.id", name="cluster_moves_from_cluster_fkey")),
+        Column("to_cluster", BigInteger, ForeignKey("pgmem.clusters.id", name="cluster_moves_to_cluster_fkey")),
+        Column("reason", Text, nullable=False),
+        Column("pull", REAL),
+        Column("job_run_id", BigInteger),
+        Column("moved_at", _TSTZ, nullable=False, server_default=_NOW),
+        PrimaryKeyConstraint("id", name="cluster_moves_pkey"),
+        _in("cluster_moves", "reason", ("flow", "merge", "refit")),
+        comment="Every move of a memory from one cluster to another (liquid flow, merge, refit), for the "
+                "cluster flow view.",
+    )
+    Table(
+        "cluster_steps", md,
+        Column("tenant", Text, nullable=False),
+        Column("cluster_id", BigInteger, ForeignKey("pgmem.clusters.id", ondelete="CASCADE",
+                                                    name="cluster_steps_cluster_id_fkey"), nullable=False),
+        Column("at", _TSTZ, nullable=False),
+        Column("size", Integer, nullable=False),
+        Column("energy", REAL, nullable=False),
+        Column("accesses", BigInteger, nullable=False, server_default=text("0")),
+        Column("job_run_id", BigInteger),
+        PrimaryKeyConstraint("cluster_id", "at", name="cluster_steps_pkey"),
+        comment="Size and energy of each cluster after each liquid step (cluster flow over time).",
+    )
+
+    # 3-D coordinates of memories for the map.
+    Table(
+        "memory_coords", md,
+        Column("tenant", Text, nullable=False),
+        Column("memory_id", BigInteger, ForeignKey("pgmem.memories.id", ondelete="CASCADE",
+                                                   name="memory_coords_memory_id_fkey"), nullable=False),
+        Column("method", Text, nullable=False),
+        Column("x", REAL, nullable=False),
+        Column("y", REAL, nullable=False),
+        Column("z", REAL, nullable=False),
+        Column("computed_at", _TSTZ, nullable=False, server_default=_NOW),
+        PrimaryKeyConstraint("memory_id", "method", name="memory_coords_pkey"),
+        _in("memory_coords", "method", ("pca", "tsne", "umap")),
+        comment="3-D coordinates of memories for the map (PCA, t-SNE, UMAP).",
+    )
+
+    # Retrieval judgements and metrics (P@K, NDCG@K, ILD).
+    Table(
+        "eval_queries", md,
+        Column("tenant", Text, nullable=False),
+        Column("query", Text, nullable=False),
+        Column("query_embedding", Vector()),
+        Column("created_at", _TSTZ, nullable=False, server_default=_NOW),
+        PrimaryKeyConstraint("tenant", "query", name="eval_queries_pkey"),
+        CheckConstraint("query ~ '\\S'::text", name="eval_queries_query_check"),
+        comment="Queries of the retrieval judgements, with their embedding when one is known.",
+    )
+    Table(
+        "eval_judgements", md,
+        Column("tenant", Text, nullable=False),
+        Column("query", Text, nullable=False),
+        Column("memory_id", BigInteger, ForeignKey("pgmem.memories.id", ondelete="CASCADE",
+                                                   name="eval_judgements_memory_id_fkey"), nullable=False),
+        Column("relevance", REAL, nullable=False, server_default=text("1")),
+        Column("judged_at", _TSTZ, nullable=False, server_default=_NOW),
+        PrimaryKeyConstraint("tenant", "query", "memory_id", name="eval_judgements_pkey"),
+        ForeignKeyConstraint(["tenant", "query"], ["pgmem.eval_queries.tenant", "pgmem.eval_queries.query"],
+                             ondelete="CASCADE", onupdate="CASCADE", name="eval_judgements_tenant_query_fkey"),
+        CheckConstraint("relevance >= 0::double precision AND relevance <= 10::double precision",
+                        name="eval_judgements_relevance_check"),
+        comment="Graded relevance of memories to queries (0 = not relevant): the ground truth of P@K and NDCG.",
+    )
+    Table(
+        "eval_runs", md,
+        Column("id", BigInteger, Identity(always=True), nullable=False),
+        Column("tenant", Text, nullable=False),
+        Column("run_at", _TSTZ, nullable=False, server_default=_NOW),
+        Column("query", Text, nullable=False),
+        Column("method", Text, nullable=False),
+        Column("k", Integer, nullable=False),
+        Column("retrieved", ARRAY(BigInteger), nullable=False),
+        Column("relevant", Integer, nullable=False),
+        Column("judged", Integer, nullable=False),
+        Column("precision_at_k", DOUBLE_PRECISION, nullable=False),
+        Column("ndcg", DOUBLE_PRECISION, nullable=False),
+        Column("ild", DOUBLE_PRECISION),
+        PrimaryKeyConstraint("id", name="eval_runs_pkey"),
+        comment="One row per judged query per evaluation: retrieved ids, P@K, NDCG@K, ILD.",
+    )
     return md
 
 
@@ -498,6 +778,22 @@ job_state: Table = metadata.tables["pgmem.job_state"]
 py_modules: Table = metadata.tables["pgmem.py_modules"]
 tenant_grants: Table = metadata.tables["pgmem.tenant_grants"]
 claim_keys: Table = metadata.tables["pgmem.claim_keys"]
+# 0008 (reconstructive)
+reconstructions: Table = metadata.tables["pgmem.reconstructions"]
+identity_traits: Table = metadata.tables["pgmem.identity_traits"]
+identity_beliefs: Table = metadata.tables["pgmem.identity_beliefs"]
+identity_goals: Table = metadata.tables["pgmem.identity_goals"]
+identity_snapshots: Table = metadata.tables["pgmem.identity_snapshots"]
+work_queue: Table = metadata.tables["pgmem.work_queue"]
+# 0009 (clusters)
+clusters: Table = metadata.tables["pgmem.clusters"]
+cluster_state: Table = metadata.tables["pgmem.cluster_state"]
+cluster_moves: Table = metadata.tables["pgmem.cluster_moves"]
+cluster_steps: Table = metadata.tables["pgmem.cluster_steps"]
+memory_coords: Table = metadata.tables["pgmem.memory_coords"]
+eval_queries: Table = metadata.tables["pgmem.eval_queries"]
+eval_judgements: Table = metadata.tables["pgmem.eval_judgements"]
+eval_runs: Table = metadata.tables["pgmem.eval_runs"]
 
 
 def add_to_metadata(target: MetaData, embedding_dim: int = DEFAULT_EMBEDDING_DIM) -> dict[str, Table]:
@@ -621,6 +917,8 @@ class Memory(Base):
     cluster_id: Mapped[Optional[int]]
     event_key: Mapped[Optional[str]]
     seq: Mapped[Optional[int]]
+    motor: Mapped[Optional[dict[str, Any]]]  # 0008 (reconstructive)
+    sensory: Mapped[Optional[dict[str, Any]]]  # 0008 (reconstructive)
 
 
 class Link(Base):
@@ -770,3 +1068,189 @@ class ClaimKey(Base):
     created_by: Mapped[str]
     expires_at: Mapped[Optional[_dt.datetime]]
     note: Mapped[Optional[str]]
+
+
+# --- 0008 (reconstructive) ---
+
+class Reconstruction(Base):
+    __table__ = reconstructions
+    id: Mapped[int]
+    tenant: Mapped[str]
+    query_hash: Mapped[_uuid.UUID]
+    query_text: Mapped[Optional[str]]
+    user_id: Mapped[Optional[str]]
+    k: Mapped[int]
+    member_ids: Mapped[list[int]]
+    scores: Mapped[list[float]]
+    certainty: Mapped[Optional[float]]
+    params: Mapped[dict[str, Any]]
+    created_at: Mapped[_dt.datetime]
+
+
+class IdentityTrait(Base):
+    __table__ = identity_traits
+    tenant: Mapped[str]
+    agent_id: Mapped[str]
+    name: Mapped[str]
+    value: Mapped[float]
+    inertia: Mapped[float]
+    observations: Mapped[int]
+    created_at: Mapped[_dt.datetime]
+    updated_at: Mapped[_dt.datetime]
+
+
+class IdentityBelief(Base):
+    __table__ = identity_beliefs
+    tenant: Mapped[str]
+    agent_id: Mapped[str]
+    key: Mapped[str]
+    statement: Mapped[str]
+    confidence: Mapped[float]
+    inertia: Mapped[float]
+    evidence: Mapped[list[int]]
+    observations: Mapped[int]
+    created_at: Mapped[_dt.datetime]
+    updated_at: Mapped[_dt.datetime]
+
+
+class IdentityGoal(Base):
+    __table__ = identity_goals
+    tenant: Mapped[str]
+    agent_id: Mapped[str]
+    key: Mapped[str]
+    goal: Mapped[str]
+    embedding: Mapped[Optional[Any]]  # numpy array (pgvector) or None
+    priority: Mapped[float]
+    inertia: Mapped[float]
+    state: Mapped[str]
+    observations: Mapped[int]
+    created_at: Mapped[_dt.datetime]
+    updated_at: Mapped[_dt.datetime]
+
+
+class IdentitySnapshot(Base):
+    __table__ = identity_snapshots
+    id: Mapped[int]
+    tenant: Mapped[str]
+    agent_id: Mapped[str]
+    taken_at: Mapped[_dt.datetime]
+    reason: Mapped[str]
+    identity: Mapped[dict[str, Any]]
+
+
+class WorkQueueEntry(Base):
+    __table__ = work_queue
+    id: Mapped[int]
+    tenant: Mapped[str]
+    priority: Mapped[int]
+    task: Mapped[str]
+    memory_ids: Mapped[list[int]]
+    params: Mapped[dict[str, Any]]
+    enqueued_at: Mapped[_dt.datetime]
+    not_before: Mapped[_dt.datetime]
+    attempts: Mapped[int]
+    last_error: Mapped[Optional[str]]
+
+
+# --- 0009 (clusters) ---
+
+class Cluster(Base):
+    __table__ = clusters
+    id: Mapped[int]
+    tenant: Mapped[str]
+    state: Mapped[str]
+    centroid: Mapped[Any]  # numpy array (pgvector)
+    n_seen: Mapped[float]
+    size: Mapped[int]
+    energy: Mapped[float]
+    label: Mapped[Optional[str]]
+    top_terms: Mapped[list[str]]
+    generation: Mapped[int]
+    merged_into_cluster: Mapped[Optional[int]]
+    created_at: Mapped[_dt.datetime]
+    updated_at: Mapped[_dt.datetime]
+
+
+class ClusterState(Base):
+    __table__ = cluster_state
+    tenant: Mapped[str]
+    phase: Mapped[str]
+    cursor_id: Mapped[int]
+    generation: Mapped[int]
+    k: Mapped[Optional[int]]
+    fitted_n: Mapped[int]
+    fitted_at: Mapped[Optional[_dt.datetime]]
+    step_at: Mapped[Optional[_dt.datetime]]
+    access_cursor: Mapped[int]
+    embed_cursor_at: Mapped[Optional[_dt.datetime]]
+    embed_cursor_id: Mapped[Optional[int]]
+    run_details: Mapped[dict[str, Any]]
+    updated_at: Mapped[_dt.datetime]
+
+
+class ClusterMove(Base):
+    __table__ = cluster_moves
+    id: Mapped[int]
+    tenant: Mapped[str]
+    memory_id: Mapped[int]
+    from_cluster: Mapped[Optional[int]]
+    to_cluster: Mapped[Optional[int]]
+    reason: Mapped[str]
+    pull: Mapped[Optional[float]]
+    job_run_id: Mapped[Optional[int]]
+    moved_at: Mapped[_dt.datetime]
+
+
+class ClusterStep(Base):
+    __table__ = cluster_steps
+    tenant: Mapped[str]
+    cluster_id: Mapped[int]
+    at: Mapped[_dt.datetime]
+    size: Mapped[int]
+    energy: Mapped[float]
+    accesses: Mapped[int]
+    job_run_id: Mapped[Optional[int]]
+
+
+class MemoryCoord(Base):
+    __table__ = memory_coords
+    tenant: Mapped[str]
+    memory_id: Mapped[int]
+    method: Mapped[str]
+    x: Mapped[float]
+    y: Mapped[float]
+    z: Mapped[float]
+    computed_at: Mapped[_dt.datetime]
+
+
+class EvalQuery(Base):
+    __table__ = eval_queries
+    tenant: Mapped[str]
+    query: Mapped[str]
+    query_embedding: Mapped[Optional[Any]]  # numpy array (pgvector) or None
+    created_at: Mapped[_dt.datetime]
+
+
+class EvalJudgement(Base):
+    __table__ = eval_judgements
+    tenant: Mapped[str]
+    query: Mapped[str]
+    memory_id: Mapped[int]
+    relevance: Mapped[float]
+    judged_at: Mapped[_dt.datetime]
+
+
+class EvalRun(Base):
+    __table__ = eval_runs
+    id: Mapped[int]
+    tenant: Mapped[str]
+    run_at: Mapped[_dt.datetime]
+    query: Mapped[str]
+    method: Mapped[str]
+    k: Mapped[int]
+    retrieved: Mapped[list[int]]
+    relevant: Mapped[int]
+    judged: Mapped[int]
+    precision_at_k: Mapped[float]
+    ndcg: Mapped[float]
+    ild: Mapped[Optional[float]]
