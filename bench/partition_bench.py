@@ -144,6 +144,8 @@ def main() -> int:
     ap.add_argument("--tenants", type=int, default=100)
     ap.add_argument("--partitions", type=int, default=16)
     ap.add_argument("--queries", type=int, default=300)
+    ap.add_argument("--part-ef", default="40,100,200",
+                    help="hnsw.ef_search values for the partitioned table (the plain one runs at 40): equal recall")
     ap.add_argument("--own-topics", action="store_true", help="each tenant its own 8 topics (default: 64 shared topics)")
     args = ap.parse_args()
     rng = np.random.default_rng(19)
@@ -163,28 +165,30 @@ def main() -> int:
             t = int(rng2.integers(args.tenants))
             v = unit(centres[t][rng2.integers(8)] + rng2.standard_normal(DIM).astype(np.float32) * NOISE)
             qs.append((f"tenant{t:03d}", v.astype(np.float32)))
-        lat = {"plain": [], "partitioned": []}
-        plan = {"plain": [], "partitioned": []}
-        recall = {"plain": [], "partitioned": []}
-        tables = {"plain": "probe_plain", "partitioned": "probe_part"}
+        efs = [int(x) for x in args.part_ef.split(",")]
+        tables = {"plain": ("probe_plain", 40), **{f"partitioned_ef{e}": ("probe_part", e) for e in efs}}
+        lat = {k: [] for k in tables}
+        plan = {k: [] for k in tables}
+        recall = {k: [] for k in tables}
         for t, v in qs[:30]:  # warm
             for name in tables:
-                conn.execute(Q.format(t=tables[name]), (t, v)).fetchall()
+                conn.execute(Q.format(t=tables[name][0]), (t, v)).fetchall()
         for i, (t, v) in enumerate(qs):
             conn.execute("set enable_indexscan = off")  # the exact answer: the tenant's rows, sorted
             exact = {r[0] for r in conn.execute(Q.format(t="probe_plain"), (t, v)).fetchall()}
             conn.execute("reset enable_indexscan")
             order = list(tables) if i % 2 == 0 else list(tables)[::-1]
             for name in order:
+                conn.execute(f"set hnsw.ef_search = {tables[name][1]}")
                 s = time.perf_counter()
-                ids = [r[0] for r in conn.execute(Q.format(t=tables[name]), (t, v)).fetchall()]
+                ids = [r[0] for r in conn.execute(Q.format(t=tables[name][0]), (t, v)).fetchall()]
                 lat[name].append((time.perf_counter() - s) * 1000)
                 recall[name].append(len(exact & set(ids)) / 10)
                 if i % 10 == 0:
-                    ex = conn.execute("explain (analyze, summary, format json) " + Q.format(t=tables[name]), (t, v)).fetchone()[0][0]
+                    ex = conn.execute("explain (analyze, summary, format json) " + Q.format(t=tables[name][0]), (t, v)).fetchone()[0][0]
                     plan[name].append(ex["Planning Time"])
         R = {"n": args.n, "tenants": args.tenants, "partitions": args.partitions, "queries": args.queries,
-             "ef_search": 40, "iterative_scan": "relaxed_order", **meta,
+             "ef_search_plain": 40, "ef_search_partitioned": efs, "iterative_scan": "relaxed_order", **meta,
              "loadavg": os.getloadavg()[0]}
         for name in tables:
             R[name] = {"p50_ms": round(pct(lat[name], 50), 3), "p95_ms": round(pct(lat[name], 95), 3),
@@ -194,7 +198,8 @@ def main() -> int:
                                          "join pg_class c on c.oid = i.indexrelid where c.relam = "
                                          "(select oid from pg_am where amname = 'hnsw') and i.indrelid in "
                                          "(select %s::regclass union select inhrelid from pg_inherits where inhparent = %s::regclass)",
-                                         (tables[name], tables[name])).fetchone()[0] for name in tables}
+                                         (tbl, tbl)).fetchone()[0] for name, tbl in (("plain", "probe_plain"),
+                                                                                      ("partitioned", "probe_part"))}
     ts = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     out = ROOT / "bench" / "results" / f"{ts}-partitioning.json"
     out.write_text(json.dumps(R, indent=2) + "\n")
