@@ -146,6 +146,8 @@ def main() -> int:
     ap.add_argument("--queries", type=int, default=300)
     ap.add_argument("--part-ef", default="40,100,200",
                     help="hnsw.ef_search values for the partitioned table (the plain one runs at 40): equal recall")
+    ap.add_argument("--iterative", default="strict_order", choices=["off", "relaxed_order", "strict_order"],
+                    help="hnsw.iterative_scan (pgmem's candidate query needs the filter: an iterative scan)")
     ap.add_argument("--own-topics", action="store_true", help="each tenant its own 8 topics (default: 64 shared topics)")
     args = ap.parse_args()
     rng = np.random.default_rng(19)
@@ -156,7 +158,7 @@ def main() -> int:
         meta = load(conn, args.n, args.tenants, args.partitions, rng, not args.own_topics)
         register_vector(conn)
         conn.execute("set hnsw.ef_search = 40")
-        conn.execute("set hnsw.iterative_scan = relaxed_order")
+        conn.execute(f"set hnsw.iterative_scan = {args.iterative}")
         conn.execute("set jit = off")
         rng2 = np.random.default_rng(7)
         centres = topic_centres(args.tenants, not args.own_topics)
@@ -188,7 +190,7 @@ def main() -> int:
                     ex = conn.execute("explain (analyze, summary, format json) " + Q.format(t=tables[name][0]), (t, v)).fetchone()[0][0]
                     plan[name].append(ex["Planning Time"])
         R = {"n": args.n, "tenants": args.tenants, "partitions": args.partitions, "queries": args.queries,
-             "ef_search_plain": 40, "ef_search_partitioned": efs, "iterative_scan": "relaxed_order", **meta,
+             "ef_search_plain": 40, "ef_search_partitioned": efs, "iterative_scan": args.iterative, **meta,
              "loadavg": os.getloadavg()[0]}
         for name in tables:
             R[name] = {"p50_ms": round(pct(lat[name], 50), 3), "p95_ms": round(pct(lat[name], 95), 3),
