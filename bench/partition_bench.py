@@ -39,6 +39,9 @@ sys.path.insert(0, str(ROOT / "python"))
 from pgmem.cluster import Cluster  # noqa: E402
 
 DIM = 384
+# noise per dimension: |noise| ~ 0.8, a memory's cosine to its topic centre ~ 0.78 (topic structure,
+# as sentence embeddings have; nearly random vectors would make every HNSW graph look bad)
+NOISE = 0.8 / np.sqrt(DIM)
 
 
 def pct(xs, p):
@@ -67,7 +70,18 @@ def log(msg):
     print(f"[{datetime.now(timezone.utc):%H:%M:%S}] {msg}", flush=True)
 
 
-def load(conn, n: int, tenants: int, parts: int, rng) -> dict:
+def topic_centres(tenants: int, shared: bool) -> np.ndarray:
+    """8 topics per tenant: its own (tenants far apart) or drawn from 64 topics all tenants share
+    (agents of different tenants talk about the same things: the tenant filter then removes
+    most of a query's nearest neighbours in one big graph)."""
+    r = np.random.default_rng(19)
+    if not shared:
+        return unit(r.standard_normal((tenants, 8, DIM))).astype(np.float32)
+    pool = unit(r.standard_normal((64, DIM))).astype(np.float32)
+    return np.stack([pool[r.choice(64, 8, replace=False)] for _ in range(tenants)])
+
+
+def load(conn, n: int, tenants: int, parts: int, rng, shared: bool) -> dict:
     from pgvector.psycopg import register_vector
 
     conn.execute("create extension if not exists vector")
@@ -75,8 +89,9 @@ def load(conn, n: int, tenants: int, parts: int, rng) -> dict:
     have = False
     if conn.execute("select to_regclass('probe_plain') is not null and to_regclass('probe_part') is not null").fetchone()[0]:
         have = conn.execute("select (select count(*) from probe_plain) = %s and (select count(*) from pg_inherits "
-                            "where inhparent = 'probe_part'::regclass) = %s and obj_description('probe_plain'::regclass) "
-                            "is not null", (n, parts)).fetchone()[0]
+                            "where inhparent = 'probe_part'::regclass) = %s and "
+                            "(obj_description('probe_plain'::regclass)::jsonb ->> 'shared_topics')::boolean = %s",
+                            (n, parts, shared)).fetchone()[0]
     meta = {}
     if have:
         log("reusing the loaded tables")
@@ -88,14 +103,14 @@ def load(conn, n: int, tenants: int, parts: int, rng) -> dict:
                  "embedding vector(384) not null, primary key (tenant, id)) partition by hash (tenant)")
     for i in range(parts):
         conn.execute(f"create table probe_part_{i} partition of probe_part for values with (modulus {parts}, remainder {i})")
-    centres = unit(rng.standard_normal((tenants, 8, DIM))).astype(np.float32)
+    centres = topic_centres(tenants, shared)
     t0 = time.perf_counter()
     per = n // tenants
     with conn.cursor().copy("copy probe_plain (id, tenant, state, embedding) from stdin with (format binary)") as cp:
         cp.set_types(["int8", "text", "text", "vector"])
         i = 0
         for t in range(tenants):
-            noise = rng.standard_normal((per, DIM)).astype(np.float32) * 0.35
+            noise = rng.standard_normal((per, DIM)).astype(np.float32) * NOISE
             vecs = unit(centres[t][np.arange(per) % 8] + noise)
             for j in range(per):
                 i += 1
@@ -115,6 +130,7 @@ def load(conn, n: int, tenants: int, parts: int, rng) -> dict:
     meta["build_partitioned_s"] = round(time.perf_counter() - t0, 1)
     log(f"partitioned HNSW built in {meta['build_partitioned_s']} s")
     meta["centres_seed"] = 19
+    meta["shared_topics"] = shared
     conn.execute(psycopg.sql.SQL("comment on table probe_plain is {}").format(psycopg.sql.Literal(json.dumps(meta))))
     return meta
 
@@ -128,46 +144,53 @@ def main() -> int:
     ap.add_argument("--tenants", type=int, default=100)
     ap.add_argument("--partitions", type=int, default=16)
     ap.add_argument("--queries", type=int, default=300)
+    ap.add_argument("--part-ef", default="40,100,200",
+                    help="hnsw.ef_search values for the partitioned table (the plain one runs at 40): equal recall")
+    ap.add_argument("--iterative", default="strict_order", choices=["off", "relaxed_order", "strict_order"],
+                    help="hnsw.iterative_scan (pgmem's candidate query needs the filter: an iterative scan)")
+    ap.add_argument("--own-topics", action="store_true", help="each tenant its own 8 topics (default: 64 shared topics)")
     args = ap.parse_args()
     rng = np.random.default_rng(19)
     c = cluster()
     from pgvector.psycopg import register_vector
 
     with psycopg.connect(c.dsn("partition_probe"), autocommit=True) as conn:
-        meta = load(conn, args.n, args.tenants, args.partitions, rng)
+        meta = load(conn, args.n, args.tenants, args.partitions, rng, not args.own_topics)
         register_vector(conn)
         conn.execute("set hnsw.ef_search = 40")
-        conn.execute("set hnsw.iterative_scan = relaxed_order")
+        conn.execute(f"set hnsw.iterative_scan = {args.iterative}")
         conn.execute("set jit = off")
         rng2 = np.random.default_rng(7)
-        centres = unit(np.random.default_rng(19).standard_normal((args.tenants, 8, DIM))).astype(np.float32)
+        centres = topic_centres(args.tenants, not args.own_topics)
         qs = []
         for i in range(args.queries):
             t = int(rng2.integers(args.tenants))
-            v = unit(centres[t][rng2.integers(8)] + rng2.standard_normal(DIM).astype(np.float32) * 0.35)
+            v = unit(centres[t][rng2.integers(8)] + rng2.standard_normal(DIM).astype(np.float32) * NOISE)
             qs.append((f"tenant{t:03d}", v.astype(np.float32)))
-        lat = {"plain": [], "partitioned": []}
-        plan = {"plain": [], "partitioned": []}
-        recall = {"plain": [], "partitioned": []}
-        tables = {"plain": "probe_plain", "partitioned": "probe_part"}
+        efs = [int(x) for x in args.part_ef.split(",")]
+        tables = {"plain": ("probe_plain", 40), **{f"partitioned_ef{e}": ("probe_part", e) for e in efs}}
+        lat = {k: [] for k in tables}
+        plan = {k: [] for k in tables}
+        recall = {k: [] for k in tables}
         for t, v in qs[:30]:  # warm
             for name in tables:
-                conn.execute(Q.format(t=tables[name]), (t, v)).fetchall()
+                conn.execute(Q.format(t=tables[name][0]), (t, v)).fetchall()
         for i, (t, v) in enumerate(qs):
             conn.execute("set enable_indexscan = off")  # the exact answer: the tenant's rows, sorted
             exact = {r[0] for r in conn.execute(Q.format(t="probe_plain"), (t, v)).fetchall()}
             conn.execute("reset enable_indexscan")
             order = list(tables) if i % 2 == 0 else list(tables)[::-1]
             for name in order:
+                conn.execute(f"set hnsw.ef_search = {tables[name][1]}")
                 s = time.perf_counter()
-                ids = [r[0] for r in conn.execute(Q.format(t=tables[name]), (t, v)).fetchall()]
+                ids = [r[0] for r in conn.execute(Q.format(t=tables[name][0]), (t, v)).fetchall()]
                 lat[name].append((time.perf_counter() - s) * 1000)
                 recall[name].append(len(exact & set(ids)) / 10)
                 if i % 10 == 0:
-                    ex = conn.execute("explain (analyze, summary, format json) " + Q.format(t=tables[name]), (t, v)).fetchone()[0][0]
+                    ex = conn.execute("explain (analyze, summary, format json) " + Q.format(t=tables[name][0]), (t, v)).fetchone()[0][0]
                     plan[name].append(ex["Planning Time"])
         R = {"n": args.n, "tenants": args.tenants, "partitions": args.partitions, "queries": args.queries,
-             "ef_search": 40, "iterative_scan": "relaxed_order", **meta,
+             "ef_search_plain": 40, "ef_search_partitioned": efs, "iterative_scan": args.iterative, **meta,
              "loadavg": os.getloadavg()[0]}
         for name in tables:
             R[name] = {"p50_ms": round(pct(lat[name], 50), 3), "p95_ms": round(pct(lat[name], 95), 3),
@@ -177,7 +200,8 @@ def main() -> int:
                                          "join pg_class c on c.oid = i.indexrelid where c.relam = "
                                          "(select oid from pg_am where amname = 'hnsw') and i.indrelid in "
                                          "(select %s::regclass union select inhrelid from pg_inherits where inhparent = %s::regclass)",
-                                         (tables[name], tables[name])).fetchone()[0] for name in tables}
+                                         (tbl, tbl)).fetchone()[0] for name, tbl in (("plain", "probe_plain"),
+                                                                                      ("partitioned", "probe_part"))}
     ts = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     out = ROOT / "bench" / "results" / f"{ts}-partitioning.json"
     out.write_text(json.dumps(R, indent=2) + "\n")

@@ -1,7 +1,7 @@
 """Private clusters for the scale-out tests (issue 19): primaries with standbys, shard clusters.
 
-They live under .pgmem/scale-<id>/ on free ports of this checkout's range (PGMEM_SCALE_PORTS,
-default 54361-54379), with small memory settings, and are removed at the end of their module.
+They live under .pgmem/scale-<id>/ on free ports of this checkout's range (port_range()), with
+small memory settings, and are stopped and removed at the end of their module.
 """
 from __future__ import annotations
 
@@ -21,8 +21,19 @@ SMALL = {"shared_buffers": "'128MB'", "max_connections": "40", "max_worker_proce
 _taken: set[int] = set()
 
 
+def port_range() -> tuple[int, int]:
+    """PGMEM_SCALE_PORTS ("lo-hi"), else 20 ports of this checkout's own, derived from its test
+    port (55000 + 20 * (PGMEM_TEST_PORT - 54300)): runs in other checkouts cannot take them."""
+    env = os.environ.get("PGMEM_SCALE_PORTS")
+    if env:
+        lo, hi = (int(x) for x in env.split("-"))
+        return lo, hi
+    lo = 55000 + 20 * (int(os.environ.get("PGMEM_TEST_PORT", "54330")) - 54300)
+    return lo, lo + 19
+
+
 def free_port() -> int:
-    lo, hi = (int(x) for x in os.environ.get("PGMEM_SCALE_PORTS", "54361-54379").split("-"))
+    lo, hi = port_range()
     for port in range(lo, hi + 1):
         if port not in _taken and not port_in_use(port):
             _taken.add(port)
@@ -48,12 +59,14 @@ def new_cluster(home, settings: dict | None = None) -> Cluster:
 
 
 def destroy(*clusters: Cluster) -> None:
+    """Stop every cluster under the clusters' homes (standbys live inside their primary's home,
+    and one left half-made by a failed step is found too), then delete the homes."""
     for c in clusters:
-        try:
-            if c.running():
-                c.stop("immediate")
-        except Exception:
-            pass
+        for pidfile in sorted(c.home.glob("**/postmaster.pid")):
+            try:
+                Cluster(pidfile.parent.parent).stop("immediate")
+            except Exception:
+                pass
     for c in clusters:
         shutil.rmtree(c.home, ignore_errors=True)
 

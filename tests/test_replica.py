@@ -162,3 +162,26 @@ def test_replication_lag_in_view_and_db_status(pair):
     finally:
         sql(standby, "select pg_wal_replay_resume()")
     assert wait_until(lambda: sql(standby, "select lag_bytes from pgmem.replication_status")[0][0] == 0)
+
+
+def test_async_client_reads_on_the_standby_too(pair):
+    import asyncio
+
+    from pgmem.client import AsyncMemoryClient
+
+    primary, standby = pair
+
+    async def go():
+        async with AsyncMemoryClient(primary.owner_dsn(), tenant="acme", embedder=None,
+                                     read_dsn=standby.owner_dsn(), read_your_writes=True) as mem:
+            r = await mem.remember("async: the canal boat is green", embedding=vec(5))
+            assert r.decision == "stored"
+            assert (await mem.get(r.id))["content"] == "async: the canal boat is green"  # remote_apply: at once
+            pool = await mem._get_read_pool()
+            async with pool.connection() as c:
+                assert (await (await c.execute("select pg_is_in_recovery()")).fetchone())[0] is True
+            wpool = await mem._get_pool()
+            async with wpool.connection() as c:
+                assert (await (await c.execute("show synchronous_commit")).fetchone())[0] == "remote_apply"
+
+    asyncio.run(go())

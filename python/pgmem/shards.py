@@ -649,13 +649,14 @@ def cleanup_partition(dsn: str, part: int, nparts: int) -> int:
 
 
 def remove(home: Path) -> None:
-    """Stop and delete a local shard set (tests, `pgmem db shards down --remove`)."""
-    if load_state(home) is not None:
-        proxy, parts = topology(home)
-        for c in [proxy] + [p.cluster for p in parts]:
-            try:
-                if c.running():
-                    c.stop("immediate")
-            except Exception:
-                pass
+    """Stop and delete a local shard set (tests, `pgmem db shards down --remove`): every cluster
+    under ``home``, listed in shards.json or not (a split stopped half-way leaves copies that
+    are not listed yet)."""
+    home = Path(home)
+    for pidfile in sorted(home.glob("*/data/postmaster.pid")):
+        c = Cluster(pidfile.parent.parent)
+        try:
+            c.stop("immediate")
+        except Exception:
+            pass
     shutil.rmtree(home, ignore_errors=True)
