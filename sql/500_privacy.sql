@@ -20,6 +20,8 @@ as $$
     'accesses', coalesce((select jsonb_agg(jsonb_build_object('memory_id', a.memory_id, 'accessed_at', a.accessed_at, 'kind', a.kind))
                            from pgmem.accesses a where a.memory_id in (select id from mem)), '[]'),
     'feedback', coalesce((select jsonb_agg(to_jsonb(f)) from pgmem.feedback f where f.memory_id in (select id from mem)), '[]'))
+    -- layered tiers (issue 15): profile facts, conversations, messages, threads, insights, concepts, cached intents
+    || pgmem._export_layered((select tenant from t), export_user.user_id)
 $$;
 comment on function pgmem.export_user(text) is
   'Everything stored about a user in the current tenant, as one JSON document: memories (all states), their history, links, accesses and feedback.';
@@ -58,6 +60,7 @@ begin
   delete from pgmem.memories m where m.tenant = v_tenant and m.id = any(v_ids);  -- links, accesses, feedback cascade
   get diagnostics memories = row_count;
   perform pgmem._set_op(null);
+  perform pgmem._erase_layered(v_tenant, user_id);  -- layered tiers (issue 15): sql/330_tier_views.sql
   return next;
 end $$;
 comment on function pgmem.erase_user(text) is

@@ -201,10 +201,7 @@ returns table (fact_id bigint, key text, value jsonb, confidence real, valid_fro
   set search_path = pgmem, public, pg_temp
 as $$
   select f.id, f.key, f.value, f.confidence, f.valid_from, f.valid_to, f.recorded_from, f.recorded_to,
-         case when f.recorded_to is not null then 'retired'
-              when f.valid_to is not null and f.valid_to <= now() then 'past'
-              when f.valid_from > now() then 'future'
-              else 'current' end,
+         pgmem._fact_status(f.recorded_to, f.valid_from, f.valid_to, now()),
          f.source, f.source_memory_id, f.statement, f.replaces
     from pgmem.profile_facts f
    where f.tenant = pgmem._require_tenant() and f.user_id = fact_history.user_id

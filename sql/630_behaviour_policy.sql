@@ -14,6 +14,33 @@
 -- (kept as the user changed them across upgrades); a tenant's row of the same name replaces
 -- the default for that tenant, and enabled = false switches a rule off.
 
+-- Rules are checked on every write: a condition must parse as jsonpath, flags must be known.
+create or replace function pgmem._check_rule_condition() returns trigger
+  language plpgsql
+  set search_path = pgmem, public, pg_temp
+as $$
+begin
+  begin
+    perform new.condition::jsonpath;
+  exception when others then
+    perform pgmem._bad_input(format('condition %L of %s rule %s is not a jsonpath predicate: %s', new.condition,
+                                    tg_table_name, coalesce(to_jsonb(new)->>'mode', to_jsonb(new)->>'name'), sqlerrm),
+      'e.g. ''$.state.emotional_tone == "frustrated"'' or ''$.intent == "profile" && $.turn.question == true''');
+  end;
+  if tg_table_name = 'policy_rules' and exists (select 1 from jsonb_each(to_jsonb(new)->'flags') f
+       where f.key not in ('inject_rag', 'inject_qa_history', 'inject_profile', 'privacy_mode') or jsonb_typeof(f.value) <> 'boolean') then
+    perform pgmem._bad_input(format('policy rule %s sets unknown flags or values: %s', to_jsonb(new)->>'name', to_jsonb(new)->'flags'),
+      'flags: inject_rag, inject_qa_history, inject_profile, privacy_mode (true or false)');
+  end if;
+  new.updated_at := now();
+  return new;
+end $$;
+
+create or replace trigger behaviour_rules_check before insert or update on pgmem.behaviour_rules
+  for each row execute function pgmem._check_rule_condition();
+create or replace trigger policy_rules_check before insert or update on pgmem.policy_rules
+  for each row execute function pgmem._check_rule_condition();
+
 -- The design's eight modes, in its priority order (highest first). The design names the
 -- modes and what each modulates (retrieval depth, personality mode, response length hint,
 -- precision mode, behavioural context); the values are pgmem's choice, written here.
@@ -65,32 +92,6 @@ insert into pgmem.policy_rules (tenant, name, priority, condition, flags, descri
   ('*', 'behaviour_no_retrieval', 90, '$.behaviour.retrieval_depth == 0', '{"inject_rag": false}',
    'the behaviour mode asks for no retrieval')
 on conflict (tenant, name) do nothing;
-
-create or replace function pgmem._check_rule_condition() returns trigger
-  language plpgsql
-  set search_path = pgmem, public, pg_temp
-as $$
-begin
-  begin
-    perform new.condition::jsonpath;
-  exception when others then
-    perform pgmem._bad_input(format('condition %L of %s rule %s is not a jsonpath predicate: %s', new.condition,
-                                    tg_table_name, coalesce(to_jsonb(new)->>'mode', to_jsonb(new)->>'name'), sqlerrm),
-      'e.g. ''$.state.emotional_tone == "frustrated"'' or ''$.intent == "profile" && $.turn.question == true''');
-  end;
-  if tg_table_name = 'policy_rules' and exists (select 1 from jsonb_object_keys(new.flags) k
-       where k not in ('inject_rag', 'inject_qa_history', 'inject_profile', 'privacy_mode')) then
-    perform pgmem._bad_input(format('policy rule %s sets unknown flags: %s', new.name, new.flags),
-      'flags: inject_rag, inject_qa_history, inject_profile, privacy_mode (true or false)');
-  end if;
-  new.updated_at := now();
-  return new;
-end $$;
-
-create or replace trigger behaviour_rules_check before insert or update on pgmem.behaviour_rules
-  for each row execute function pgmem._check_rule_condition();
-create or replace trigger policy_rules_check before insert or update on pgmem.policy_rules
-  for each row execute function pgmem._check_rule_condition();
 
 -- The behaviour decision (BehaviorEngine.evaluate): the enabled mode of highest priority whose
 -- condition holds; its precision mode, when it sets none, is the conversation's.

@@ -23,7 +23,8 @@
 do $$
 declare
   t text;
-  shared_tables text[] := array['settings', 'categories', 'profiles'];
+  shared_tables text[] := array['settings', 'categories', 'profiles',
+                                'behaviour_rules', 'policy_rules'];  -- layered tiers (issue 15): '*' rules are shared
   -- every table of the schema with a tenant column: a new table is isolated without being listed
   tenant_tables text[] := array(
     select c.relname::text from pg_class c join pg_namespace n on n.oid = c.relnamespace
@@ -92,3 +93,13 @@ grant execute on function pgmem.current_tenant(), pgmem._is_admin(), pgmem.age_d
   pgmem.exp_decay(float8, float8), pgmem.linear_recency(timestamptz, timestamptz, float8),
   pgmem.access_boost(integer), pgmem.decayed_importance(float8, timestamptz, integer, timestamptz, float8),
   pgmem.fragment_strength(float8, timestamptz, timestamptz[], timestamptz) to pgmem_reader;
+
+-- layered tiers (issue 15): the app role writes them through the API (SECURITY INVOKER
+-- functions, RLS keeps it in its tenant); a tenant may add or change its own behaviour and
+-- policy rules (the '*' rows stay the installation's). The reader reads the tier views.
+grant select, insert, update on pgmem.profile_facts, pgmem.conversations, pgmem.messages, pgmem.threads,
+  pgmem.insights, pgmem.concept_mentions, pgmem.intent_cache to pgmem_app;
+grant select, insert, update, delete on pgmem.behaviour_rules, pgmem.policy_rules to pgmem_app;
+grant select on pgmem.profile_facts_current, pgmem.profile_facts_history, pgmem.thread_overview,
+  pgmem.insights_by_type, pgmem.conversation_states to pgmem_reader;
+grant execute on function pgmem._fact_status(timestamptz, timestamptz, timestamptz, timestamptz) to pgmem_reader;

@@ -1,0 +1,117 @@
+-- The layered tiers (layered-memory-architecture.md; issue 15) for people and BI tools:
+-- current and historical profile facts, threads, insights by type, conversation states.
+-- Like the views of 300_views.sql they filter on the session's tenant themselves
+-- (pgmem_admin sees every tenant), so pgmem_reader needs SELECT on the views only.
+-- Also here, because sql/500_privacy.sql's export_user (a SQL function, checked when it is
+-- created) calls it: what export_user and erase_user do with the layered tables.
+
+-- A fact row's status at a moment: retired (superseded knowledge), past, future or current.
+create or replace function pgmem._fact_status(p_recorded_to timestamptz, p_valid_from timestamptz,
+                                             p_valid_to timestamptz, p_at timestamptz) returns text
+  language sql immutable parallel safe
+  set search_path = pgmem, public, pg_temp
+  return case when p_recorded_to is not null then 'retired'
+              when p_valid_to is not null and p_valid_to <= p_at then 'past'
+              when p_valid_from > p_at then 'future'
+              else 'current' end;
+
+create or replace view pgmem.profile_facts_current as
+select f.tenant, f.user_id, f.key, f.value, f.confidence, f.valid_from, f.recorded_from, f.source,
+       f.source_memory_id, f.statement, f.id as fact_id
+  from pgmem.profile_facts f
+ where (f.tenant = pgmem.current_tenant() or pgmem._is_admin())
+   and f.recorded_to is null and f.valid_from <= now() and (f.valid_to is null or f.valid_to > now());
+comment on view pgmem.profile_facts_current is 'Tier B: the profile facts in force now, one row per user and key.';
+
+create or replace view pgmem.profile_facts_history as
+select f.tenant, f.user_id, f.key, f.value, f.confidence, f.valid_from, f.valid_to, f.recorded_from, f.recorded_to,
+       pgmem._fact_status(f.recorded_to, f.valid_from, f.valid_to, now()) as status,
+       f.source, f.source_memory_id, f.statement, f.replaces, f.id as fact_id
+  from pgmem.profile_facts f
+ where f.tenant = pgmem.current_tenant() or pgmem._is_admin();
+comment on view pgmem.profile_facts_history is
+  'Tier B: every profile fact row ever recorded, with both times and its status (current, past, future, retired = superseded knowledge).';
+
+create or replace view pgmem.thread_overview as
+select t.tenant, t.conversation_id, t.user_id, t.id as thread_id, t.label, t.status, t.message_count, t.summary,
+       t.summary_source, t.summarized_at_count, t.created_at, t.last_message_at,
+       (select count(*) from pgmem.insights i where i.tenant = t.tenant and i.thread_id = t.id) as insights,
+       (select count(distinct cm.concept) from pgmem.concept_mentions cm where cm.tenant = t.tenant and cm.thread_id = t.id) as concepts
+  from pgmem.threads t
+ where t.tenant = pgmem.current_tenant() or pgmem._is_admin();
+comment on view pgmem.thread_overview is 'Topic threads: label, status, message count, summary, and how many insights and concepts each holds.';
+
+create or replace view pgmem.insights_by_type as
+select i.tenant, i.user_id, i.type, count(*) as insights, avg(i.confidence)::float8 as avg_confidence,
+       count(distinct i.thread_id) as threads, count(*) filter (where i.source = 'llm') as from_llm,
+       count(*) filter (where i.source = 'cue') as from_cues, min(i.created_at) as first_at, max(i.created_at) as last_at
+  from pgmem.insights i
+ where i.tenant = pgmem.current_tenant() or pgmem._is_admin()
+ group by i.tenant, i.user_id, i.type;
+comment on view pgmem.insights_by_type is 'Tier D: research insights per tenant, user and type (decision, conclusion, hypothesis, open_question, observation), with average confidence and sources.';
+
+create or replace view pgmem.conversation_states as
+select c.tenant, c.conversation_id, c.user_id, c.current_topic, c.topic_turns_stable, c.topic_drift_count,
+       c.emotional_tone, c.tone_shift_count, c.interaction_pattern, c.testing_flag, c.repetition_count,
+       c.meta_comment_count, c.last_intent, c.intent_history, c.intent_streak, c.message_count, c.avg_query_length,
+       c.short_query_streak, c.dynamic_personality_mode, c.last_update, c.conversation_start, c.precision_mode,
+       c.behaviour_mode, c.last_topic_similarity,
+       (select count(*) from pgmem.threads t where t.tenant = c.tenant and t.conversation_id = c.conversation_id
+          and t.status = 'active') as active_threads
+  from pgmem.conversations c
+ where c.tenant = pgmem.current_tenant() or pgmem._is_admin();
+comment on view pgmem.conversation_states is 'Tier C: the 19 ConversationState fields of every conversation, its behaviour mode and active threads.';
+
+-- export_user's part: every layered row about the user (sql/500_privacy.sql).
+create or replace function pgmem._export_layered(p_tenant text, p_user_id text) returns jsonb
+  language sql stable
+  set search_path = pgmem, public, pg_temp
+as $$
+  with conv as (select c.* from pgmem.conversations c where c.tenant = p_tenant and c.user_id = p_user_id)
+  select jsonb_build_object(
+    'profile_facts', coalesce((select jsonb_agg(to_jsonb(f) order by f.key, f.valid_from, f.id) from pgmem.profile_facts f
+                                where f.tenant = p_tenant and f.user_id = p_user_id), '[]'),
+    'conversations', coalesce((select jsonb_agg(to_jsonb(c) - 'topic_vector' order by c.conversation_start) from conv c), '[]'),
+    'messages', coalesce((select jsonb_agg(to_jsonb(m) - 'embedding' order by m.conversation_id, m.seq) from pgmem.messages m
+                           where m.tenant = p_tenant and m.conversation_id in (select conversation_id from conv)), '[]'),
+    'threads', coalesce((select jsonb_agg(to_jsonb(t) - 'centroid' order by t.id) from pgmem.threads t
+                          where t.tenant = p_tenant and (t.user_id = p_user_id or t.conversation_id in (select conversation_id from conv))), '[]'),
+    'insights', coalesce((select jsonb_agg(to_jsonb(i) - 'embedding' - 'tsv' order by i.id) from pgmem.insights i
+                           where i.tenant = p_tenant and i.user_id = p_user_id), '[]'),
+    'concept_mentions', coalesce((select jsonb_agg(to_jsonb(cm) order by cm.id) from pgmem.concept_mentions cm
+                                   where cm.tenant = p_tenant and cm.user_id = p_user_id), '[]'),
+    'intent_cache', coalesce((select jsonb_agg(to_jsonb(ic) order by ic.created_at) from pgmem.intent_cache ic
+                               where ic.tenant = p_tenant and ic.user_id = p_user_id), '[]'))
+$$;
+
+-- erase_user's part (called from the SECURITY DEFINER erase_user with its tenant): deletes
+-- every layered row about the user for good; messages, threads and concept mentions of the
+-- user's conversations go with them (foreign keys). Returns the counts.
+create or replace function pgmem._erase_layered(p_tenant text, p_user_id text) returns jsonb
+  language plpgsql volatile
+  set search_path = pgmem, public, pg_temp
+as $$
+declare
+  n_facts bigint; n_conv bigint; n_msgs bigint; n_threads bigint; n_insights bigint; n_mentions bigint; n_cache bigint;
+begin
+  if p_tenant is null or p_user_id is null then
+    perform pgmem._bad_input('_erase_layered needs a tenant and a user_id');
+  end if;
+  select count(*) into n_msgs from pgmem.messages m join pgmem.conversations c
+      on c.tenant = m.tenant and c.conversation_id = m.conversation_id
+   where c.tenant = p_tenant and c.user_id = p_user_id;
+  delete from pgmem.concept_mentions cm where cm.tenant = p_tenant and cm.user_id = p_user_id;
+  get diagnostics n_mentions = row_count;
+  delete from pgmem.insights i where i.tenant = p_tenant and i.user_id = p_user_id;
+  get diagnostics n_insights = row_count;
+  delete from pgmem.threads t where t.tenant = p_tenant and t.user_id = p_user_id;
+  get diagnostics n_threads = row_count;
+  delete from pgmem.conversations c where c.tenant = p_tenant and c.user_id = p_user_id;  -- messages, threads cascade
+  get diagnostics n_conv = row_count;
+  delete from pgmem.profile_facts f where f.tenant = p_tenant and f.user_id = p_user_id;
+  get diagnostics n_facts = row_count;
+  delete from pgmem.intent_cache ic where ic.tenant = p_tenant and ic.user_id = p_user_id;
+  get diagnostics n_cache = row_count;
+  return jsonb_build_object('profile_facts', n_facts, 'conversations', n_conv, 'messages', n_msgs, 'threads', n_threads,
+                            'insights', n_insights, 'concept_mentions', n_mentions, 'intent_cache', n_cache);
+end $$;
