@@ -1,7 +1,8 @@
 -- The layered tiers (layered-memory-architecture.md; issue 15) for people and BI tools:
 -- current and historical profile facts, threads, insights by type, conversation states.
--- Like the views of 300_views.sql they filter on the session's tenant themselves
--- (pgmem_admin sees every tenant), so pgmem_reader needs SELECT on the views only.
+-- They are security_invoker (and security_barrier) views: the row-level security of the
+-- tables applies to whoever reads them (pgmem_reader sees its tenant, pgmem_admin every
+-- tenant), so they need no tenant filter of their own (sql/900_security.sql).
 -- Also here, because sql/500_privacy.sql's export_user (a SQL function, checked when it is
 -- created) calls it: what export_user and erase_user do with the layered tables.
 
@@ -15,42 +16,38 @@ create or replace function pgmem._fact_status(p_recorded_to timestamptz, p_valid
               when p_valid_from > p_at then 'future'
               else 'current' end;
 
-create or replace view pgmem.profile_facts_current as
+create or replace view pgmem.profile_facts_current with (security_invoker = true, security_barrier = true) as
 select f.tenant, f.user_id, f.key, f.value, f.confidence, f.valid_from, f.recorded_from, f.source,
        f.source_memory_id, f.statement, f.id as fact_id
   from pgmem.profile_facts f
- where (f.tenant = pgmem.current_tenant() or pgmem._is_admin())
-   and f.recorded_to is null and f.valid_from <= now() and (f.valid_to is null or f.valid_to > now());
+ where f.recorded_to is null and f.valid_from <= now() and (f.valid_to is null or f.valid_to > now());
 comment on view pgmem.profile_facts_current is 'Tier B: the profile facts in force now, one row per user and key.';
 
-create or replace view pgmem.profile_facts_history as
+create or replace view pgmem.profile_facts_history with (security_invoker = true, security_barrier = true) as
 select f.tenant, f.user_id, f.key, f.value, f.confidence, f.valid_from, f.valid_to, f.recorded_from, f.recorded_to,
        pgmem._fact_status(f.recorded_to, f.valid_from, f.valid_to, now()) as status,
        f.source, f.source_memory_id, f.statement, f.replaces, f.id as fact_id
-  from pgmem.profile_facts f
- where f.tenant = pgmem.current_tenant() or pgmem._is_admin();
+  from pgmem.profile_facts f;
 comment on view pgmem.profile_facts_history is
   'Tier B: every profile fact row ever recorded, with both times and its status (current, past, future, retired = superseded knowledge).';
 
-create or replace view pgmem.thread_overview as
+create or replace view pgmem.thread_overview with (security_invoker = true, security_barrier = true) as
 select t.tenant, t.conversation_id, t.user_id, t.id as thread_id, t.label, t.status, t.message_count, t.summary,
        t.summary_source, t.summarized_at_count, t.created_at, t.last_message_at,
        (select count(*) from pgmem.insights i where i.tenant = t.tenant and i.thread_id = t.id) as insights,
        (select count(distinct cm.concept) from pgmem.concept_mentions cm where cm.tenant = t.tenant and cm.thread_id = t.id) as concepts
-  from pgmem.threads t
- where t.tenant = pgmem.current_tenant() or pgmem._is_admin();
+  from pgmem.threads t;
 comment on view pgmem.thread_overview is 'Topic threads: label, status, message count, summary, and how many insights and concepts each holds.';
 
-create or replace view pgmem.insights_by_type as
+create or replace view pgmem.insights_by_type with (security_invoker = true, security_barrier = true) as
 select i.tenant, i.user_id, i.type, count(*) as insights, avg(i.confidence)::float8 as avg_confidence,
        count(distinct i.thread_id) as threads, count(*) filter (where i.source = 'llm') as from_llm,
        count(*) filter (where i.source = 'cue') as from_cues, min(i.created_at) as first_at, max(i.created_at) as last_at
   from pgmem.insights i
- where i.tenant = pgmem.current_tenant() or pgmem._is_admin()
  group by i.tenant, i.user_id, i.type;
 comment on view pgmem.insights_by_type is 'Tier D: research insights per tenant, user and type (decision, conclusion, hypothesis, open_question, observation), with average confidence and sources.';
 
-create or replace view pgmem.conversation_states as
+create or replace view pgmem.conversation_states with (security_invoker = true, security_barrier = true) as
 select c.tenant, c.conversation_id, c.user_id, c.current_topic, c.topic_turns_stable, c.topic_drift_count,
        c.emotional_tone, c.tone_shift_count, c.interaction_pattern, c.testing_flag, c.repetition_count,
        c.meta_comment_count, c.last_intent, c.intent_history, c.intent_streak, c.message_count, c.avg_query_length,
@@ -58,8 +55,7 @@ select c.tenant, c.conversation_id, c.user_id, c.current_topic, c.topic_turns_st
        c.behaviour_mode, c.last_topic_similarity,
        (select count(*) from pgmem.threads t where t.tenant = c.tenant and t.conversation_id = c.conversation_id
           and t.status = 'active') as active_threads
-  from pgmem.conversations c
- where c.tenant = pgmem.current_tenant() or pgmem._is_admin();
+  from pgmem.conversations c;
 comment on view pgmem.conversation_states is 'Tier C: the 19 ConversationState fields of every conversation, its behaviour mode and active threads.';
 
 -- export_user's part: every layered row about the user (sql/500_privacy.sql).

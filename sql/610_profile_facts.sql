@@ -12,7 +12,7 @@
 -- of pgmem.history (memory_id NULL, details.table = 'profile_facts').
 
 create or replace function pgmem.detect_facts(content text, speaker text default null) returns jsonb
-  language sql immutable
+  language sql immutable security definer
   set search_path = pgmem, public, pg_temp
   return pgmem._engine('profile_facts', 'detect_facts', jsonb_build_object('text', content, 'speaker', speaker));
 comment on function pgmem.detect_facts(text, text) is
@@ -53,7 +53,7 @@ create or replace function pgmem.set_fact(
   statement text default null,
   metadata jsonb default '{}')
 returns table (fact_id bigint, decision text, previous_value jsonb, retired bigint[])
-  language plpgsql volatile
+  language plpgsql volatile security definer
   set search_path = pgmem, public, pg_temp
 as $$
 #variable_conflict use_variable
@@ -140,7 +140,7 @@ comment on function pgmem.set_fact(text, text, jsonb, timestamptz, timestamptz, 
 
 create or replace function pgmem.end_fact(user_id text, key text, valid_to timestamptz default null, statement text default null)
 returns table (fact_id bigint, decision text)
-  language plpgsql volatile
+  language plpgsql volatile security definer
   set search_path = pgmem, public, pg_temp
 as $$
 #variable_conflict use_variable
@@ -178,13 +178,13 @@ comment on function pgmem.end_fact(text, text, timestamptz, text) is
 create or replace function pgmem.profile(user_id text, as_of timestamptz default null, known_at timestamptz default null)
 returns table (key text, value jsonb, confidence real, valid_from timestamptz, valid_to timestamptz,
                recorded_from timestamptz, source text, source_memory_id bigint, statement text, fact_id bigint)
-  language sql stable
+  language sql stable security definer
   set search_path = pgmem, public, pg_temp
 as $$
   select f.key, f.value, f.confidence, f.valid_from, f.valid_to, f.recorded_from, f.source, f.source_memory_id,
          f.statement, f.id
     from pgmem.profile_facts f
-   where f.tenant = pgmem._require_tenant() and f.user_id = profile.user_id
+   where f.tenant = (select pgmem._require_tenant()) and f.user_id = profile.user_id
      and f.valid_from <= coalesce(profile.as_of, now()) and (f.valid_to is null or f.valid_to > coalesce(profile.as_of, now()))
      and f.recorded_from <= coalesce(profile.known_at, clock_timestamp())
      and (f.recorded_to is null or f.recorded_to > coalesce(profile.known_at, clock_timestamp()))
@@ -197,14 +197,14 @@ create or replace function pgmem.fact_history(user_id text, key text default nul
 returns table (fact_id bigint, key text, value jsonb, confidence real, valid_from timestamptz, valid_to timestamptz,
                recorded_from timestamptz, recorded_to timestamptz, status text, source text, source_memory_id bigint,
                statement text, replaces bigint)
-  language sql stable
+  language sql stable security definer
   set search_path = pgmem, public, pg_temp
 as $$
   select f.id, f.key, f.value, f.confidence, f.valid_from, f.valid_to, f.recorded_from, f.recorded_to,
          pgmem._fact_status(f.recorded_to, f.valid_from, f.valid_to, now()),
          f.source, f.source_memory_id, f.statement, f.replaces
     from pgmem.profile_facts f
-   where f.tenant = pgmem._require_tenant() and f.user_id = fact_history.user_id
+   where f.tenant = (select pgmem._require_tenant()) and f.user_id = fact_history.user_id
      and (fact_history.key is null or f.key = lower(btrim(fact_history.key)))
    order by f.key, f.valid_from, f.recorded_from, f.id
 $$;
@@ -218,7 +218,7 @@ comment on function pgmem.fact_history(text, text) is
 create or replace function pgmem.apply_facts(user_id text, facts jsonb, valid_from timestamptz default null,
                                              source_memory_id bigint default null, source text default 'heuristic')
 returns table (key text, value jsonb, fact_id bigint, decision text)
-  language plpgsql volatile
+  language plpgsql volatile security definer
   set search_path = pgmem, public, pg_temp
 as $$
 #variable_conflict use_variable

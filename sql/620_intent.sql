@@ -16,7 +16,7 @@ create or replace function pgmem._text_hash(p_text text) returns uuid
 
 create or replace function pgmem.classify_intent(query_text text, conversation_id text default null)
 returns table (intent text, confidence real, source text, rule text, needs_llm boolean, facts jsonb)
-  language plpgsql volatile
+  language plpgsql volatile security definer
   set search_path = pgmem, public, pg_temp
 as $$
 #variable_conflict use_variable
@@ -57,7 +57,7 @@ comment on function pgmem.classify_intent(text, text) is
 create or replace function pgmem.cache_intent(query_text text, intent text, confidence float8, model text default null,
                                               user_id text default null, source text default 'llm')
 returns pgmem.intent_cache
-  language plpgsql volatile
+  language plpgsql volatile security definer
   set search_path = pgmem, public, pg_temp
 as $$
 #variable_conflict use_variable

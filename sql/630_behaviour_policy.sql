@@ -96,12 +96,12 @@ on conflict (tenant, name) do nothing;
 -- The behaviour decision (BehaviorEngine.evaluate): the enabled mode of highest priority whose
 -- condition holds; its precision mode, when it sets none, is the conversation's.
 create or replace function pgmem.behaviour_decision(features jsonb) returns jsonb
-  language sql stable
+  language sql stable security definer
   set search_path = pgmem, public, pg_temp
 as $$
   with rules as (
     select distinct on (r.mode) r.* from pgmem.behaviour_rules r
-     where r.tenant in (pgmem._require_tenant(), '*')
+     where r.tenant in ((select pgmem._require_tenant()), '*')
      order by r.mode, (r.tenant = '*'))
   select coalesce(
     (select jsonb_build_object('mode', r.mode, 'priority', r.priority, 'retrieval_depth', r.retrieval_depth,
@@ -122,12 +122,12 @@ comment on function pgmem.behaviour_decision(jsonb) is
 -- The policy decision (BehaviorPolicy.resolve): the four flags, all false to begin with, then
 -- every enabled rule whose condition holds, in ascending priority (a later rule overrides).
 create or replace function pgmem.resolve_policy(features jsonb) returns jsonb
-  language sql stable
+  language sql stable security definer
   set search_path = pgmem, public, pg_temp
 as $$
   with rules as (
     select distinct on (r.name) r.* from pgmem.policy_rules r
-     where r.tenant in (pgmem._require_tenant(), '*')
+     where r.tenant in ((select pgmem._require_tenant()), '*')
      order by r.name, (r.tenant = '*')),
   hits as (
     select r.name, r.priority, r.flags from rules r

@@ -78,7 +78,7 @@ create or replace function pgmem.observe_turn(
   memory_id bigint default null,
   rule text default null)
 returns jsonb
-  language plpgsql volatile
+  language plpgsql volatile security definer
   set search_path = pgmem, public, pg_temp
 as $$
 #variable_conflict use_variable
@@ -153,14 +153,14 @@ comment on function pgmem.observe_turn(text, text, vector, text, text, float8, t
   'Records one user message of a conversation and updates its state once: the 19 ConversationState fields (tracker: python/pgmem/engine/conversation.py), the behaviour decision (dynamic personality and precision mode) and the topic vector (EMA, alpha .2). Returns the message id, the state, the message''s features and the behaviour decision.';
 
 create or replace function pgmem.conversation_state(conversation_id text) returns jsonb
-  language sql stable
+  language sql stable security definer
   set search_path = pgmem, public, pg_temp
 as $$
   select pgmem._state_json(c) || jsonb_build_object('conversation_id', c.conversation_id, 'user_id', c.user_id,
            'behaviour_mode', c.behaviour_mode, 'last_topic_similarity', c.last_topic_similarity,
            'messages', (select count(*) from pgmem.messages m where m.tenant = c.tenant and m.conversation_id = c.conversation_id))
     from pgmem.conversations c
-   where c.tenant = pgmem._require_tenant() and c.conversation_id = conversation_state.conversation_id
+   where c.tenant = (select pgmem._require_tenant()) and c.conversation_id = conversation_state.conversation_id
 $$;
 comment on function pgmem.conversation_state(text) is
   'The 19 ConversationState fields of a conversation (and its behaviour mode, last topic similarity and message count), or NULL if it does not exist.';

@@ -41,7 +41,7 @@ end $$;
 create or replace function pgmem.resolve_thread(conversation_id text, embedding vector, message_id bigint default null)
 returns table (thread_id bigint, decision text, similarity float8, label text, message_count integer,
                archived bigint[], summary text, summary_source text, summary_due boolean)
-  language plpgsql volatile
+  language plpgsql volatile security definer
   set search_path = pgmem, public, pg_temp
 as $$
 #variable_conflict use_variable
@@ -123,7 +123,7 @@ comment on function pgmem.resolve_thread(text, vector, bigint) is
 create or replace function pgmem.set_thread_summary(thread_id bigint, summary text, label text default null,
                                                     source text default 'llm')
 returns pgmem.threads
-  language plpgsql volatile
+  language plpgsql volatile security definer
   set search_path = pgmem, public, pg_temp
 as $$
 #variable_conflict use_variable
@@ -138,7 +138,7 @@ begin
   update pgmem.threads x set summary = set_thread_summary.summary, summary_source = source,
          label = coalesce(nullif(btrim(set_thread_summary.label), ''), x.label),
          summarized_at_count = x.message_count, summarized_at = now()
-   where x.tenant = pgmem._require_tenant() and x.id = set_thread_summary.thread_id
+   where x.tenant = (select pgmem._require_tenant()) and x.id = set_thread_summary.thread_id
   returning x.* into t;
   if t.id is null then
     raise exception 'thread % does not exist for tenant "%"', thread_id, pgmem.current_tenant() using errcode = 'P0002';
@@ -151,14 +151,27 @@ comment on function pgmem.set_thread_summary(bigint, text, text, text) is
 create or replace function pgmem.conversation_threads(conversation_id text, include_archived boolean default false)
 returns table (thread_id bigint, label text, status text, message_count integer, summary text, summary_source text,
                created_at timestamptz, last_message_at timestamptz)
-  language sql stable
+  language sql stable security definer
   set search_path = pgmem, public, pg_temp
 as $$
   select t.id, t.label, t.status, t.message_count, t.summary, t.summary_source, t.created_at, t.last_message_at
     from pgmem.threads t
-   where t.tenant = pgmem._require_tenant() and t.conversation_id = conversation_threads.conversation_id
+   where t.tenant = (select pgmem._require_tenant()) and t.conversation_id = conversation_threads.conversation_id
      and (include_archived or t.status = 'active')
    order by t.last_message_at desc, t.id desc
 $$;
 comment on function pgmem.conversation_threads(text, boolean) is
   'The topic threads of a conversation (active ones, or all), most recently used first, with label, message count and summary.';
+
+create or replace function pgmem.thread_messages(thread_id bigint)
+returns table (message_id bigint, seq integer, role text, content text, created_at timestamptz)
+  language sql stable security definer
+  set search_path = pgmem, public, pg_temp
+as $$
+  select m.id, m.seq, m.role, m.content, m.created_at
+    from pgmem.messages m
+   where m.tenant = (select pgmem._require_tenant()) and m.thread_id = thread_messages.thread_id
+   order by m.seq
+$$;
+comment on function pgmem.thread_messages(bigint) is
+  'The messages of a topic thread in conversation order (user questions and the replies that answer them): what its summary summarises.';

@@ -9,14 +9,14 @@
 -- mentions a concept to the new message's memory: the links run across threads.
 
 create or replace function pgmem.extract_insights(content text) returns jsonb
-  language sql immutable
+  language sql immutable security definer
   set search_path = pgmem, public, pg_temp
   return pgmem._engine('insights', 'extract_insights', jsonb_build_object('text', content));
 comment on function pgmem.extract_insights(text) is
   'The insights a text states by cue phrases (python/pgmem/engine/insights.py): a JSON array of {type, content, confidence, cue}, one per sentence at most.';
 
 create or replace function pgmem.extract_concepts(content text) returns jsonb
-  language sql immutable
+  language sql immutable security definer
   set search_path = pgmem, public, pg_temp
   return pgmem._engine('insights', 'concepts', jsonb_build_object('text', content));
 comment on function pgmem.extract_concepts(text) is
@@ -73,7 +73,7 @@ create or replace function pgmem.add_insight(
   embedding vector default null,
   source text default 'api')
 returns bigint
-  language plpgsql volatile
+  language plpgsql volatile security definer
   set search_path = pgmem, public, pg_temp
 as $$
 #variable_conflict use_variable
@@ -160,7 +160,7 @@ create or replace function pgmem.observe_reply(
   remember boolean default true,
   created_at timestamptz default null)
 returns jsonb
-  language plpgsql volatile
+  language plpgsql volatile security definer
   set search_path = pgmem, public, pg_temp
 as $$
 #variable_conflict use_variable
@@ -212,7 +212,7 @@ create or replace function pgmem.search_insights(
 returns table (id bigint, type text, content text, confidence real, score float8, semantic float8, lexical float8,
                concept float8, thread_id bigint, thread_label text, conversation_id text, same_thread boolean,
                concepts text[], created_at timestamptz)
-  language plpgsql stable
+  language plpgsql stable security definer
   set search_path = pgmem, public, pg_temp
 as $$
 #variable_conflict use_column
@@ -272,7 +272,7 @@ create or replace function pgmem.research_context(query_text text, query_embeddi
                                                   user_id text default null, thread_id bigint default null,
                                                   k integer default 5)
 returns jsonb
-  language sql stable
+  language sql stable security definer
   set search_path = pgmem, public, pg_temp
 as $$
   select jsonb_build_object(
@@ -288,7 +288,7 @@ as $$
                                                                                'conversation_id', t.conversation_id)) as threads
                                     from pgmem.concept_mentions cm
                                     join pgmem.threads t on t.tenant = cm.tenant and t.id = cm.thread_id
-                                   where cm.tenant = pgmem._require_tenant()
+                                   where cm.tenant = (select pgmem._require_tenant())
                                      and cm.user_id is not distinct from research_context.user_id
                                      and cm.thread_id is distinct from research_context.thread_id
                                      and cm.concept in (select c->>'concept' from jsonb_array_elements(pgmem.extract_concepts(query_text)) c)

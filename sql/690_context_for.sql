@@ -14,7 +14,7 @@
 
 -- The privacy frame: what is stored about a user, tier by tier (the privacy intent's context).
 create or replace function pgmem.user_data_summary(user_id text) returns jsonb
-  language sql stable
+  language sql stable security definer
   set search_path = pgmem, public, pg_temp
 as $$
   with t as (select pgmem._require_tenant() as tenant)
@@ -76,7 +76,7 @@ create or replace function pgmem.context_for(
   search_profile text default 'jam',
   created_at timestamptz default null)
 returns jsonb
-  language plpgsql volatile
+  language plpgsql volatile security definer
   set search_path = pgmem, public, pg_temp
 as $$
 #variable_conflict use_variable

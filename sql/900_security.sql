@@ -13,6 +13,13 @@
 -- pgmem._require_tenant(), itself; tests/test_tenancy.py proves no other tenant's row is
 -- returned or changed):
 --   pgmem.erase_user      history is append-only for pgmem_app (500_privacy.sql)
+--   pgmem.set_fact, end_fact, profile, fact_history, apply_facts, detect_facts, classify_intent,
+--   cache_intent, behaviour_decision, resolve_policy, observe_turn, conversation_state,
+--   resolve_thread, set_thread_summary, conversation_threads, extract_insights,
+--   extract_concepts, add_insight, observe_reply, search_insights, research_context,
+--   user_data_summary, context_for
+--                         the layered tiers (issue 15, sql/6xx): they call private helpers
+--                         (the PL/Python engine, history writes) that pgmem_app may not run
 --   pgmem._search, pgmem._activate, pgmem.recall, pgmem.surprise
 --                         under RLS PostgreSQL evaluates the policy before any operator that is
 --                         not leakproof, and neither @@ (full text) nor <=> (pgvector) is: the
@@ -94,12 +101,15 @@ grant execute on function pgmem.current_tenant(), pgmem._is_admin(), pgmem.age_d
   pgmem.access_boost(integer), pgmem.decayed_importance(float8, timestamptz, integer, timestamptz, float8),
   pgmem.fragment_strength(float8, timestamptz, timestamptz[], timestamptz) to pgmem_reader;
 
--- layered tiers (issue 15): the app role writes them through the API (SECURITY INVOKER
--- functions, RLS keeps it in its tenant); a tenant may add or change its own behaviour and
--- policy rules (the '*' rows stay the installation's). The reader reads the tier views.
-grant select, insert, update on pgmem.profile_facts, pgmem.conversations, pgmem.messages, pgmem.threads,
+-- layered tiers (issue 15): the API functions are SECURITY DEFINER (audited list above: each
+-- filters every statement on the caller's tenant); the app role reads the tables (RLS: its
+-- tenant) and may add or change its own behaviour and policy rules ('*' rows stay the
+-- installation's). The tier views are security_invoker: the reader reads through RLS.
+grant select on pgmem.profile_facts, pgmem.conversations, pgmem.messages, pgmem.threads,
   pgmem.insights, pgmem.concept_mentions, pgmem.intent_cache to pgmem_app;
 grant select, insert, update, delete on pgmem.behaviour_rules, pgmem.policy_rules to pgmem_app;
 grant select on pgmem.profile_facts_current, pgmem.profile_facts_history, pgmem.thread_overview,
   pgmem.insights_by_type, pgmem.conversation_states to pgmem_reader;
+grant select on pgmem.profile_facts, pgmem.conversations, pgmem.threads, pgmem.insights, pgmem.concept_mentions
+  to pgmem_reader;
 grant execute on function pgmem._fact_status(timestamptz, timestamptz, timestamptz, timestamptz) to pgmem_reader;

@@ -176,5 +176,71 @@ def summarize(messages: list[dict[str, Any]], max_sentences: int = 3, max_chars:
     return _clip(" ".join(s if s[-1] in ".!?" else s + "." for _, _, s in best), max_chars)
 
 
+# ---------------------------------------------------------------------------- LLM prompts
+# The client sends these when an LLM is configured (SQL cannot call one); the parsers keep
+# what is usable. The confidence threshold is applied in the database (pgmem.add_insight).
+INSIGHTS_PROMPT = """\
+You extract research insights from ONE message of a conversation between a user and an AI assistant.
+An insight is a decision, conclusion, hypothesis, open_question or observation worth remembering
+across conversations. Reply with a single JSON object and nothing else:
+{"insights": [{"type": "<decision|conclusion|hypothesis|open_question|observation>",
+               "content": "<one self-contained sentence>", "confidence": <0..1>}]}
+Use an empty list when the message holds none. Do not invent insights."""
+
+SUMMARY_PROMPT = """\
+You summarise ONE topic thread of a conversation (its messages in order) for later recall.
+Reply with a single JSON object and nothing else:
+{"summary": "<at most 3 sentences>", "label": "<2 to 5 words naming the topic>"}"""
+
+
+def _chat(system: str, user: Any, model: str) -> dict[str, Any]:
+    import json
+
+    return {"model": model, "temperature": 0, "response_format": {"type": "json_object"},
+            "messages": [{"role": "system", "content": system},
+                         {"role": "user", "content": json.dumps(user, ensure_ascii=False)}]}
+
+
+def insights_payload(text: str, role: str, model: str) -> dict[str, Any]:
+    """The chat-completions body asking for the insights of one message."""
+    return _chat(INSIGHTS_PROMPT, {"role": role, "message": text}, model)
+
+
+def parse_llm_insights(obj: Any, limit: int = 10) -> list[dict[str, Any]]:
+    """Insights from the model's JSON: known types only, non-empty content (clipped), a
+    confidence in [0, 1] (a missing one is 0.7)."""
+    items = obj.get("insights") if isinstance(obj, dict) else obj
+    out: list[dict[str, Any]] = []
+    for it in items if isinstance(items, list) else []:
+        if not isinstance(it, dict):
+            continue
+        kind = str(it.get("type") or "").strip().lower().replace(" ", "_")
+        content = str(it.get("content") or "").strip()
+        if kind not in INSIGHT_TYPES or not content:
+            continue
+        try:
+            conf = float(it.get("confidence", 0.7))
+        except (TypeError, ValueError):
+            conf = 0.7
+        out.append({"type": kind, "content": _clip(content, MAX_INSIGHT_CHARS),
+                    "confidence": round(min(1.0, max(0.0, conf)), 4), "source": "llm"})
+    return out[:limit]
+
+
+def summary_payload(messages: list[dict[str, Any]], model: str) -> dict[str, Any]:
+    """The chat-completions body asking for a thread's summary and label."""
+    return _chat(SUMMARY_PROMPT, {"messages": [{"role": m.get("role"), "content": m.get("content")} for m in messages]},
+                 model)
+
+
+def parse_llm_summary(obj: Any) -> tuple[str | None, str | None]:
+    """(summary, label) from the model's JSON; None for what is missing."""
+    if not isinstance(obj, dict):
+        return None, None
+    summary = str(obj.get("summary") or "").strip() or None
+    lab = str(obj.get("label") or "").strip() or None
+    return (_clip(summary, 600) if summary else None), (_clip(lab, 80) if lab else None)
+
+
 # What pgmem._engine may call from SQL (module 'insights').
 SQL_API = {"extract_insights": extract_insights, "concepts": concepts, "summarize": summarize, "label": label}
