@@ -172,9 +172,9 @@ begin
     v_thread := jsonb_build_object('stage', 'thread', 'thread_id', null, 'decision', 'skipped', 'reason', 'no query embedding');
   end if;
 
-  -- step 4d: research context (and this message's own insights and concepts)
-  v_own := pgmem._message_research(v_tenant, v_msg);
+  -- step 4d: research context; then this message's own insights and concepts are stored
   v_research := pgmem.research_context(query_text, v_emb, v_user, (v_thread->>'thread_id')::bigint, 5);
+  v_own := pgmem._message_research(v_tenant, v_msg);
 
   -- step 5: policy
   v_policy := pgmem.resolve_policy(o->'features' || jsonb_build_object('intent', v_intent));
