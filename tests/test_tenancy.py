@@ -265,6 +265,10 @@ def world(cluster, dsn, roles):
         c.close()
 
 
+# layered tiers (issue 15): their functions' isolation is checked by tests/test_layered_tenancy.py
+from test_layered_tenancy import LAYERED_FUNCTIONS  # noqa: E402
+
+
 # ------------------------------------------------------------- per-function checks
 # Each check calls one public function as tenant a (app role unless noted) aiming at tenant
 # b's data (its ids, texts, user id, session id, event keys, query id, category, profile) and
@@ -590,7 +594,7 @@ def public_functions(conn) -> set[str]:
 # ---------------------------------------------------------------------------- tests
 def test_every_public_function_has_an_isolation_check(conn):
     public = public_functions(conn)
-    covered = set(CHECKS) | set(PURE)
+    covered = set(CHECKS) | set(PURE) | LAYERED_FUNCTIONS
     assert public - covered == set(), f"public functions without an isolation check: {sorted(public - covered)}"
     assert covered - public == set(), f"checks for functions that no longer exist: {sorted(covered - public)}"
     assert {CHECKS[n] for n in CHECKS} <= {CHECKS[n] for n in ORDER}, "every check must be in ORDER"
@@ -616,7 +620,7 @@ def test_tenant_isolation_of_every_function_view_and_table(world):
     for name, q in PURE.items():
         w.a.execute(q).fetchall()
     ran_fns = {CHECKS[r] for r in ran}
-    assert public_functions(w.su) <= {n for n in CHECKS if CHECKS[n] in ran_fns} | set(PURE)
+    assert public_functions(w.su) <= {n for n in CHECKS if CHECKS[n] in ran_fns} | set(PURE) | LAYERED_FUNCTIONS
 
     # views: as the reader (documented BI access) and as the app role
     for view in ("memory_health", "category_stats", "tenant_stats", "job_status"):
@@ -803,7 +807,8 @@ def test_search_path_pinned(conn):
                         " where n.nspname = 'pgmem' and p.prosecdef")
     # the audited list (sql/900_security.sql); each filters on the caller's tenant itself, and
     # test_tenant_isolation_of_every_function_view_and_table runs every one as tenant a
-    assert sorted(r["proname"] for r in secdef) == ["_activate", "_search", "erase_user", "recall", "surprise"], secdef
+    assert sorted(r["proname"] for r in secdef) == sorted(["_activate", "_search", "erase_user", "recall", "surprise",
+                                                          *LAYERED_FUNCTIONS]), secdef
     for r in secdef:
         assert any(c.startswith("search_path=pgmem") and c.endswith("pg_temp") for c in r["proconfig"]), r
     assert {u["name"] for u in unpinned} <= DOCUMENTED_UNPINNED, \
