@@ -64,7 +64,7 @@ _JOBS = ("engineer", "developer", "designer", "teacher", "doctor", "nurse", "man
 _DIETS = ("vegetarian", "vegan", "pescatarian", "keto", "gluten-free", "halal", "kosher")
 
 _NAME = r"[A-Z][\w'’-]+(?:\s+[A-Z][\w'’-]+){0,2}"
-_PLACE = r"[A-Z][\w'’.-]+(?:\s+(?:[A-Z][\w'’.-]+|de|del|da|am|an|on|upon))*"
+_PLACE = r"[A-Z][\w'’.-]+(?:(?:\s+(?:de|del|da|am|an|upon|sur|la|le))?\s+[A-Z][\w'’.-]+)*"
 _END = r"(?=\s*(?:[.,;:!?)]|$|\s(?:and|but|because|since|for|last|this|now|recently|a\s+few|two|three|in\s+\d|when|where|with|after)\b))"
 _IM = r"\b(?:i\s*'?\s*a?m|i’m)\s+"
 
@@ -122,13 +122,15 @@ def _split_list(value: str) -> list[str]:
 
 
 def detect_facts(text: str | None, speaker: str | None = None) -> list[dict[str, Any]]:
-    """Profile facts stated in ``text`` by the user. Statements of an assistant, a tool or the
-    system (``speaker``) state nothing about the user: []. One fact per key (the first)."""
+    """Profile facts stated in ``text`` by the user, in the order the text states them.
+    Statements of an assistant, a tool or the system (``speaker``) state nothing about the
+    user: []. One fact per key (the rule listed first in RULES wins)."""
     if not text or not text.strip():
         return []
     if speaker and speaker.strip().lower().split(":")[0] in _NON_USER:
         return []
     out: dict[str, dict[str, Any]] = {}
+    where: dict[str, int] = {}
 
     def add(key: str, value: Any, rule: str, m: re.Match[str], previous: str | None = None) -> None:
         if not key or key in out or value in (None, "", []):
@@ -137,6 +139,7 @@ def detect_facts(text: str | None, speaker: str | None = None) -> list[dict[str,
         if previous:
             f["previous"] = previous
         out[key] = f
+        where[key] = m.start()
 
     for rule, rx in RULES:
         for m in rx.finditer(text):
@@ -182,7 +185,7 @@ def detect_facts(text: str | None, speaker: str | None = None) -> list[dict[str,
                         or re.match(r"(?i)(?:what|how|why|when|where|who|which|that|not|this|it)\b", value)):
                     continue
                 add(fact_key(k), value, rule, m)
-    return list(out.values())
+    return sorted(out.values(), key=lambda f: where[f["key"]])  # in the order the text states them
 
 
 def validate_facts(obj: Any, limit: int = 20) -> list[dict[str, Any]]:
