@@ -206,3 +206,24 @@ def test_a_rejected_statement_never_reapplies_a_different_value(conn):
     conn.execute("insert into pgmem.history (tenant, memory_id, op, after) values ('acme', %s, 'reject', %s)",
                  (mid, Jsonb({"content": "I moved back home", "user_id": "maya", "created_at": datetime.now(timezone.utc).isoformat()})))
     assert profile(conn, "maya") == {"location": "Porto"}
+
+
+def test_the_client_extractor_finds_profile_statements(dsn, conn, monkeypatch):
+    from pgmem import MemoryClient
+
+    monkeypatch.delenv("PGMEM_LLM_BASE_URL", raising=False)
+    with MemoryClient(dsn, tenant="acme", embedder=None) as mem:
+        res = mem.remember_many([
+            {"content": "Hi! I'm Maya. I live in Lisbon and I'm allergic to peanuts.", "actor": "user", "user_id": "maya",
+             "ts": "2026-09-01T07:00:00Z"},
+            {"content": "Noted: you live in Oslo.", "actor": "assistant", "user_id": "maya", "ts": "2026-09-01T07:01:00Z"},
+            {"content": "I moved to Berlin last week", "actor": "user", "user_id": "maya", "ts": "2026-10-01T07:00:00Z"}])
+        assert [r.decision for r in res] == ["stored"] * 3
+        assert res[0].id and mem.get(res[0].id)["metadata"]["facts"][0]["key"] == "name"
+        assert "facts" not in mem.get(res[1].id)["metadata"]  # an assistant's words state nothing about the user
+        assert mem.profile("maya") == {"name": "Maya", "location": "Berlin", "allergies.peanuts": True}
+        assert mem.profile("maya", as_of="2026-09-15T00:00:00Z")["location"] == "Lisbon"
+        mem.remember("I switched from VS Code to Neovim", user_id="maya", who="user", extract=True)
+        assert mem.profile("maya")["editor"] == "Neovim"
+        mem.remember("I use Emacs now", user_id="maya", who="user")  # extract=False: the caller's fields only
+        assert mem.profile("maya")["editor"] == "Neovim"

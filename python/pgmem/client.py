@@ -132,6 +132,15 @@ def event_to_args(event: Mapping[str, Any] | str, extractor=None, *, now: dateti
         if args.get("importance") is None and x.importance is not None and x.source == "llm":
             args["importance"] = x.importance
         args["metadata"].setdefault("extracted_by", x.source)
+        # layered tiers (issue 15): the profile facts a user's statement makes; the database's
+        # memories_profile_facts trigger writes them (pgmem.set_fact) as the memory is stored
+        facts = getattr(x, "facts", None)
+        if facts is None:  # an extractor without profile-statement detection: the heuristic's
+            from .engine.profile_facts import detect_facts
+
+            facts = detect_facts(content, speaker=args.get("who"))
+        if facts and args.get("user_id"):
+            args["metadata"].setdefault("facts", facts)
     return {k: v for k, v in args.items() if v is not None and v != {} or k == "content"}
 
 
