@@ -397,3 +397,25 @@ def test_a_conversation_belongs_to_one_user(conn):
     turn(conn, "c", "hello", e(0), user="ana")
     with pytest.raises(psycopg.errors.InvalidParameterValue, match="conversation c belongs to user ana, not bob"):
         turn(conn, "c", "hello", e(0), user="bob")
+
+
+def test_async_client_runs_the_layered_methods(dsn, monkeypatch):
+    import asyncio
+
+    from pgmem import AsyncMemoryClient
+
+    monkeypatch.delenv("PGMEM_LLM_BASE_URL", raising=False)
+
+    async def main():
+        async with AsyncMemoryClient(dsn, tenant="acme", embedder=None) as amem:
+            r = await amem.context_for("My name is Ada and I live in Turin.", conversation_id="ac", user_id="ada",
+                                       embedding=e(0))
+            reply = await amem.observe_reply("ac", "We decided to call you Ada.", embedding=e(0))
+            intent = await amem.classify_intent("Tell me more about it", "ac")
+            return r, reply, intent, await amem.profile("ada"), await amem.conversation_state("ac")
+
+    r, reply, intent, prof, state = asyncio.run(main())
+    assert r.intent == "profile" and r.confidence == 0.92 and r.stage("thread")["decision"] == "created"
+    assert reply["insights"][0]["type"] == "decision" and reply["thread_id"] == r.stage("thread")["thread_id"]
+    assert (intent.intent, intent.confidence, intent.source) == ("continuation", 0.85, "fast_path")
+    assert prof == {"name": "Ada", "location": "Turin"} and state["message_count"] == 1
