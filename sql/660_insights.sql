@@ -25,12 +25,12 @@ comment on function pgmem.extract_concepts(text) is
 -- Concept mentions of a message or an insight, and the concept links across threads.
 create or replace function pgmem._mention_concepts(p_tenant text, p_user_id text, p_conversation_id text,
                                                   p_thread_id bigint, p_message_id bigint, p_insight_id bigint,
-                                                  p_memory_id bigint, p_text text) returns jsonb
+                                                  p_memory_id bigint, p_text text, p_concepts jsonb default null) returns jsonb
   language plpgsql volatile
   set search_path = pgmem, public, pg_temp
 as $$
 declare
-  v_concepts jsonb := pgmem.extract_concepts(p_text);
+  v_concepts jsonb := coalesce(p_concepts, pgmem.extract_concepts(p_text));
   v_links int := 0;
 begin
   if jsonb_array_length(v_concepts) = 0 then
@@ -80,6 +80,7 @@ as $$
 declare
   v_tenant text := pgmem._require_tenant();
   v_id bigint;
+  v_concepts jsonb;
 begin
   if type is null or type not in ('decision', 'conclusion', 'hypothesis', 'open_question', 'observation') then
     perform pgmem._bad_input(format('unknown insight type %s', coalesce(quote_literal(type), 'NULL')),
@@ -107,13 +108,14 @@ begin
   if v_id is not null then
     return v_id;
   end if;
+  v_concepts := pgmem.extract_concepts(content);
   insert into pgmem.insights as i (tenant, user_id, conversation_id, thread_id, message_id, type, content, confidence,
                                    source, concepts, embedding)
   values (v_tenant, user_id, conversation_id, thread_id, message_id, type, content, confidence, source,
-          array(select c->>'concept' from jsonb_array_elements(pgmem.extract_concepts(content)) c),
+          array(select c->>'concept' from jsonb_array_elements(v_concepts) c),
           pgmem._check_embedding(embedding, 'insight embedding'))
   returning i.id into v_id;
-  perform pgmem._mention_concepts(v_tenant, user_id, conversation_id, thread_id, message_id, v_id, null, content);
+  perform pgmem._mention_concepts(v_tenant, user_id, conversation_id, thread_id, message_id, v_id, null, content, v_concepts);
   return v_id;
 end $$;
 comment on function pgmem.add_insight(text, text, float8, text, text, bigint, bigint, vector, text) is

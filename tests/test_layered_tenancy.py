@@ -18,7 +18,6 @@ from psycopg import sql
 from psycopg.types.json import Jsonb
 
 from conftest import at_cos, connect, e
-from test_tenancy import role_connect, roles  # noqa: F401  (module-scoped login roles fixture)
 
 MARK = "quokkazebra"          # a word only tenant b's rows contain
 USER = "shared-user"          # the same user id in both tenants
@@ -32,6 +31,9 @@ LAYERED_FUNCTIONS = frozenset({
     "behaviour_decision", "resolve_policy", "observe_turn", "conversation_state", "resolve_thread", "set_thread_summary",
     "conversation_threads", "thread_messages", "extract_insights", "extract_concepts", "add_insight", "observe_reply",
     "search_insights", "research_context", "user_data_summary", "context_for"})
+
+# after LAYERED_FUNCTIONS: test_tenancy imports it from here
+from test_tenancy import role_connect, roles  # noqa: E402, F401  (module-scoped login roles fixture)
 
 
 def rows(c, q, params=()):
