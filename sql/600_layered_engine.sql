@@ -65,14 +65,17 @@ create or replace function pgmem._cos(a vector, b vector) returns float8
 
 -- Exponential moving average of two vectors: (1 - alpha) * old + alpha * new
 -- (layered-memory-architecture.md, "Topic Vector Rolling Average"; threads use it too).
--- The first vector of a sequence is taken as it is.
+-- The first vector of a sequence is taken as it is. pgvector has no scalar product, so the
+-- weights are constant vectors multiplied element-wise (in C: 0.14 ms at 384 dimensions,
+-- against 3.6 ms for the same arithmetic over unnest()).
 create or replace function pgmem._ema(p_old vector, p_new vector, p_alpha float8) returns vector
   language sql immutable parallel safe
   set search_path = pgmem, public, pg_temp
   return case when p_old is null then p_new
               when p_new is null then p_old
-              else (select array_agg((1.0 - p_alpha) * o + p_alpha * n order by i)
-                      from unnest(p_old::real[], p_new::real[]) with ordinality u(o, n, i))::vector end;
+              -- OPERATOR() has one precedence for all, left to right: the parentheses are needed
+              else (p_old operator(public.*) array_fill((1.0 - p_alpha)::real, array[vector_dims(p_old)])::vector)
+                   operator(public.+) (p_new operator(public.*) array_fill(p_alpha::real, array[vector_dims(p_new)])::vector) end;
 
 -- The OR of a text's lexemes (english stemming): the lexical match of the layered searches
 -- (insights, messages), where every word may count.

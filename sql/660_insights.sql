@@ -62,6 +62,57 @@ begin
   return jsonb_build_object('concepts', (select jsonb_agg(c->>'concept') from jsonb_array_elements(v_concepts) c), 'links', v_links);
 end $$;
 
+-- Stores one insight (checked, thresholded, deduplicated) with its concept mentions; the
+-- concepts may come with it (pgmem._message_research has them from the same engine call).
+create or replace function pgmem._store_insight(p_tenant text, p_type text, p_content text, p_confidence float8,
+                                               p_user_id text, p_conversation_id text, p_thread_id bigint,
+                                               p_message_id bigint, p_embedding vector, p_source text,
+                                               p_concepts jsonb default null) returns bigint
+  language plpgsql volatile
+  set search_path = pgmem, public, pg_temp
+as $$
+declare
+  v_id bigint;
+  v_concepts jsonb;
+begin
+  if p_type is null or p_type not in ('decision', 'conclusion', 'hypothesis', 'open_question', 'observation') then
+    perform pgmem._bad_input(format('unknown insight type %s', coalesce(quote_literal(p_type), 'NULL')),
+      'types: decision, conclusion, hypothesis, open_question, observation');
+  end if;
+  if p_content is null or p_content !~ '\S' then
+    perform pgmem._bad_input('the insight is empty');
+  end if;
+  if p_confidence is null then
+    perform pgmem._bad_input('an insight needs a confidence between 0 and 1');
+  end if;
+  perform pgmem._check_unit(p_confidence, 'confidence');
+  if p_source not in ('cue', 'llm', 'api') then
+    perform pgmem._bad_input(format('insight source must be cue, llm or api, got %L', p_source));
+  end if;
+  -- "LLM-powered insight extraction with confidence thresholds": the threshold holds for every source
+  if p_confidence < pgmem._setting_num('insight_min_confidence', 0.6) then
+    return null;
+  end if;
+  -- the same insight of the same user again: the existing one (keeps its first thread)
+  select i.id into v_id from pgmem.insights i
+   where i.tenant = p_tenant and i.user_id is not distinct from p_user_id
+     and pgmem._content_key(i.content) = pgmem._content_key(p_content)
+   limit 1;
+  if v_id is not null then
+    return v_id;
+  end if;
+  v_concepts := coalesce(p_concepts, pgmem.extract_concepts(p_content));
+  insert into pgmem.insights as i (tenant, user_id, conversation_id, thread_id, message_id, type, content, confidence,
+                                   source, concepts, embedding)
+  values (p_tenant, p_user_id, p_conversation_id, p_thread_id, p_message_id, p_type, p_content, p_confidence, p_source,
+          array(select c->>'concept' from jsonb_array_elements(v_concepts) c),
+          pgmem._check_embedding(p_embedding, 'insight embedding'))
+  returning i.id into v_id;
+  perform pgmem._mention_concepts(p_tenant, p_user_id, p_conversation_id, p_thread_id, p_message_id, v_id, null,
+                                  p_content, v_concepts);
+  return v_id;
+end $$;
+
 create or replace function pgmem.add_insight(
   type text,
   content text,
@@ -73,51 +124,10 @@ create or replace function pgmem.add_insight(
   embedding vector default null,
   source text default 'api')
 returns bigint
-  language plpgsql volatile security definer
+  language sql volatile security definer
   set search_path = pgmem, public, pg_temp
-as $$
-#variable_conflict use_variable
-declare
-  v_tenant text := pgmem._require_tenant();
-  v_id bigint;
-  v_concepts jsonb;
-begin
-  if type is null or type not in ('decision', 'conclusion', 'hypothesis', 'open_question', 'observation') then
-    perform pgmem._bad_input(format('unknown insight type %s', coalesce(quote_literal(type), 'NULL')),
-      'types: decision, conclusion, hypothesis, open_question, observation');
-  end if;
-  if content is null or content !~ '\S' then
-    perform pgmem._bad_input('the insight is empty');
-  end if;
-  if confidence is null then
-    perform pgmem._bad_input('an insight needs a confidence between 0 and 1');
-  end if;
-  perform pgmem._check_unit(confidence, 'confidence');
-  if source not in ('cue', 'llm', 'api') then
-    perform pgmem._bad_input(format('insight source must be cue, llm or api, got %L', source));
-  end if;
-  -- "LLM-powered insight extraction with confidence thresholds": the threshold holds for every source
-  if confidence < pgmem._setting_num('insight_min_confidence', 0.6) then
-    return null;
-  end if;
-  -- the same insight of the same user again: the existing one (keeps its first thread)
-  select i.id into v_id from pgmem.insights i
-   where i.tenant = v_tenant and i.user_id is not distinct from add_insight.user_id
-     and pgmem._content_key(i.content) = pgmem._content_key(add_insight.content)
-   limit 1;
-  if v_id is not null then
-    return v_id;
-  end if;
-  v_concepts := pgmem.extract_concepts(content);
-  insert into pgmem.insights as i (tenant, user_id, conversation_id, thread_id, message_id, type, content, confidence,
-                                   source, concepts, embedding)
-  values (v_tenant, user_id, conversation_id, thread_id, message_id, type, content, confidence, source,
-          array(select c->>'concept' from jsonb_array_elements(v_concepts) c),
-          pgmem._check_embedding(embedding, 'insight embedding'))
-  returning i.id into v_id;
-  perform pgmem._mention_concepts(v_tenant, user_id, conversation_id, thread_id, message_id, v_id, null, content, v_concepts);
-  return v_id;
-end $$;
+  return pgmem._store_insight((select pgmem._require_tenant()), type, content, confidence, user_id, conversation_id,
+                              thread_id, message_id, embedding, source);
 comment on function pgmem.add_insight(text, text, float8, text, text, bigint, bigint, vector, text) is
   'Stores a research insight (decision, conclusion, hypothesis, open_question, observation) with its confidence and thread; NULL when the confidence is below insight_min_confidence (.6). The same text of the same user returns the existing insight.';
 
@@ -130,6 +140,7 @@ as $$
 declare
   m pgmem.messages;
   v_user text;
+  v_found jsonb;
   v_items jsonb;
   it jsonb;
   v_ids jsonb := '[]';
@@ -138,19 +149,22 @@ declare
 begin
   select * into m from pgmem.messages x where x.tenant = p_tenant and x.id = p_message_id;
   select c.user_id into v_user from pgmem.conversations c where c.tenant = p_tenant and c.conversation_id = m.conversation_id;
-  v_items := case when p_insights is not null then p_insights else pgmem.extract_insights(m.content) end;
+  v_found := pgmem._engine('insights', 'research', jsonb_build_object('text', m.content));  -- cue insights and concepts
+  v_items := coalesce(p_insights, v_found->'insights');
   if jsonb_typeof(v_items) <> 'array' then
     perform pgmem._bad_input('insights must be a JSON array of {"type", "content", "confidence"} objects');
   end if;
   for it in select x from jsonb_array_elements(v_items) x loop
-    v_id := pgmem.add_insight(it->>'type', it->>'content', (it->>'confidence')::float8, v_user, m.conversation_id,
-                              m.thread_id, m.id, coalesce((it->>'embedding')::vector, m.embedding),
-                              case when p_insights is not null then coalesce(it->>'source', 'llm') else 'cue' end);
+    v_id := pgmem._store_insight(p_tenant, it->>'type', it->>'content', (it->>'confidence')::float8, v_user,
+                                 m.conversation_id, m.thread_id, m.id, coalesce((it->>'embedding')::vector, m.embedding),
+                                 case when p_insights is not null then coalesce(it->>'source', 'llm') else 'cue' end,
+                                 it->'concepts');
     if v_id is not null then
       v_ids := v_ids || jsonb_build_object('id', v_id, 'type', it->>'type', 'confidence', (it->>'confidence')::float8);
     end if;
   end loop;
-  v_concepts := pgmem._mention_concepts(p_tenant, v_user, m.conversation_id, m.thread_id, m.id, null, m.memory_id, m.content);
+  v_concepts := pgmem._mention_concepts(p_tenant, v_user, m.conversation_id, m.thread_id, m.id, null, m.memory_id,
+                                        m.content, v_found->'concepts');
   return jsonb_build_object('insights', v_ids, 'concepts', v_concepts->'concepts', 'concept_links', v_concepts->'links');
 end $$;
 

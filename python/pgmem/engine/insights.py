@@ -242,5 +242,15 @@ def parse_llm_summary(obj: Any) -> tuple[str | None, str | None]:
     return (_clip(summary, 600) if summary else None), (_clip(lab, 80) if lab else None)
 
 
+def research(text: str) -> dict[str, Any]:
+    """One message's research material in one call (pgmem._message_research): its insights,
+    each with its own concepts, and the message's concepts."""
+    found = extract_insights(text)
+    for i in found:
+        i["concepts"] = concepts(i["content"])
+    return {"insights": found, "concepts": concepts(text)}
+
+
 # What pgmem._engine may call from SQL (module 'insights').
-SQL_API = {"extract_insights": extract_insights, "concepts": concepts, "summarize": summarize, "label": label}
+SQL_API = {"extract_insights": extract_insights, "concepts": concepts, "summarize": summarize, "label": label,
+           "research": research}
