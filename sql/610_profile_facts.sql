@@ -85,7 +85,14 @@ begin
   -- one writer per (tenant, user, key): the validity intervals stay disjoint
   perform pg_advisory_xact_lock(hashtextextended('pgmem.fact' || chr(31) || v_tenant || chr(31) || user_id || chr(31) || v_key, 0));
 
-  -- already in force with this value, open-ended as asked: nothing changes
+  -- an open-ended new value holds until the next value already known after it
+  if v_vt is null then
+    select min(f.valid_from) into v_vt from pgmem.profile_facts f
+     where f.tenant = v_tenant and f.user_id = set_fact.user_id and f.key = v_key and f.recorded_to is null
+       and f.valid_from > v_vf;
+  end if;
+
+  -- already in force with this value over the same span: nothing changes
   select * into v_same from pgmem.profile_facts f
    where f.tenant = v_tenant and f.user_id = set_fact.user_id and f.key = v_key and f.recorded_to is null
      and f.valid_from <= v_vf and (f.valid_to is null or f.valid_to > v_vf)
@@ -95,13 +102,6 @@ begin
     return next; return;
   end if;
   previous_value := v_same.value;
-
-  -- an open-ended new value holds until the next value already known after it
-  if v_vt is null then
-    select min(f.valid_from) into v_vt from pgmem.profile_facts f
-     where f.tenant = v_tenant and f.user_id = set_fact.user_id and f.key = v_key and f.recorded_to is null
-       and f.valid_from > v_vf;
-  end if;
 
   -- retire every row the new validity [v_vf, v_vt) overlaps, keeping what lies outside it
   for v_old in
@@ -265,6 +265,9 @@ create or replace function pgmem._memory_facts() returns trigger
   set search_path = pgmem, public, pg_temp
 as $$
 begin
+  if new.tenant is distinct from pgmem.current_tenant() then
+    return null;  -- a write for another tenant than the session's (an operator's bulk load): facts are the API's
+  end if;
   perform pgmem.apply_facts(new.user_id, new.metadata->'facts', new.created_at, new.id,
                             coalesce(nullif(new.metadata->>'extracted_by', ''), 'heuristic'));
   return null;
@@ -290,6 +293,9 @@ declare
   v_text text := lower(coalesce(new.after->>'content', ''));
   v_facts jsonb;
 begin
+  if new.tenant is distinct from pgmem.current_tenant() then
+    return null;
+  end if;
   select * into v_mem from pgmem.memories m where m.id = new.memory_id and m.tenant = new.tenant;
   v_facts := coalesce(new.after->'metadata'->'facts', v_mem.metadata->'facts');
   if v_mem.user_id is null or jsonb_typeof(v_facts) <> 'array' or v_mem.user_id is distinct from coalesce(new.after->>'user_id', v_mem.user_id) then

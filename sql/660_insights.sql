@@ -227,7 +227,7 @@ create or replace function pgmem.search_insights(
   min_confidence float8 default 0)
 returns table (id bigint, type text, content text, confidence real, score float8, semantic float8, lexical float8,
                concept float8, thread_id bigint, thread_label text, conversation_id text, same_thread boolean,
-               concepts text[], created_at timestamptz)
+               concepts text[], insight_user text, created_at timestamptz)
   language plpgsql stable security definer
   set search_path = pgmem, public, pg_temp
 as $$
@@ -274,7 +274,7 @@ begin
          (v_ws * s.sem + v_wl * s.lex + v_wc * s.con) / (v_ws + v_wl + v_wc),
          s.sem, s.lex, s.con, s.thread_id, t.label, s.conversation_id,
          s.thread_id is not distinct from current_thread_id and current_thread_id is not null,
-         s.concepts, s.created_at
+         s.concepts, s.user_id, s.created_at
     from s left join pgmem.threads t on t.tenant = s.tenant and t.id = s.thread_id
    order by 5 desc, s.id desc
    limit k;
@@ -282,8 +282,9 @@ end $$;
 comment on function pgmem.search_insights(text, vector, text, integer, text[], bigint, float8) is
   'Research insights of the current tenant (a user''s, or all) across every thread and conversation, ranked by .6 semantic + .25 lexical + .15 concept overlap (weights of absent signals spread over the rest); same_thread marks those of current_thread_id.';
 
--- Step 4d: the research context of a query: related insights from every thread, and the
--- query's concepts that other threads of the user discussed.
+-- Step 4d: the research context of a query: related insights from every thread of the user
+-- (a conversation without a user sees only insights without one), and the query's concepts
+-- that other threads of the user discussed.
 create or replace function pgmem.research_context(query_text text, query_embedding vector default null,
                                                   user_id text default null, thread_id bigint default null,
                                                   k integer default 5)
@@ -295,9 +296,11 @@ as $$
     'insights', coalesce((select jsonb_agg(jsonb_build_object('id', s.id, 'type', s.type, 'content', s.content,
                                    'confidence', s.confidence, 'score', round(s.score::numeric, 4), 'thread_id', s.thread_id,
                                    'thread_label', s.thread_label, 'same_thread', s.same_thread) order by s.score desc, s.id desc)
-                            from pgmem.search_insights(query_text, query_embedding, research_context.user_id, k, null,
-                                                       research_context.thread_id) s
-                           where s.score > 0), '[]'),
+                            from (select * from pgmem.search_insights(query_text, query_embedding, research_context.user_id,
+                                                                      case when research_context.user_id is null then 1000 else k end,
+                                                                      null, research_context.thread_id) x
+                                   where x.score > 0 and x.insight_user is not distinct from research_context.user_id
+                                   order by x.score desc, x.id desc limit k) s), '[]'),
     'concepts', coalesce((select jsonb_agg(jsonb_build_object('concept', x.concept, 'threads', x.threads) order by x.concept)
                             from (select cm.concept,
                                          jsonb_agg(distinct jsonb_build_object('thread_id', t.id, 'label', t.label,

@@ -419,3 +419,17 @@ def test_async_client_runs_the_layered_methods(dsn, monkeypatch):
     assert reply["insights"][0]["type"] == "decision" and reply["thread_id"] == r.stage("thread")["thread_id"]
     assert (intent.intent, intent.confidence, intent.source) == ("continuation", 0.85, "fast_path")
     assert prof == {"name": "Ada", "location": "Turin"} and state["message_count"] == 1
+
+
+def test_research_context_keeps_to_the_user(conn):
+    ctx(conn, "u1", "Tell me about HNSW", e(0), user="ana")
+    scalar(conn, "select pgmem.observe_reply('u1', 'We decided to use HNSW for ana.', %s)", (e(0),))
+    ctx(conn, "u2", "Tell me about HNSW", e(0), user="bob")
+    scalar(conn, "select pgmem.observe_reply('u2', 'We decided to use HNSW for bob.', %s)", (e(0),))
+    ctx(conn, "anon", "Tell me about HNSW", e(0), user=None)
+    scalar(conn, "select pgmem.observe_reply('anon', 'We decided to use HNSW for nobody.', %s)", (e(0),))
+    for user, word in (("ana", "ana"), ("bob", "bob"), (None, "nobody")):
+        r = scalar(conn, "select pgmem.research_context('HNSW decision', %s, %s)", (e(0), user))
+        assert [i["content"] for i in r["insights"]] == [f"We decided to use HNSW for {word}."], (user, r)
+    # search_insights itself, without a user: the tenant's insights of everyone (an operator's view)
+    assert len(rows(conn, "select * from pgmem.search_insights('HNSW decided')")) == 3
