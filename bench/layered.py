@@ -68,7 +68,9 @@ def items(rng, n, start, facts_share=0.0):
 
 def timed(conn, sql, params=()):
     t = time.perf_counter()
-    conn.execute(sql, params).fetchall()
+    cur = conn.execute(sql, params)
+    if cur.description:
+        cur.fetchall()
     return time.perf_counter() - t
 
 

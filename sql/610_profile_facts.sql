@@ -32,6 +32,13 @@ begin
   return k;
 end $$;
 
+-- One writer per (tenant, user, key) until the transaction ends: validity intervals stay disjoint.
+create or replace function pgmem._lock_fact(p_tenant text, p_user_id text, p_key text) returns void
+  language sql volatile
+  set search_path = pgmem, public, pg_temp
+  return (select null::void from (select pg_advisory_xact_lock(hashtextextended(
+            'pgmem.fact' || chr(31) || p_tenant || chr(31) || p_user_id || chr(31) || p_key, 0))) x);
+
 create or replace function pgmem._fact_history(p_tenant text, p_op text, p_before jsonb, p_after jsonb, p_details jsonb)
 returns void
   language sql volatile
@@ -82,8 +89,7 @@ begin
   if metadata is not null and jsonb_typeof(metadata) <> 'object' then
     perform pgmem._bad_input(format('metadata must be a JSON object, got %s', jsonb_typeof(metadata)));
   end if;
-  -- one writer per (tenant, user, key): the validity intervals stay disjoint
-  perform pg_advisory_xact_lock(hashtextextended('pgmem.fact' || chr(31) || v_tenant || chr(31) || user_id || chr(31) || v_key, 0));
+  perform pgmem._lock_fact(v_tenant, user_id, v_key);
 
   -- an open-ended new value holds until the next value already known after it
   if v_vt is null then
@@ -152,7 +158,7 @@ declare
   v_old pgmem.profile_facts;
   v_new pgmem.profile_facts;
 begin
-  perform pg_advisory_xact_lock(hashtextextended('pgmem.fact' || chr(31) || v_tenant || chr(31) || user_id || chr(31) || v_key, 0));
+  perform pgmem._lock_fact(v_tenant, user_id, v_key);
   update pgmem.profile_facts f set recorded_to = v_now
    where f.tenant = v_tenant and f.user_id = end_fact.user_id and f.key = v_key and f.recorded_to is null
      and f.valid_from < v_at and f.valid_to is null

@@ -32,6 +32,22 @@ begin
   return c;
 end $$;
 
+-- An existing conversation, locked for this transaction, or P0002 naming how one starts.
+create or replace function pgmem._locked_conversation(p_tenant text, p_conversation_id text) returns pgmem.conversations
+  language plpgsql volatile
+  set search_path = pgmem, public, pg_temp
+as $$
+declare c pgmem.conversations;
+begin
+  select * into c from pgmem.conversations x
+   where x.tenant = p_tenant and x.conversation_id = p_conversation_id for update;
+  if c.conversation_id is null then
+    raise exception 'conversation % does not exist for tenant "%"', p_conversation_id, p_tenant
+      using errcode = 'P0002', hint = 'a conversation starts with a user message: pgmem.context_for or pgmem.observe_turn';
+  end if;
+  return c;
+end $$;
+
 -- Appends a message to a conversation (user or assistant turn); returns its row.
 create or replace function pgmem._add_message(p_tenant text, p_conversation_id text, p_role text, p_content text,
                                              p_embedding vector, p_intent text, p_confidence real, p_memory_id bigint,

@@ -60,12 +60,7 @@ begin
       'embed the message (the Python client does), or skip thread resolution for text-only messages');
   end if;
   embedding := pgmem._check_embedding(embedding, 'message embedding');
-  select * into c from pgmem.conversations x
-   where x.tenant = v_tenant and x.conversation_id = resolve_thread.conversation_id for update;
-  if c.conversation_id is null then
-    raise exception 'conversation % does not exist for tenant "%"', resolve_thread.conversation_id, v_tenant
-      using errcode = 'P0002', hint = 'pgmem.observe_turn (or pgmem.context_for) starts a conversation';
-  end if;
+  c := pgmem._locked_conversation(v_tenant, resolve_thread.conversation_id);
   if message_id is not null then
     select m.content, m.created_at into v_text, v_at from pgmem.messages m
      where m.tenant = v_tenant and m.id = message_id and m.conversation_id = c.conversation_id;

@@ -188,12 +188,7 @@ declare
   r pgmem.remember_result;
   v_research jsonb;
 begin
-  select * into c from pgmem.conversations x
-   where x.tenant = v_tenant and x.conversation_id = observe_reply.conversation_id for update;
-  if c.conversation_id is null then
-    raise exception 'conversation % does not exist for tenant "%"', observe_reply.conversation_id, v_tenant
-      using errcode = 'P0002', hint = 'a conversation starts with a user message: pgmem.context_for or pgmem.observe_turn';
-  end if;
+  c := pgmem._locked_conversation(v_tenant, observe_reply.conversation_id);
   if insights is not null and jsonb_typeof(insights) <> 'array' then
     perform pgmem._bad_input('insights must be a JSON array of {"type", "content", "confidence"} objects');
   end if;

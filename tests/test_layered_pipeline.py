@@ -19,21 +19,7 @@ from conftest import DIM, at_cos, connect, e
 from pgmem import MemoryClient
 from pgmem.layered import LayeredLLM
 from test_extraction import completion, llm  # noqa: F401  (the fake OpenAI-compatible server fixture)
-
-
-def rows(conn, q, params=()):
-    cur = conn.cursor(row_factory=psycopg.rows.dict_row)
-    cur.execute(q, params)
-    return cur.fetchall()
-
-
-def one(conn, q, params=()):
-    r = rows(conn, q, params)
-    return r[0] if r else None
-
-
-def scalar(conn, q, params=()):
-    return conn.execute(q, params).fetchone()[0]
+from test_layered_profile import one, rows, scalar
 
 
 def turn(conn, conv, text, vec=None, user="u", intent=None):
