@@ -78,8 +78,8 @@ def test_scripted_multi_session_conversation(mem):
                 threads[thread] = th["thread_id"]
             # the streamed annotations: classified first, retrieved second, then generating
             ann = r.annotations()
-            assert ann[0] == f'8:[{{"stage": "classified", "intent": "{intent}", "confidence": {conf}}}]'
-            assert ann[1].startswith('8:[{"stage": "retrieved", "retrieval_info": {"num_docs": ') and ann[2] == '8:[{"stage": "generating"}]'
+            assert ann[0] == f'8:[{{"stage":"classified","intent":"{intent}","confidence":{conf}}}]'
+            assert ann[1].startswith('8:[{"stage":"retrieved","retrieval_info":{"num_docs":') and ann[2] == '8:[{"stage":"generating"}]'
             assert [s["stage"] for s in r.stages] == ["classified", "topic_gate", "state", "behaviour", "thread", "research",
                                                       "policy", "history", "retrieved"]
 

@@ -82,13 +82,16 @@ class ContextResult:
 def stream_annotations(doc: dict[str, Any]) -> list[str]:
     """``8:[{...}]`` lines for the classified and retrieved stages of a context_for document,
     then the generating stage."""
+    def line(obj: dict) -> str:  # the design's compact form: 8:[{"stage":"classified",...}]
+        return "8:" + json.dumps([obj], separators=(",", ":"))
+
     out = []
     for s in doc.get("stages", []):
         if s.get("stage") == "classified":
-            out.append("8:" + json.dumps([{"stage": "classified", "intent": s["intent"], "confidence": s["confidence"]}]))
+            out.append(line({"stage": "classified", "intent": s["intent"], "confidence": s["confidence"]}))
         elif s.get("stage") == "retrieved":
-            out.append("8:" + json.dumps([{"stage": "retrieved", "retrieval_info": s["retrieval_info"]}]))
-    out.append("8:" + json.dumps([{"stage": "generating"}]))
+            out.append(line({"stage": "retrieved", "retrieval_info": s["retrieval_info"]}))
+    out.append(line({"stage": "generating"}))
     return out
 
 
