@@ -89,7 +89,10 @@ def main() -> int:
     with psycopg.connect(admin_dsn, autocommit=True) as admin:
         admin.execute(f'create database "{name}"')
     target = ci.make_conninfo(**{**params, "dbname": name})
-    res: dict = {"at": datetime.now(timezone.utc).isoformat(), "args": vars(a)}
+    import os
+
+    res: dict = {"at": datetime.now(timezone.utc).isoformat(), "args": vars(a), "cpus": os.cpu_count(),
+                 "loadavg_start": os.getloadavg()}
     try:
         migrate.upgrade(target)
         with psycopg.connect(target, autocommit=True, options="-c pgmem.tenant=bench") as c:
@@ -160,6 +163,7 @@ def main() -> int:
     finally:
         with psycopg.connect(admin_dsn, autocommit=True) as admin:
             admin.execute(f'drop database if exists "{name}" with (force)')
+    res["loadavg_end"] = os.getloadavg()
     out = HERE / "results" / f"layered-{datetime.now(timezone.utc):%Y%m%dT%H%M%SZ}.json"
     out.write_text(json.dumps(res, indent=2) + "\n")
     print(json.dumps(res, indent=2))
