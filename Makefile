@@ -5,6 +5,10 @@ PY    := $(VENV)/bin/python
 PGMEM := $(VENV)/bin/pgmem
 PYTEST_ARGS ?=
 BENCH_N ?= 100000
+# LoCoMo for `make eval` (bench/locomo.py): a path to LoCoMo's JSON; default the dev half beside the
+# repository when it exists. LOCOMO_ARGS passes options (e.g. --rankings search,hybrid --reuse).
+LOCOMO ?= $(firstword $(wildcard ../shared/eval/locomo-dev.json ../../shared/eval/locomo-dev.json))
+LOCOMO_ARGS ?=
 
 .PHONY: setup db db-down demo test test-fast bench eval load clean distclean
 
@@ -26,8 +30,10 @@ test: setup ## the whole test suite against a real cluster (.pgmem/test)
 bench: setup ## benchmark (BENCH_N memories) -> bench/results/
 	@$(PY) bench/bench.py --n $(BENCH_N)
 
-eval: setup ## retrieval-quality evaluation -> bench/results/eval-*.json
+eval: setup ## retrieval quality: bench/data, then LoCoMo (LOCOMO=path) -> bench/results/{eval,locomo}-*.json
 	@$(PY) bench/eval.py
+	@if [ -n "$(LOCOMO)" ]; then $(PY) bench/locomo.py --data "$(LOCOMO)" $(LOCOMO_ARGS); \
+	 else echo "LoCoMo: skipped (no data): make eval LOCOMO=path/to/locomo10.json (https://github.com/snap-research/LoCoMo, data/locomo10.json)"; fi
 
 load: setup ## 8 clients, 60 s, remember/search mix + merge job
 	@$(PY) bench/load.py --bench-data
