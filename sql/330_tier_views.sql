@@ -3,18 +3,7 @@
 -- They are security_invoker (and security_barrier) views: the row-level security of the
 -- tables applies to whoever reads them (pgmem_reader sees its tenant, pgmem_admin every
 -- tenant), so they need no tenant filter of their own (sql/900_security.sql).
--- Also here, because sql/500_privacy.sql's export_user (a SQL function, checked when it is
--- created) calls it: what export_user and erase_user do with the layered tables.
-
--- A fact row's status at a moment: retired (superseded knowledge), past, future or current.
-create or replace function pgmem._fact_status(p_recorded_to timestamptz, p_valid_from timestamptz,
-                                             p_valid_to timestamptz, p_at timestamptz) returns text
-  language sql immutable parallel safe
-  set search_path = pgmem, public, pg_temp
-  return case when p_recorded_to is not null then 'retired'
-              when p_valid_to is not null and p_valid_to <= p_at then 'past'
-              when p_valid_from > p_at then 'future'
-              else 'current' end;
+-- Also here, before sql/500_privacy.sql: what erase_user does with the layered tables.
 
 create or replace view pgmem.profile_facts_current with (security_invoker = true, security_barrier = true) as
 select f.tenant, f.user_id, f.key, f.value, f.confidence, f.valid_from, f.recorded_from, f.source,
@@ -25,7 +14,10 @@ comment on view pgmem.profile_facts_current is 'Tier B: the profile facts in for
 
 create or replace view pgmem.profile_facts_history with (security_invoker = true, security_barrier = true) as
 select f.tenant, f.user_id, f.key, f.value, f.confidence, f.valid_from, f.valid_to, f.recorded_from, f.recorded_to,
-       pgmem._fact_status(f.recorded_to, f.valid_from, f.valid_to, now()) as status,
+       case when f.recorded_to is not null then 'retired'          -- superseded knowledge
+            when f.valid_to is not null and f.valid_to <= now() then 'past'
+            when f.valid_from > now() then 'future'
+            else 'current' end as status,
        f.source, f.source_memory_id, f.statement, f.replaces, f.id as fact_id
   from pgmem.profile_facts f;
 comment on view pgmem.profile_facts_history is
@@ -57,28 +49,6 @@ select c.tenant, c.conversation_id, c.user_id, c.current_topic, c.topic_turns_st
           and t.status = 'active') as active_threads
   from pgmem.conversations c;
 comment on view pgmem.conversation_states is 'Tier C: the 19 ConversationState fields of every conversation, its behaviour mode and active threads.';
-
--- export_user's part: every layered row about the user (sql/500_privacy.sql).
-create or replace function pgmem._export_layered(p_tenant text, p_user_id text) returns jsonb
-  language sql stable
-  set search_path = pgmem, public, pg_temp
-as $$
-  with conv as (select c.* from pgmem.conversations c where c.tenant = p_tenant and c.user_id = p_user_id)
-  select jsonb_build_object(
-    'profile_facts', coalesce((select jsonb_agg(to_jsonb(f) order by f.key, f.valid_from, f.id) from pgmem.profile_facts f
-                                where f.tenant = p_tenant and f.user_id = p_user_id), '[]'),
-    'conversations', coalesce((select jsonb_agg(to_jsonb(c) - 'topic_vector' order by c.conversation_start) from conv c), '[]'),
-    'messages', coalesce((select jsonb_agg(to_jsonb(m) - 'embedding' order by m.conversation_id, m.seq) from pgmem.messages m
-                           where m.tenant = p_tenant and m.conversation_id in (select conversation_id from conv)), '[]'),
-    'threads', coalesce((select jsonb_agg(to_jsonb(t) - 'centroid' order by t.id) from pgmem.threads t
-                          where t.tenant = p_tenant and (t.user_id = p_user_id or t.conversation_id in (select conversation_id from conv))), '[]'),
-    'insights', coalesce((select jsonb_agg(to_jsonb(i) - 'embedding' - 'tsv' order by i.id) from pgmem.insights i
-                           where i.tenant = p_tenant and i.user_id = p_user_id), '[]'),
-    'concept_mentions', coalesce((select jsonb_agg(to_jsonb(cm) order by cm.id) from pgmem.concept_mentions cm
-                                   where cm.tenant = p_tenant and cm.user_id = p_user_id), '[]'),
-    'intent_cache', coalesce((select jsonb_agg(to_jsonb(ic) order by ic.created_at) from pgmem.intent_cache ic
-                               where ic.tenant = p_tenant and ic.user_id = p_user_id), '[]'))
-$$;
 
 -- erase_user's part (called from the SECURITY DEFINER erase_user with its tenant): deletes
 -- every layered row about the user for good; messages, threads and concept mentions of the

@@ -206,13 +206,13 @@ returns table (fact_id bigint, key text, value jsonb, confidence real, valid_fro
   language sql stable security definer
   set search_path = pgmem, public, pg_temp
 as $$
-  select f.id, f.key, f.value, f.confidence, f.valid_from, f.valid_to, f.recorded_from, f.recorded_to,
-         pgmem._fact_status(f.recorded_to, f.valid_from, f.valid_to, now()),
-         f.source, f.source_memory_id, f.statement, f.replaces
-    from pgmem.profile_facts f
-   where f.tenant = (select pgmem._require_tenant()) and f.user_id = fact_history.user_id
-     and (fact_history.key is null or f.key = lower(btrim(fact_history.key)))
-   order by f.key, f.valid_from, f.recorded_from, f.id
+  -- the BI view's rows and status (sql/330_tier_views.sql), of the caller's tenant
+  select h.fact_id, h.key, h.value, h.confidence, h.valid_from, h.valid_to, h.recorded_from, h.recorded_to, h.status,
+         h.source, h.source_memory_id, h.statement, h.replaces
+    from pgmem.profile_facts_history h
+   where h.tenant = (select pgmem._require_tenant()) and h.user_id = fact_history.user_id
+     and (fact_history.key is null or h.key = lower(btrim(fact_history.key)))
+   order by h.key, h.valid_from, h.recorded_from, h.fact_id
 $$;
 comment on function pgmem.fact_history(text, text) is
   'Every row ever recorded about a user''s facts (one key, or all): current, past (validity closed), future, and retired (superseded knowledge), oldest first.';

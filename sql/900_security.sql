@@ -112,4 +112,3 @@ grant select on pgmem.profile_facts_current, pgmem.profile_facts_history, pgmem.
   pgmem.insights_by_type, pgmem.conversation_states to pgmem_reader;
 grant select on pgmem.profile_facts, pgmem.conversations, pgmem.threads, pgmem.insights, pgmem.concept_mentions
   to pgmem_reader;
-grant execute on function pgmem._fact_status(timestamptz, timestamptz, timestamptz, timestamptz) to pgmem_reader;
