@@ -87,8 +87,11 @@ def test_api_functions_pin_search_path(conn):
         assert not secdef, f"{name} is SECURITY DEFINER without a pinned search_path"
     assert all(lang in ("sql", "plpgsql") for _, lang, _ in unpinned)
     # every SECURITY DEFINER function is in the audited list
+    from test_layered_tenancy import LAYERED_FUNCTIONS  # the layered tiers' API (issue 15)
+
     definers = sorted(name for name, _, sd, _ in rows if sd)
-    assert definers == ["_activate", "_search", "erase_user", "recall", "surprise"]  # audited: sql/900_security.sql
+    assert definers == sorted(["_activate", "_search", "erase_user", "recall", "surprise",  # audited: sql/900_security.sql
+                               *LAYERED_FUNCTIONS])
 
 
 @pytest.fixture
