@@ -39,7 +39,22 @@ from pgmem.engine.conversation import jaccard, tokens
     ("I'm using Postgres for this project", [("database", "Postgres", None)]),
     ("I have switched over to Linux because of docker", [("os", "Linux", None)]),
     ("I switched from Dvorak to Colemak", [("switched.dvorak", "Colemak", "Dvorak")]),
+    # from examples/demo_conversation.jsonl
+    ("Hi! I'm Maya Okafor. I'll be using you for work", [("name", "Maya Okafor", None)]),
+    ("I'm a backend engineer at Northwind Logistics. Mostly Python and Go.",
+     [("occupation", "backend engineer", None), ("employer", "Northwind Logistics", None)]),
+    ("Hi, I'm Priya Raman, SRE lead at Northwind Logistics. I work remotely from Amsterdam.",
+     [("name", "Priya Raman", None), ("employer", "Northwind Logistics", None), ("location", "Amsterdam", None)]),
+    ("My editor is VS Code with the Vim keybindings extension and a dark theme.", [("editor", "VS Code", None)]),
+    ("I'm a second-year computer science student at the University of Edinburgh",
+     [("occupation", "second-year computer science student", None), ("employer", "University of Edinburgh", None)]),
+    ("also my birthday is on 14 October", [("birthday", "14 October", None)]),
+    ("One personal thing: I'm lactose intolerant, so no dairy", [("intolerances.lactose", True, None)]),
+    ("Just a reminder, I have a peanut allergy.", [("allergies.peanuts", True, None)]),
+    ("I moved to St. Louis", [("location", "St. Louis", None)]),
+    ("I work for Fly.io now", [("employer", "Fly.io", None)]),
     # not profile statements
+    ("I'm Going Home", []),
     ("My question is how to fix this", []),
     ("I'm sorry", []),
     ("I'm tired of this", []),
@@ -90,6 +105,8 @@ def test_validate_facts_from_an_llm():
     ("Tell me more about it", False, ("knowledge_base", 0.6, "question")),
     ("How does pgvector build its index", True, ("knowledge_base", 0.6, "question")),
     ("What's my name?", True, ("profile", 0.75, "personal_question")),
+    ("Do I have any allergies?", True, ("profile", 0.75, "personal_question")),
+    ("How do I make SQLAlchemy play nicely behind PgBouncer?", True, ("knowledge_base", 0.6, "question")),
     ("I think pizza is overrated", True, ("general", 0.5, "default")),
 ])
 def test_classify(text, history, expected):

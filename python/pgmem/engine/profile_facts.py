@@ -45,7 +45,7 @@ _CATEGORY_OF = {name: cat for cat, names in CATEGORIES.items() for name in names
 
 # Words after "I'm" that are not a name ("I'm Sorry" at a sentence start, etc.).
 _NOT_NAMES = frozenset("""
-sorry fine ok okay good great here back done not so very just also still really sure glad happy
+sorry fine ok okay good great here back done not so very just also still really sure glad happy going getting
 afraid tired busy ready new going trying looking working using learning thinking wondering curious
 confused stuck lost home in on at from with a an the allergic based living moving switching over
 """.split())
@@ -64,7 +64,9 @@ _JOBS = ("engineer", "developer", "designer", "teacher", "doctor", "nurse", "man
 _DIETS = ("vegetarian", "vegan", "pescatarian", "keto", "gluten-free", "halal", "kosher")
 
 _NAME = r"[A-Z][\w'’-]+(?:\s+[A-Z][\w'’-]+){0,2}"
-_PLACE = r"[A-Z][\w'’.-]+(?:(?:\s+(?:de|del|da|am|an|upon|sur|la|le))?\s+[A-Z][\w'’.-]+)*"
+_WORD = r"[A-Z][\w&'’-]*(?:\.[A-Za-z]+)*"   # a capitalised word; "Fly.io" keeps its dot, a sentence's end does not
+_ORG = _WORD + r"(?:(?:\s+(?:of|de|for|and|&))?\s+" + _WORD + ")*"
+_PLACE = r"(?:(?:St|Ste|Ft|Mt)\.\s+)?[A-Z][\w'’-]+(?:\.[A-Za-z]+)*(?:(?:\s+(?:de|del|da|am|an|upon|sur|la|le))?\s+[A-Z][\w'’-]+)*"
 _END = r"(?=\s*(?:[.,;:!?)]|$|\s(?:and|but|because|since|for|last|this|now|recently|a\s+few|two|three|in\s+\d|when|where|with|after)\b))"
 _IM = r"\b(?:i\s*'?\s*a?m|i’m)\s+"
 
@@ -72,7 +74,7 @@ _IM = r"\b(?:i\s*'?\s*a?m|i’m)\s+"
 RULES: list[tuple[str, re.Pattern[str]]] = [
     ("name", re.compile(r"(?i:\bmy\s+(?:full\s+|first\s+)?name\s+is)\s+(?P<v>" + _NAME + ")")),
     ("name", re.compile(r"(?i:\b(?:please\s+)?call\s+me)\s+(?P<v>" + _NAME + r")" + _END)),
-    ("name_im", re.compile(r"(?:^|[.!?]\s+|,\s*)(?i:(?:hi|hello|hey)?[,!\s]*(?:I'm|I’m|I am|Im))\s+(?P<v>[A-Z][a-z'’-]+)" + _END)),
+    ("name_im", re.compile(r"(?:^|[.!?]\s+|,\s*)(?i:(?:hi|hello|hey)?[,!\s]*(?:I'm|I’m|I am|Im))\s+(?P<v>[A-Z][a-z'’-]+(?:\s+[A-Z][a-z'’-]+){0,2})" + _END)),
     ("switch", re.compile(r"(?i:\bi\s*(?:'ve|’ve|have)?\s*(?:just\s+|recently\s+|finally\s+)?(?:switched|moved|migrated|changed|went)\s+"
                           r"(?:over\s+)?from)\s+(?P<prev>[\w .#+'’-]+?)\s+(?i:(?:over\s+)?to)\s+(?P<v>[\w .#+'’-]+?)" + _END)),
     ("switch_to", re.compile(r"(?i:\bi\s*(?:'ve|’ve|have)?\s*(?:just\s+|recently\s+|finally\s+)?(?:switched|migrated|changed)\s+(?:over\s+)?to)\s+"
@@ -82,9 +84,15 @@ RULES: list[tuple[str, re.Pattern[str]]] = [
     ("location", re.compile(r"(?i:\b(?:i\s+(?:now\s+)?live|i\s*'?m\s+living|i\s+am\s+living|i\s*'?m\s+based|i\s+am\s+based|i\s+reside)\s+in)\s+(?P<v>" + _PLACE + ")")),
     ("allergy", re.compile(r"\bi\s*(?:'m|’m|am)\s+(?P<neg>not\s+|no\s+longer\s+)?(?:\w+ly\s+|also\s+|very\s+)?allergic\s+to\s+(?P<v>[\w ,'’-]+?)(?:\s+(?:anymore|any\s+more))?(?=\s*(?:[.;:!?)]|$|\s(?:but|because|since|so)\b))", re.I)),
     ("diet", re.compile(_IM + r"(?:a\s+|an\s+)?(?:strict\s+)?(?P<v>" + "|".join(_DIETS) + r")\b", re.I)),
-    ("employer", re.compile(r"(?i:\bi\s+(?:now\s+)?work\s+(?:at|for))\s+(?P<v>[A-Z][\w&.'’-]*(?:\s+[A-Z][\w&.'’-]*)*)")),
+    ("employer", re.compile(r"(?i:\bi\s+(?:now\s+)?work\s+(?:at|for))\s+(?:the\s+)?(?P<v>" + _ORG + ")")),
     ("occupation", re.compile(r"\bi\s+work\s+as\s+(?:a|an)\s+(?P<v>[\w -]+?)" + _END, re.I)),
-    ("occupation", re.compile(_IM + r"(?:a|an)\s+(?P<v>(?:[\w-]+\s+){0,2}(?:" + "|".join(_JOBS) + r"))\b", re.I)),
+    ("occupation", re.compile(_IM + r"(?:a|an)\s+(?P<v>(?:[\w-]+\s+){0,3}(?:" + "|".join(_JOBS) + r"))\b", re.I)),
+    # "I'm a backend engineer at Northwind Logistics", "..., SRE lead at Northwind": where they work
+    ("employer", re.compile(r"(?i:\b(?:" + "|".join(_JOBS) + r"|lead|head|intern|member)s?\s+(?:at|for|with))\s+(?:the\s+)?"
+                            r"(?P<v>" + _ORG + ")")),
+    ("location", re.compile(r"(?i:\bi\s+(?:now\s+)?work\s+(?:remotely\s+)?from)\s+(?P<v>" + _PLACE + ")")),
+    ("intolerance", re.compile(_IM + r"(?P<neg>not\s+|no\s+longer\s+)?(?P<v>lactose|gluten|fructose|histamine|caffeine|alcohol)\s+intolerant\b", re.I)),
+    ("allergy_noun", re.compile(r"\bi\s+(?:have|'ve\s+got|’ve\s+got)\s+(?:a|an)\s+(?:\w+\s+)?(?P<v>[\w-]+)\s+allergy\b", re.I)),
     ("age", re.compile(_IM + r"(?P<v>\d{1,3})\s*(?:years?\s+old|y/?o)\b", re.I)),
     ("languages", re.compile(r"(?i:\bi\s+(?:also\s+)?speak)\s+(?P<v>[A-Z][a-z]+(?:(?:\s*,\s*|\s+and\s+)[A-Z][a-z]+)*)")),
     ("uses", re.compile(r"\bi(?:\s+(?:mostly|mainly|now|always)|\s*'m|\s*’m|\s+am)?\s+(?:use|using|code\s+in|program\s+in)\s+"
@@ -92,7 +100,8 @@ RULES: list[tuple[str, re.Pattern[str]]] = [
     ("my", re.compile(r"\bmy\s+(?P<k>(?:[a-z]+\s+){0,2}[a-z]+)\s+is\s+(?P<v>[^.;!?\n]{1,60}?)(?=\s*(?:[.;!?\n]|$|,\s|\sand\s|\sbut\s))", re.I)),
 ]
 CONFIDENCE = {"name": 0.95, "name_im": 0.85, "switch": 0.9, "switch_to": 0.85, "location": 0.9, "allergy": 0.95,
-              "diet": 0.9, "employer": 0.9, "occupation": 0.85, "age": 0.9, "languages": 0.85, "uses": 0.8, "my": 0.8}
+              "allergy_noun": 0.95, "intolerance": 0.9, "diet": 0.9, "employer": 0.9, "occupation": 0.85, "age": 0.9,
+              "languages": 0.85, "uses": 0.8, "my": 0.8}
 _NON_USER = ("assistant", "system", "tool", "function", "developer", "ai", "bot", "model")
 
 
@@ -110,6 +119,20 @@ def _category(value: str) -> str | None:
         if re.match(re.escape(name) + r"\b", v):
             return cat
     return None
+
+
+def _known_prefix(value: str) -> str | None:
+    """The known tool name a value starts with, as written ("VS Code with ..." -> "VS Code")."""
+    v = value.strip()
+    best = max((n for n in _CATEGORY_OF if re.match(re.escape(n) + r"\b", v, re.I)), key=len, default=None)
+    return v[: len(best)] if best else None
+
+
+def _plural(word: str) -> str:
+    """peanut -> peanuts (allergy keys are plural, as "allergic to peanuts" gives them)."""
+    w = word.lower()
+    return w if w.endswith("s") or w in ("dairy", "gluten", "wheat", "soy", "fish", "shellfish", "milk", "penicillin",
+                                          "latex", "pollen", "sesame", "celery", "mustard") else w + "s"
 
 
 def _clean(value: str) -> str:
@@ -146,7 +169,7 @@ def detect_facts(text: str | None, speaker: str | None = None) -> list[dict[str,
             v = m.group("v")
             if rule in ("name", "name_im"):
                 name = _clean(v)
-                if rule == "name_im" and name.lower() in _NOT_NAMES:
+                if rule == "name_im" and name.split()[0].lower() in _NOT_NAMES:
                     continue
                 add("name", name, rule, m)
             elif rule in ("switch", "switch_to", "uses"):
@@ -164,6 +187,10 @@ def detect_facts(text: str | None, speaker: str | None = None) -> list[dict[str,
                 neg = bool(m.group("neg"))
                 for item in _split_list(v):
                     add("allergies." + fact_key(item), not neg, rule, m)
+            elif rule == "allergy_noun":  # "I have a peanut allergy"
+                add("allergies." + fact_key(_plural(v)), True, rule, m)
+            elif rule == "intolerance":
+                add("intolerances." + fact_key(v), not m.group("neg"), rule, m)
             elif rule == "diet":
                 add("diet", v.lower(), rule, m)
             elif rule == "employer":
@@ -180,7 +207,12 @@ def detect_facts(text: str | None, speaker: str | None = None) -> list[dict[str,
             elif rule == "my":
                 k = re.sub(r"\bfavourite\b", "favorite", m.group("k").lower())
                 words = k.split()
-                value = _clean(v)
+                value = re.sub(r"(?i)^(?:on|in|at)\s+", "", _clean(v))  # "my birthday is on 14 October"
+                if k in CATEGORIES:  # "my editor is VS Code with the Vim keybindings": the known name
+                    known = _known_prefix(value)
+                    if known:
+                        add(k, known, rule, m)
+                        continue
                 if (words[0] in _NOT_KEYS or words[-1] in _NOT_KEYS or len(value.split()) > 6
                         or re.match(r"(?i)(?:what|how|why|when|where|who|which|that|not|this|it)\b", value)):
                     continue
