@@ -461,9 +461,9 @@ def _stage_line(s: dict) -> str:
 
 
 def cmd_context(args) -> int:
-    mem = _client(args)
-    r = mem.context_for(args.text, conversation_id=args.conversation, user_id=args.user, k=args.k,
-                        remember=not args.no_remember)
+    with _client(args) as mem:
+        r = mem.context_for(args.text, conversation_id=args.conversation, user_id=args.user, k=args.k,
+                            remember=not args.no_remember)
     if args.json:
         print(json.dumps(r.doc, default=str, indent=2))
         return 0
@@ -487,27 +487,28 @@ def cmd_context(args) -> int:
 
 
 def cmd_reply(args) -> int:
-    out = _client(args).observe_reply(args.conversation, args.text, remember=not args.no_remember)
+    with _client(args) as mem:
+        out = mem.observe_reply(args.conversation, args.text, remember=not args.no_remember)
     print(json.dumps(out, default=str))
     return 0
 
 
 def cmd_profile(args) -> int:
-    mem = _client(args, embed=False)
-    if args.history:
-        print_table(mem.fact_history(args.user, args.key),
-                    ["fact_id", "key", "value", "valid_from", "valid_to", "status", "source", "statement"],
-                    {"statement": 40, "value": 30})
-        return 0
-    facts = mem.profile(args.user, as_of=args.as_of, known_at=args.known_at)
+    with _client(args, embed=False) as mem:
+        if args.history:
+            print_table(mem.fact_history(args.user, args.key),
+                        ["fact_id", "key", "value", "valid_from", "valid_to", "status", "source", "statement"],
+                        {"statement": 40, "value": 30})
+            return 0
+        facts = mem.profile(args.user, as_of=args.as_of, known_at=args.known_at)
     print(json.dumps(facts, default=str, indent=None if args.json else 2))
     return 0
 
 
 def cmd_fact(args) -> int:
-    mem = _client(args, embed=False)
     if args.end:
-        print(json.dumps(mem.end_fact(args.user, args.key, valid_to=args.valid_from), default=str))
+        with _client(args, embed=False) as mem:
+            print(json.dumps(mem.end_fact(args.user, args.key, valid_to=args.valid_from), default=str))
         return 0
     if args.value is None:
         raise PgmemError("give the fact's value (or --end to end it)")
@@ -515,27 +516,30 @@ def cmd_fact(args) -> int:
         value = json.loads(args.value)
     except json.JSONDecodeError:
         value = args.value  # a plain word is a string
-    print(json.dumps(mem.set_fact(args.user, args.key, value, valid_from=args.valid_from, statement=args.statement),
-                     default=str))
+    with _client(args, embed=False) as mem:
+        out = mem.set_fact(args.user, args.key, value, valid_from=args.valid_from, statement=args.statement)
+    print(json.dumps(out, default=str))
     return 0
 
 
 def cmd_insights(args) -> int:
-    hits = _client(args).search_insights(args.query, user_id=args.user, k=args.k, types=args.type)
+    with _client(args) as mem:
+        hits = mem.search_insights(args.query, user_id=args.user, k=args.k, types=args.type)
     print_table(hits, ["id", "type", "confidence", "score", "thread_label", "content"], {"content": 70, "thread_label": 24})
     return 0
 
 
 def cmd_mydata(args) -> int:
-    mem = _client(args, embed=False)
-    if args.erase:
-        if not args.yes:
-            raise PgmemError(f"erase deletes everything stored about {args.user!r} for good: add --yes to confirm")
-        print(json.dumps(mem.erase_user(args.user), default=str))
-    elif args.export:
-        print(json.dumps(mem.export_user(args.user), default=str, indent=2))
-    else:
-        print(json.dumps(mem.user_data(args.user), default=str, indent=2))
+    if args.erase and not args.yes:
+        raise PgmemError(f"erase deletes everything stored about {args.user!r} for good: add --yes to confirm")
+    with _client(args, embed=False) as mem:
+        if args.erase:
+            out = mem.erase_user(args.user)
+        elif args.export:
+            out = mem.export_user(args.user)
+        else:
+            out = mem.user_data(args.user)
+    print(json.dumps(out, default=str, indent=None if args.erase else 2))
     return 0
 
 
