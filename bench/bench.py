@@ -902,7 +902,7 @@ def tune(app_dsn: str, admin_dsn: str, corpus: C.Corpus, n: int, args, ids: dict
         log(f"  candidates {k}: p50 {v_['p50_ms']} p95 {v_['p95_ms']} overlap@10 {v_['overlap_at_10']}")
 
     phase("tune: where the fused time goes")
-    # the two candidate branches alone, as _search_sql runs them (200 each, ef_search 200)
+    # the two index branches alone, as pgmem._candidates runs them (200 each, ef_search 200)
     hn = ("select m.id from pgmem.memories m where m.embedding is not null and m.state = 'active' and m.tenant = %s "
           "order by m.embedding <=> %s limit 200")
     lx = ("select m.id from pgmem.memories m where m.tsv @@ %s::tsquery and m.state = 'active' and "
@@ -930,48 +930,34 @@ def tune(app_dsn: str, admin_dsn: str, corpus: C.Corpus, n: int, args, ids: dict
                                       "max": int(max(matches)), "fraction_of_n_mean": round(float(np.mean(matches)) / n, 4)}
     log(f"  HNSW branch p95 {pct(h_lat, 95):.2f} ms, lexical branch p95 {pct(l_lat, 95):.2f} ms, "
         f"lexical matches mean {np.mean(matches):.0f}")
-    # the plpgsql wrapper: the same statement as a prepared statement, without _search();
-    # and the same statement carrying only the columns it returns instead of m.* (proposal)
-    inner = conn.execute("select pgmem._search_sql(pgmem._filter_sql('{}'), false)").fetchone()[0]
-    casts = {1: "jsonb", 2: "text", 3: "timestamptz", 4: "vector", 5: "tsquery", 6: "int", 7: "int", 8: "jsonb",
-             9: "text", 10: "text", 11: "jsonb", 12: "float8", 13: "tsquery[]"}
-    inner = inner.replace("%", "%%")
-    inner = re.sub(r"\$(\d+)", lambda m_: f"%(p{m_.group(1)})s::{casts[int(m_.group(1))]}", inner)
-    narrow_cols = ("m.id, m.content, m.summary, m.who, m.what, m.happened_at, m.location, m.why, m.how, m.category, "
-                   "m.tier, m.user_id, m.agent_id, m.session_id, m.created_at, m.access_count, m.importance, m.metadata,")
-    variants = {"as_is": inner}
-    if "select m.*," in inner:
-        variants["narrow_columns"] = inner.replace("select m.*,", "select " + narrow_cols, 1)
-    jam_w = conn.execute("select weights, params from pgmem.profiles where name = 'jam' and tenant = '*'").fetchone()
-    max_acc = conn.execute("select max(access_count) from pgmem.memories where tenant = %s", (TENANT,)).fetchone()[0]
-    plist = {}
-    for q, v in zip(qs, qv):
-        missing = [s_ for s_, x in (("actor", q["actor"]), ("spatial", q["location"])) if x is None]
-        tsq, ew, terms = conn.execute(
-            "select pgmem.query_tsquery(%s)::text, pgmem._effective_weights(pgmem.check_weights(%s::jsonb, "
-            "array['semantic', 'lexical', 'recency', 'actor', 'spatial', 'usage']), %s::text[]), pgmem.query_terms(%s)::text",
-            (q["text"], json.dumps(jam_w[0]), missing, q["text"])).fetchone()
-        plist[q["text"]] = dict(p1="{}", p2=TENANT, p3=datetime.now(timezone.utc), p4=v, p5=tsq, p6=200, p7=10,
-                                p8=json.dumps(ew), p9=q["actor"], p10=q["location"], p11=json.dumps(jam_w[1]),
-                                p12=float(max_acc or 0), p13=terms)
-    conn.execute("set hnsw.ef_search = 200")
-    conn.execute("set hnsw.iterative_scan = relaxed_order")
-    admin = connect(admin_dsn)
-    # prepare=False: planned with the values each time (a custom plan), as EXECUTE in _search does;
-    # a prepared statement switches to a generic plan after 5 runs, and that plan is far slower
-    fns = {name: (lambda sq: (lambda q, v: [r[0] for r in conn.execute(sq, plist[q["text"]], prepare=False).fetchall()]))(sql)
-           for name, sql in variants.items()}
-    fns["as_is_prepared_generic_plan"] = lambda q, v: [r[0] for r in conn.execute(
-        variants["as_is"], plist[q["text"]], prepare=True).fetchall()]
-    fns["search_app_role"] = lambda q, v: run_fused(cur, q, v)
-    fns["search_owner_no_rls"] = lambda q, v: run_fused(admin.cursor(), q, v)
-    res = interleaved(fns, qs, qv)
-    admin.close()
-    T["fused_statement"] = {k: {**lat_summary(lat), "same_ids_as_search": round(overlap(got, ids["fused"]), 4)}
-                            for k, (lat, got) in res.items()}
-    for k, v_ in T["fused_statement"].items():
-        log(f"  {k}: p50 {v_['p50_ms']} p95 {v_['p95_ms']} same ids {v_['same_ids_as_search']}")
-    conn.execute("set hnsw.ef_search = 40")
+    # the ranking statement of _search() as a prepared statement with the query record as its
+    # parameter: planned with each call's values (what _search does, plan_cache_mode =
+    # force_custom_plan) or one cached generic plan; planning time read from EXPLAIN
+    src = conn.execute("select prosrc from pg_proc where proname = '_search'").fetchone()[0]
+    stmt = src[src.index("return query") + len("return query"):src.rindex("end")].strip().rstrip(";")
+    stmt = re.sub(r"\bq\.", "($1).", stmt).replace("_candidates(q)", "_candidates($1)").replace("(m, q)", "(m, $1)")
+    aconn = connect(admin_dsn)
+    aconn.execute(f"prepare ranking(pgmem.query) as {stmt}")
+    res = {}
+    for mode in ("force_custom_plan", "force_generic_plan"):
+        aconn.execute(f"set plan_cache_mode = {mode}")
+        plan_ms, exec_ms, got = [], [], []
+        for q, v in list(zip(qs, qv))[:50]:
+            with aconn.transaction():
+                rec = aconn.execute("select pgmem._query('search', %s, %s, 10, null, %s, %s, null, null, null, null)::text",
+                                    (q["text"], v, q["actor"], q["location"])).fetchone()[0]
+                t0 = time.perf_counter()
+                got.append([r[0] for r in aconn.execute("execute ranking(%s::pgmem.query)", (rec,)).fetchall()])
+                exec_ms.append((time.perf_counter() - t0) * 1000)
+                for (line,) in psycopg.ClientCursor(aconn).execute(
+                        "explain (analyze, summary, timing off) execute ranking(%s::pgmem.query)", (rec,)).fetchall():
+                    if line.startswith("Planning Time"):
+                        plan_ms.append(float(line.split()[2]))
+        res[mode] = {**lat_summary(exec_ms), "planning_p50_ms": round(float(np.median(plan_ms)), 3),
+                     "same_ids_as_search": round(overlap(got, ids["fused"][:len(got)]), 4)}
+        log(f"  ranking statement, {mode}: {res[mode]}")
+    aconn.close()
+    T["ranking_statement_plans"] = res
     conn.close()
 
     phase("tune: cost of a non-HOT update (touch, prune) with and without the HNSW index")

@@ -65,11 +65,12 @@ def main() -> int:
     c.ensure_database()
     for w in migrate.upgrade(c.dsn()):
         print("warning:", w)
-    print(f"running: {c.dsn()}")
+    c.ensure_owner_login()
+    print(f"running: {c.owner_dsn(mask=True)}")
 
     from pgmem import MemoryClient
 
-    mem = MemoryClient(c.dsn(), tenant=TENANT)
+    mem = MemoryClient(c.owner_dsn(), tenant=TENANT)  # the owner role, not the superuser
     events = [json.loads(line) for line in (HERE / "demo_conversation.jsonl").read_text().splitlines() if line.strip()]
     banner(f"2. ingest {len(events)} events (heuristic 5W1H extraction, MiniLM embeddings, surprise gate)")
     t = time.monotonic()

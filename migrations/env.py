@@ -19,7 +19,7 @@ VERSION_TABLE = pgmem_migrate.VERSION_TABLE
 
 def _url() -> str:
     x = context.get_x_argument(as_dictionary=True)
-    return pgmem_migrate.sqlalchemy_url(x.get("dsn") or pgmem_migrate.resolve_dsn(None))
+    return pgmem_migrate.sqlalchemy_url(x.get("dsn") or pgmem_migrate.resolve_dsn(None, superuser=True))
 
 
 def run_migrations_offline() -> None:

@@ -56,6 +56,13 @@ select pgmem.remember('Remember: maya cannot eat peanuts', who => 'assistant', u
 # name -> (example SQL, description of what it shows). Examples run in order on one connection.
 EXAMPLES: list[tuple[str, str]] = [
     ("current_tenant", "select pgmem.current_tenant()"),
+    # tenancy (SECURITY.md): run as an administrator; current_user stands for a login role
+    ("grant_tenant", "select pgmem.grant_tenant(current_user, 'acme', 'the reference example') as granted"),
+    ("revoke_tenant", "select pgmem.revoke_tenant(current_user, 'acme') as revoked"),
+    ("set_session_limits", "select pgmem.set_session_limits(current_user) as set"),
+    ("add_claim_key", "select octet_length(pgmem.add_claim_key('docs')) as key_bytes"),
+    ("sign_tenant_claim", "select split_part(pgmem.sign_tenant_claim('acme', '5 minutes', kid => 'docs'), '.', 1) as header, array_length(string_to_array(pgmem.sign_tenant_claim('acme', kid => 'docs'), '.'), 1) as parts"),
+    ("drop_claim_key", "select pgmem.drop_claim_key('docs') as dropped"),
     ("remember", "select memory_id, decision, round(surprise::numeric, 3) as surprise, round(importance::numeric, 3) as importance, round(salience::numeric, 3) as salience, nearest_id from pgmem.remember('Maya prefers window seats on flights', who => 'user', user_id => 'maya', category => 'preference', created_at => '2026-10-26 10:00+00')"),
     ("remember_many", """select ord, memory_id, decision, round(surprise::numeric, 3) as surprise from pgmem.remember_many('[{"content": "Tom is vegetarian", "who": "user", "user_id": "tom", "category": "fact"}, {"content": "tom is  vegetarian", "who": "user", "user_id": "tom"}]')"""),
     ("surprise", "select round(surprise::numeric, 3) as surprise, round(keyword_novelty::numeric, 3) as keyword_novelty, round(rarity::numeric, 3) as rarity, nearest_id, duplicate_id from pgmem.surprise('I am allergic to peanuts and shellfish', category => 'fact', user_id => 'maya')"),
@@ -161,7 +168,7 @@ def render(cur) -> str:
 
 
 def main() -> int:
-    dsn = migrate.resolve_dsn(None)
+    dsn = migrate.resolve_dsn(None, superuser=True)  # it creates a scratch database
     name = f"pgmem_reference_{uuid.uuid4().hex[:8]}"
     params = ci.conninfo_to_dict(dsn)
     with psycopg.connect(ci.make_conninfo(**{**params, "dbname": "postgres"}), autocommit=True) as admin:

@@ -17,7 +17,10 @@ insert into pgmem.settings (tenant, key, value, description) values
   ('*', 'hnsw_ef_search', '100', 'hnsw.ef_search used by pgmem''s index scans'),
   ('*', 'candidate_pool', '100', 'search(), activate(), recall(): candidates taken from each index branch (HNSW, lexical, recent) before fusion'),
   ('*', 'recent_window', '1', 'search(): a third candidate branch takes the HNSW top-N among the memories younger than this many recency half-lives (0 = off)'),
-  ('*', 'lexical_probe_rows', '5000', 'the lexical candidates come from the query''s rarest lexemes whose estimated matches add up to at most this many rows (pgmem.lexical_probe); 0 = every lexeme')
+  ('*', 'lexical_probe_rows', '5000', 'the lexical candidates come from the query''s rarest lexemes whose estimated matches add up to at most this many rows (pgmem.lexical_probe); 0 = every lexeme'),
+  -- security (issue 14): ceilings for the sessions of logins that are not pgmem_admin (015_limits.sql)
+  ('*', 'max_statement_timeout_ms', '60000', 'sessions of pgmem_app and pgmem_reader logins must run with statement_timeout on and at most this (ms; 0 = no ceiling)'),
+  ('*', 'max_idle_in_transaction_ms', '60000', 'sessions of pgmem_app and pgmem_reader logins must run with idle_in_transaction_session_timeout on and at most this (ms; 0 = no ceiling)')
 on conflict (tenant, key) do nothing;
 -- candidate_pool's built-in default was 200 until the recent branch of search() (bench/README.md
 -- L7, L12): an installation still at the old default moves to the new one; a changed value stays.

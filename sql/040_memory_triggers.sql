@@ -23,7 +23,8 @@ create or replace function pgmem._memories_before() returns trigger
 as $$
 begin
   if tg_op = 'INSERT' then
-    new.tenant := coalesce(new.tenant, pgmem._require_tenant());
+    -- a tenant the row names itself is checked too (enforce_tenants; issue 14, Low)
+    new.tenant := coalesce(pgmem._check_registered(new.tenant), pgmem._require_tenant());
     new.created_at := coalesce(pgmem._check_time(new.created_at, 'created_at'), now());
     new.updated_at := new.created_at;
   else

@@ -167,7 +167,9 @@ create or replace function pgmem.remember(
   embedding_model text default null,
   force boolean default false)
 returns setof pgmem.remember_result
-  language plpgsql volatile
+  -- SECURITY DEFINER (sql/900_security.sql, rule 3): it writes history rows for rejected and
+  -- duplicate candidates, which pgmem_app may not write; every statement filters on v_tenant
+  language plpgsql volatile security definer
   set search_path = pgmem, public, pg_temp
 as $$
 #variable_conflict use_variable

@@ -8,15 +8,16 @@
 -- A worker that dies mid-batch rolls back: nothing half-written, locks released, and the
 -- rows are taken by the next worker.
 
-create or replace function pgmem._is_admin() returns boolean
-  language sql stable
-  return (select rolsuper from pg_roles where rolname = current_user)
-      or pg_has_role(current_user, 'pgmem_admin', 'member');
+-- (pgmem._is_admin(): sql/010_util.sql, tenancy)
+-- The three queue functions are SECURITY DEFINER (sql/900_security.sql, rule 3): the queue is
+-- written by pgmem only, so pgmem_app holds no write privilege on it (a DELETE privilege would
+-- also let it LOCK the table for every tenant); each statement filters on the caller's tenant,
+-- or on every tenant for a pgmem_admin login (_is_admin() looks at the login, not the owner).
 
 create or replace function pgmem.claim_embeddings(batch integer default 64, all_tenants boolean default false)
 returns table (memory_id bigint, tenant text, content text, who text, what text, location text, why text,
                how text, attempts integer)
-  language plpgsql volatile
+  language plpgsql volatile security definer
   set search_path = pgmem, public, pg_temp
 as $$
 declare v_tenant text;
@@ -47,7 +48,7 @@ comment on function pgmem.claim_embeddings(integer, boolean) is
 -- surprise, importance when it was derived from surprise, salience novelty) and dequeues.
 create or replace function pgmem.complete_embedding(memory_id bigint, embedding vector, model text default null)
 returns pgmem.memories
-  language plpgsql volatile
+  language plpgsql volatile security definer
   set search_path = pgmem, public, pg_temp
   set hnsw.iterative_scan = strict_order
 as $$
@@ -107,7 +108,7 @@ comment on function pgmem.complete_embedding(bigint, vector, text) is
   'Stores a worker-computed embedding for a queued memory, completes its surprise/novelty/salience, and removes it from the queue.';
 
 create or replace function pgmem.fail_embedding(memory_id bigint, error text) returns void
-  language sql volatile
+  language sql volatile security definer
   set search_path = pgmem, public, pg_temp
 as $$
   update pgmem.embedding_queue e

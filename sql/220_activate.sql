@@ -51,63 +51,42 @@ create or replace function pgmem._activate(
 returns table (id bigint, score float8, activated boolean, relevance_type text, confidence float8, threshold_used float8,
                embedding_sim float8, metadata_sim float8, summary_sim float8, temporal float8,
                memory_summary text, content text, who text, category text, created_at timestamptz)
-  language plpgsql stable security definer
+  language plpgsql volatile security definer
   set search_path = pgmem, public, pg_temp
+  set plan_cache_mode = force_custom_plan  -- see sql/200_query.sql, "Plans"
 as $$
-#variable_conflict use_column
 declare
-  v_tenant text := pgmem._require_tenant();
-  v_profile pgmem.profiles := pgmem._profile('shadow', 'activate');
-  v_w jsonb;
-  v_thr float8;
-  v_keys text[];
-  v_sum_tokens text[];
-  v_as_of timestamptz := coalesce(as_of, now());
-  v_n integer;
-  v_filter text;
+  q pgmem.query := pgmem._query('activate', query_text, query_embedding, k, null, null, null, 'shadow', weights,
+                                filters, as_of);
 begin
-  perform pgmem._check_between(k, 'k', 1, 1000);
-  if (query_text is null or btrim(query_text) = '') and query_embedding is null then
-    perform pgmem._bad_input('activate needs a query_text, a query_embedding, or both');
-  end if;
-  query_embedding := pgmem._check_embedding(query_embedding, 'query_embedding');
   perform pgmem._check_unit(threshold, 'threshold');
-  v_thr := coalesce(threshold, pgmem.context_threshold(coalesce(context_type, 'conversation')));
-  v_w := pgmem.check_weights(coalesce(weights, v_profile.weights), array['embedding', 'metadata', 'summary', 'temporal']);
-  v_keys := array(select distinct lower(x) from unnest(coalesce(topics, '{}') || coalesce(entities, '{}')) x where x <> '');
-  if cardinality(v_keys) = 0 then v_keys := pgmem.tokens(coalesce(query_text, '')); end if;
-  v_sum_tokens := pgmem.tokens(coalesce(summary, query_text, ''));
-  v_n := greatest(pgmem._setting_num('candidate_pool', 100)::int, k);
-  v_filter := pgmem._filter_sql(filters);
-  perform set_config('hnsw.iterative_scan', 'relaxed_order', true);
-  perform set_config('hnsw.ef_search', least(1000, greatest(v_n, pgmem._setting_num('hnsw_ef_search', 100)::int))::text, true);  -- pgvector's maximum is 1000; iterative scan goes further
-  return query execute format($q$
-    with cand as (%1$s),
-    s as (
-      select m.*,
-        case when $4 is null or m.embedding is null then 0 else pgmem.cosine_sim(m.embedding, $4) end as e,
-        pgmem.jaccard($7, array(select distinct lower(x) from unnest(m.topics || m.entities) x)) as md,
-        pgmem.jaccard($8, pgmem.tokens(coalesce(m.summary, m.content))) as su,
-        pgmem.exp_decay(pgmem.age_days(m.created_at, $3), ($9->>'temporal_half_life_days')::float8) as te
-      from cand join pgmem.memories m using (id)),
-    sc as (
-      select s.*, ($10->>'embedding')::float8 * e as ce, ($10->>'metadata')::float8 * md + ($10->>'summary')::float8 * su as cc,
-             ($10->>'temporal')::float8 * te as ct
+  q.threshold := coalesce(threshold, pgmem.context_threshold(coalesce(context_type, 'conversation')));
+  q.keys := array(select distinct lower(x) from unnest(coalesce(topics, '{}') || coalesce(entities, '{}')) x where x <> '');
+  if cardinality(q.keys) = 0 then q.keys := pgmem.tokens(coalesce(query_text, '')); end if;
+  q.tokens := pgmem.tokens(coalesce(summary, query_text, ''));
+  return query
+  with s as (
+    select m.id, m.summary, m.content, m.who, m.category, m.created_at,
+           pgmem._shadow_embedding(m, q) as e, pgmem._shadow_metadata(m, q) as md,
+           pgmem._shadow_summary(m, q) as su, pgmem._shadow_temporal(m, q) as te
+      from pgmem.memories m
+     where m.id = any(array(select c.id from pgmem._candidates(q) c(id))) and m.tenant = q.tenant),
+  sc as (
+    -- Shadow, Activation Score Formula: 0.6 embedding + 0.2 metadata + 0.15 summary + 0.05 temporal,
+    -- as its semantic (embedding), contextual (metadata + summary) and temporal parts
+    select s.*, q.w_embedding * s.e as ce, q.w_metadata * s.md + q.w_summary * s.su as cc, q.w_temporal * s.te as ct
       from s)
-    select sc.id, sc.ce + sc.cc + sc.ct, sc.ce + sc.cc + sc.ct >= $11,
-      case when sc.ce + sc.cc + sc.ct = 0 then 'mixed'
-           when sc.ce >= 0.5 * (sc.ce + sc.cc + sc.ct) then 'semantic'
-           when sc.cc >= 0.5 * (sc.ce + sc.cc + sc.ct) then 'contextual'
-           when sc.ct >= 0.5 * (sc.ce + sc.cc + sc.ct) then 'temporal'
-           else 'mixed' end,
-      greatest(0.0, 1.0 - 2.0 * (select stddev_pop(v) from unnest(array[sc.e, sc.md, sc.su]) v)),
-      $11, sc.e, sc.md, sc.su, sc.te, sc.summary, sc.content, sc.who, sc.category, sc.created_at
+  select sc.id, sc.ce + sc.cc + sc.ct, sc.ce + sc.cc + sc.ct >= q.threshold,
+         case when sc.ce + sc.cc + sc.ct = 0 then 'mixed'
+              when sc.ce >= 0.5 * (sc.ce + sc.cc + sc.ct) then 'semantic'
+              when sc.cc >= 0.5 * (sc.ce + sc.cc + sc.ct) then 'contextual'
+              when sc.ct >= 0.5 * (sc.ce + sc.cc + sc.ct) then 'temporal'
+              else 'mixed' end,
+         greatest(0.0, 1.0 - 2.0 * (select stddev_pop(v) from unnest(array[sc.e, sc.md, sc.su]) v)),
+         q.threshold, sc.e, sc.md, sc.su, sc.te, sc.summary, sc.content, sc.who, sc.category, sc.created_at
     from sc
-    order by 2 desc, sc.id
-    limit $12 $q$, pgmem._candidates_sql(v_filter))
-  using coalesce(filters, '{}'::jsonb), v_tenant, v_as_of, query_embedding,
-        pgmem._candidate_tsquery(query_text, query_embedding), v_n, v_keys, v_sum_tokens,
-        v_profile.params, v_w, v_thr, k;
+   order by 2 desc, sc.id
+   limit q.k;
 end $$;
 drop function if exists pgmem.activate(text, vector, text, text[], text[], text, float8, integer, jsonb, timestamptz, jsonb);
 

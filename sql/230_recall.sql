@@ -17,43 +17,27 @@ create or replace function pgmem.recall(
   profile text default 'engram')
 returns table (id bigint, score float8, relevance float8, decayed_importance float8, recency float8, access_frequency float8,
                content text, summary text, who text, category text, importance real, access_count integer, created_at timestamptz)
-  language plpgsql stable security definer
+  language plpgsql volatile security definer
   set search_path = pgmem, public, pg_temp
+  set plan_cache_mode = force_custom_plan  -- see sql/200_query.sql, "Plans"
 as $$
-#variable_conflict use_column
 declare
-  v_tenant text := pgmem._require_tenant();
-  v_profile pgmem.profiles := pgmem._profile(coalesce(profile, 'engram'), 'recall');
-  v_w jsonb;
-  v_tokens text[] := pgmem.tokens(coalesce(query_text, ''));
-  v_n integer;
+  q pgmem.query := pgmem._query('recall', query_text, query_embedding, k, null, null, null, profile, weights,
+                                filters, as_of);
 begin
-  perform pgmem._check_between(k, 'k', 1, 1000);
-  if (query_text is null or btrim(query_text) = '') and query_embedding is null then
-    perform pgmem._bad_input('recall needs a query_text, a query_embedding, or both');
-  end if;
-  query_embedding := pgmem._check_embedding(query_embedding, 'query_embedding');
-  v_w := pgmem.check_weights(coalesce(weights, v_profile.weights), array['relevance', 'importance', 'recency', 'access_frequency']);
-  v_n := greatest(pgmem._setting_num('candidate_pool', 100)::int, k);
-  perform set_config('hnsw.iterative_scan', 'relaxed_order', true);
-  perform set_config('hnsw.ef_search', least(1000, greatest(v_n, pgmem._setting_num('hnsw_ef_search', 100)::int))::text, true);  -- pgvector's maximum is 1000; iterative scan goes further
-  return query execute format($q$
-    with cand as (%1$s),
-    s as (
-      select m.*,
-        case when $4 is not null and m.embedding is not null then pgmem.cosine_sim(m.embedding, $4)
-             else pgmem.jaccard($7, pgmem.tokens(m.content)) end as rel,
-        pgmem.decayed_importance(m.importance, m.created_at, m.access_count, $3, ($9->>'half_life_days')::float8) as imp,
-        pgmem.linear_recency(m.created_at, $3, ($9->>'recency_window_days')::float8) as rec,
-        pgmem.access_frequency(m.access_count, ($9->>'access_cap')::float8) as acc
-      from cand join pgmem.memories m using (id))
-    select s.id, ($8->>'relevance')::float8 * s.rel + ($8->>'importance')::float8 * s.imp
-               + ($8->>'recency')::float8 * s.rec + ($8->>'access_frequency')::float8 * s.acc,
-           s.rel, s.imp, s.rec, s.acc, s.content, s.summary, s.who, s.category, s.importance, s.access_count, s.created_at
-    from s order by 2 desc, s.id limit $10 $q$, pgmem._candidates_sql(pgmem._filter_sql(filters)))
-  using coalesce(filters, '{}'::jsonb), v_tenant, coalesce(as_of, now()), query_embedding,
-        pgmem._candidate_tsquery(query_text, query_embedding), v_n, v_tokens,
-        v_w, v_profile.params, k;
+  return query
+  with s as (
+    select m.id, m.content, m.summary, m.who, m.category, m.importance, m.access_count, m.created_at,
+           pgmem._engram_relevance(m, q) as rel, pgmem._engram_importance(m, q) as imp,
+           pgmem._engram_recency(m, q) as rec, pgmem._engram_access(m, q) as acc
+      from pgmem.memories m
+     where m.id = any(array(select c.id from pgmem._candidates(q) c(id))) and m.tenant = q.tenant)
+  -- Engram, Retrieval & Ranking: the weighted sum of the four scores
+  select s.id, q.w_relevance * s.rel + q.w_importance * s.imp + q.w_recency * s.rec + q.w_access * s.acc,
+         s.rel, s.imp, s.rec, s.acc, s.content, s.summary, s.who, s.category, s.importance, s.access_count, s.created_at
+    from s
+   order by 2 desc, s.id
+   limit q.k;
 end $$;
 comment on function pgmem.recall(text, vector, integer, jsonb, jsonb, timestamptz, text) is
   'Engram ranking: relevance (cosine, or token Jaccard without embeddings), decayed importance with access boost, linear 90-day recency and access frequency, weighted by the engram profile (.5/.3/.2/0) or explicit weights.';

@@ -53,11 +53,14 @@ create or replace function pgmem.build_context(
   conversation_tokens integer default 0)
 returns table (pick integer, id bigint, selected boolean, score float8, mmr_score float8, value float8,
                token_count integer, cumulative_tokens bigint, content text, who text, created_at timestamptz)
-  language plpgsql volatile
+  -- SECURITY DEFINER (sql/900_security.sql, rule 3): pgmem._pack is not executable by
+  -- pgmem_app (its memory is bounded only by the checks below); every row is v_tenant's
+  language plpgsql volatile security definer
   set search_path = pgmem, public, pg_temp
 as $$
 #variable_conflict use_column
 declare
+  v_tenant text := pgmem._require_tenant();
   v_budget integer := coalesce(token_budget, greatest(0, context_window - reserve_system - reserve_output - conversation_tokens));
   v_dim integer := (pgmem._setting('embedding_dim'))::text::int;
 begin
@@ -71,7 +74,7 @@ begin
     select row_number() over (order by h.score desc, h.id) - 1 as i, h.id, h.score, m.token_count as tok,
            m.importance::float8 as imp, m.embedding, h.content, h.who, h.created_at
       from pgmem.search(query_text, query_embedding, candidates, null, null, profile, weights, filters, as_of) h
-      join pgmem.memories m on m.id = h.id),
+      join pgmem.memories m on m.id = h.id and m.tenant = v_tenant),
   arr as (
     select array_agg(c.score order by c.i) filter (where o = 1) as rel,
            array_agg(x order by c.i, o) as emb,

@@ -1,8 +1,12 @@
--- Views for people and BI tools. They run with their owner's rights on the tables and
--- filter on the session's tenant themselves (pgmem_admin sees every tenant), so a BI role
--- needs SELECT on the views only (pgmem_reader), not on the tables behind them.
+-- Views for people and BI tools. Every view of schema pgmem is security_invoker and
+-- security_barrier (sql/900_security.sql sets both, for views of other files too): it reads
+-- the tables with the reader's rights, so row-level security keeps a reader in its tenant
+-- (pgmem_admin sees every tenant) without a filter of its own, and a condition the reader
+-- adds (a leaky function, a failing cast) only ever sees rows the view lets through.
+-- pgmem_reader may read the columns the views read (granted from pg_depend in 900), not the
+-- memories' content or embeddings.
 
-create or replace view pgmem.memory_health as
+create or replace view pgmem.memory_health with (security_barrier, security_invoker) as
 select m.id, m.tenant, m.user_id, m.session_id, m.category, m.tier, m.state,
        m.created_at, m.last_accessed_at, m.access_count,
        round(pgmem.age_days(m.created_at)::numeric, 3) as age_days,
@@ -13,24 +17,23 @@ select m.id, m.tenant, m.user_id, m.session_id, m.category, m.tier, m.state,
        m.salience,
        pgmem.fragment_strength(m.salience, m.created_at,
          array(select a.accessed_at from pgmem.accesses a where a.memory_id = m.id)) as strength,
-       m.embedding is not null as embedded,
+       m.embedded_at is not null as embedded,
        m.expires_at, m.expires_at is not null and m.expires_at < now() as expired
   from pgmem.memories m
- where m.tenant = pgmem.current_tenant() or pgmem._is_admin();
+;
 comment on view pgmem.memory_health is
   'Per memory, computed at read time: age, exponential and linear recency, Engram decayed importance, Fragment strength (with rehearsal from the access log), usage and state.';
 
-create or replace view pgmem.category_stats as
+create or replace view pgmem.category_stats with (security_barrier, security_invoker) as
 select m.tenant, m.category, m.state, count(*) as memories,
        avg(m.importance)::float8 as avg_importance, avg(m.salience)::float8 as avg_salience,
        sum(m.access_count) as accesses, min(m.created_at) as first_at, max(m.created_at) as last_at,
-       count(*) filter (where m.embedding is null) as waiting_for_embedding
+       count(*) filter (where m.embedded_at is null) as waiting_for_embedding
   from pgmem.memories m
- where m.tenant = pgmem.current_tenant() or pgmem._is_admin()
  group by m.tenant, m.category, m.state;
 comment on view pgmem.category_stats is 'Memories per tenant, category and state, with average importance/salience and usage.';
 
-create or replace view pgmem.tenant_stats as
+create or replace view pgmem.tenant_stats with (security_barrier, security_invoker) as
 select m.tenant, count(*) as memories,
        count(*) filter (where m.state = 'active') as active,
        count(*) filter (where m.state = 'archived') as archived,
@@ -40,6 +43,5 @@ select m.tenant, count(*) as memories,
        (select count(*) from pgmem.embedding_queue q where q.tenant = m.tenant) as embedding_queue,
        max(m.created_at) as last_memory_at
   from pgmem.memories m
- where m.tenant = pgmem.current_tenant() or pgmem._is_admin()
  group by m.tenant;
 comment on view pgmem.tenant_stats is 'Per tenant: memories by state, users, sessions, embedding backlog, latest write.';

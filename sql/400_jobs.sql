@@ -311,7 +311,7 @@ begin
     perform pgmem._bad_input(format('memory %s is %s, not merged: nothing to unmerge', m.id, m.state));
   end if;
   select * into h from pgmem.history x
-   where x.memory_id = m.id and x.op = 'merge' and x.details->>'role' = 'merged'
+   where x.memory_id = m.id and x.tenant = m.tenant and x.op = 'merge' and x.details->>'role' = 'merged'
    order by x.id desc limit 1;
   select * into s from pgmem.memories where id = m.merged_into for update;
   v_added := coalesce((h.details->>'access_count_added')::int, m.access_count);

@@ -76,21 +76,27 @@ def parse_dockerfile(path: Path) -> Dockerfile:
     return df
 
 
+class Required(AssertionError):
+    """${VAR:?message}: Compose refuses to start without VAR."""
+
+
 def expand(text: str, env: dict[str, str | None], *, strict: bool = True) -> str:
-    """${VAR}, ${VAR:-default}, ${VAR-default} and $VAR, the subset Dockerfiles use.
-    ``strict=False`` leaves unknown names alone (shell variables inside RUN)."""
+    """${VAR}, ${VAR:-default}, ${VAR-default}, ${VAR:?error} and $VAR, the subset Dockerfiles
+    and Compose use. ``strict=False`` leaves unknown names alone (shell variables inside RUN)."""
     def sub(m: re.Match) -> str:
         name = m.group(1) or m.group(4)
         op, default = m.group(2), m.group(3)
         value = env.get(name)
-        if value is None or (value == "" and op == ":-"):
+        if value is None or (value == "" and op in (":-", ":?")):
             if op in (":-", "-"):
                 return expand(default, env, strict=strict)
+            if op in (":?", "?"):
+                raise Required(f"${{{name}}} is required: {default}")
             if not strict:
                 return m.group(0)
             raise AssertionError(f"${{{name}}} has no value and no default in {text!r}")
         return value
-    return re.sub(r"\$\{(\w+)(?:(:?-)([^}]*))?\}|\$(\w+)", sub, text)
+    return re.sub(r"\$\{(\w+)(?:(:?[-?])([^}]*))?\}|\$(\w+)", sub, text)
 
 
 def exec_form(args: str) -> list[str]:
@@ -280,19 +286,35 @@ def test_compose_has_db_and_migrate(services):
         assert dockerfile.is_file(), f"{name}: {dockerfile} does not exist"
 
 
+REQUIRED = {"PGMEM_DB_PASSWORD"}  # no default: a known superuser password (issue 14)
+
+
 def test_compose_variables_all_have_defaults(compose):
     """Every ${VAR} Compose interpolates has a default (so `docker compose config` works
-    with an empty environment); $$ is Compose's escape for a literal $."""
-    missing = []
+    with an empty environment) except the required ones, which fail with a message
+    (${VAR:?message}); $$ is Compose's escape for a literal $."""
+    missing, required = [], set()
     for s in walk_strings(compose):
         s = s.replace("$$", "")
         for m in re.finditer(r"\$\{([^}]*)\}|\$(\w+)", s):
             if m.group(2):
                 missing.append(m.group(0))
                 continue
-            if not re.match(r"^\w+(:?-)", m.group(1)):
+            r = re.match(r"^(\w+):\?\S", m.group(1))
+            if r:
+                required.add(r.group(1))
+            elif not re.match(r"^\w+(:?-)", m.group(1)):
                 missing.append(m.group(0))
     assert not missing, f"variables without a default in compose.yaml: {missing}"
+    assert required == REQUIRED
+
+
+def test_superuser_password_is_required(services):
+    """Issue 14: the superuser password defaulted to 'pgmem'."""
+    for where in (services["db"]["environment"]["POSTGRES_PASSWORD"], services["migrate"]["environment"]["PGMEM_DSN"]):
+        with pytest.raises(Required, match="PGMEM_DB_PASSWORD"):
+            expand(where, {})
+    assert expand(services["db"]["environment"]["POSTGRES_PASSWORD"], {"PGMEM_DB_PASSWORD": "s3cret"}) == "s3cret"
 
 
 def test_db_publishes_5432_on_localhost(services, db_df):
@@ -307,8 +329,7 @@ def test_db_publishes_5432_on_localhost(services, db_df):
 def test_db_environment(services, db_df):
     env = services["db"]["environment"]
     assert env["POSTGRES_DB"] == "pgmem"
-    assert expand(env["POSTGRES_PASSWORD"], {}) == "pgmem"
-    assert "PGMEM_DB_PASSWORD" in env["POSTGRES_PASSWORD"]
+    assert expand(env["POSTGRES_PASSWORD"], {"PGMEM_DB_PASSWORD": "s3cret"}) == "s3cret"
     # the database pg_cron is bound to is the one created and migrated
     assert env.get("PGMEM_DATABASE", db_env(db_df)["PGMEM_DATABASE"]) == "pgmem"
 
@@ -353,15 +374,15 @@ def test_migrate_dsn_points_at_db(services):
     from urllib.parse import urlsplit
 
     env = services["migrate"]["environment"]
-    dsn = urlsplit(expand(env["PGMEM_DSN"], {}))
+    pw = {"PGMEM_DB_PASSWORD": "s3cret"}
+    dsn = urlsplit(expand(env["PGMEM_DSN"], pw))
     db_env_ = services["db"]["environment"]
     assert dsn.scheme == "postgresql"
     assert dsn.hostname == "db" and (dsn.port or 5432) == 5432
     assert dsn.path == "/" + db_env_["POSTGRES_DB"]
     assert dsn.username == db_env_.get("POSTGRES_USER", "postgres")
     # the same password expression as the server's
-    assert dsn.password == expand(db_env_["POSTGRES_PASSWORD"], {})
-    assert "${PGMEM_DB_PASSWORD:-pgmem}" in env["PGMEM_DSN"]
+    assert dsn.password == expand(db_env_["POSTGRES_PASSWORD"], pw) == "s3cret"
 
 
 # --------------------------------------------------------------------------- tests: db image

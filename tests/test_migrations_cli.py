@@ -87,11 +87,12 @@ def test_api_functions_pin_search_path(conn):
         assert not secdef, f"{name} is SECURITY DEFINER without a pinned search_path"
     assert all(lang in ("sql", "plpgsql") for _, lang, _ in unpinned)
     # every SECURITY DEFINER function is in the audited list
-    from test_layered_tenancy import LAYERED_FUNCTIONS  # the layered tiers' API (issue 15)
+    from test_tenancy import SECURITY_DEFINER_AUDITED  # audited: sql/900_security.sql
 
-    definers = sorted(name for name, _, sd, _ in rows if sd)
-    assert definers == sorted(["_activate", "_search", "erase_user", "recall", "surprise",  # audited: sql/900_security.sql
-                               *LAYERED_FUNCTIONS])
+    triggers = {r[0] for r in conn.execute("select p.proname from pg_proc p join pg_namespace n on n.oid = p.pronamespace"
+                                           " where n.nspname = 'pgmem' and p.prorettype = 'trigger'::regtype")}
+    definers = sorted(name for name, _, sd, _ in rows if sd and name not in triggers)
+    assert definers == SECURITY_DEFINER_AUDITED
 
 
 @pytest.fixture
@@ -118,8 +119,20 @@ def test_db_up_status_psql_down(embedded_env):
     st = subprocess.run(PGMEM + ["db", "status", "--json"], env=env, capture_output=True, text=True)
     info = json.loads(st.stdout)
     assert info["running"] and info["port"] == port and str(home) in info["data"]
-    dsn = info["dsn"]
-    assert re.match(rf"postgresql://pgmem:[^@]+@127\.0\.0\.1:{port}/pgmem$", dsn)
+    # passwords are masked unless asked for (issue 14)
+    assert info["dsn"] == f"postgresql://pgmem_owner:****@127.0.0.1:{port}/pgmem"
+    assert info["admin_dsn"] == f"postgresql://pgmem:****@127.0.0.1:{port}/pgmem"
+    secrets_ = {(home / f).read_text().strip() for f in ("password", "owner_password")}
+    for out in (up.stdout + up.stderr, st.stdout, subprocess.run(PGMEM + ["db", "status"], env=env, capture_output=True,
+                                                                 text=True).stdout):
+        assert not any(pw in out for pw in secrets_), out
+    st = subprocess.run(PGMEM + ["db", "status", "--json", "--show-password"], env=env, capture_output=True, text=True)
+    dsn = json.loads(st.stdout)["dsn"]
+    assert re.match(rf"postgresql://pgmem_owner:[^@*]+@127\.0\.0\.1:{port}/pgmem$", dsn)
+    # the client's role is not a superuser
+    out = subprocess.run(["psql", dsn, "-Atc", "select rolsuper from pg_roles where rolname = current_user"],
+                         capture_output=True, text=True, check=True).stdout.strip()
+    assert out == "f"
     # the printed DSN works with psql, and the three extensions are there
     out = subprocess.run(["psql", dsn, "-Atc", "select extname from pg_extension order by 1"],
                          capture_output=True, text=True, check=True).stdout.split()

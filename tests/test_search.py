@@ -16,6 +16,7 @@ to check the plans of the candidate queries.
 """
 from __future__ import annotations
 
+import json
 import math
 import random
 import time
@@ -875,48 +876,105 @@ def test_scores_of_search_equal_exact_scores_for_shared_ids(big):
             assert scores == sorted(scores, reverse=True)
 
 
-def _explain(c, text, vec, filters=None) -> str:
-    sql = scalar(c, "select pgmem._search_sql(pgmem._filter_sql(%s), false)", (Jsonb(filters or {}),))
-    c.execute("select set_config('hnsw.iterative_scan', 'relaxed_order', false), "
-              "set_config('hnsw.ef_search', '200', false), set_config('plan_cache_mode', 'force_custom_plan', false)")
-    name = f"s_{uuid.uuid4().hex[:8]}"
-    types = "jsonb, text, timestamptz, vector, tsquery, integer, integer, jsonb, text, text, jsonb, float8"
-    # $5 is the lexical candidate query (lexical_probe), $13 the lexemes of the coverage
-    # signal, $14 the whole query (rank mode), $15 the recent window (half-lives)
-    extra = ", pgmem.query_terms(%s), pgmem.query_tsquery(%s), 1, 200"
-    types += ", tsquery[], tsquery, float8, integer"
-    c.execute(f"prepare {name}({types}) as {sql}")
-    params = c.execute("select params from pgmem.profiles where name = 'jam'").fetchone()[0]
-    max_access = float(scalar(c, "select max(access_count) from pgmem.memories where tenant = 'acme'"))
-    cur = psycopg.ClientCursor(c)
-    plan = cur.execute(
-        f"explain execute {name}(%s::jsonb, %s, %s::timestamptz, %s::vector, pgmem.lexical_probe(%s), 200, 10, "
-        f"%s::jsonb, %s, %s, %s::jsonb, %s{extra})",
-        (Jsonb(filters or {}), "acme", T, "[" + ",".join(f"{x:.7g}" for x in vec) + "]", text, Jsonb(JAM),
-         "user", "chat/web/maya", Jsonb(params), max_access, text, text)).fetchall()
-    c.execute(f"deallocate {name}")
-    return "\n".join(r[0] for r in plan)
+def plans_of(c, sql: str, params=()) -> list[dict]:
+    """The plans of every statement that `sql` runs, nested ones included (the ranking statement
+    inside a function), as auto_explain logs them (JSON): what the function really executes."""
+    notices: list[str] = []
+    c.add_notice_handler(lambda d: notices.append(d.message_primary or ""))
+    c.execute("load 'auto_explain'")
+    c.execute("set auto_explain.log_min_duration = 0; set auto_explain.log_nested_statements = on; "
+              "set auto_explain.log_format = 'json'; set auto_explain.log_level = 'notice'; "
+              "set client_min_messages = notice")
+    try:
+        c.execute(sql, params).fetchall()
+    finally:
+        c.execute("set auto_explain.log_min_duration = -1")
+    return [json.loads(n.split("plan:", 1)[1]) for n in notices if "plan:" in n]
 
 
-def test_candidate_queries_use_the_indexes(big):
+def plan_nodes(plan: dict) -> list[dict]:
+    out, todo = [], [plan["Plan"]]
+    while todo:
+        node = todo.pop()
+        out.append(node)
+        todo.extend(node.get("Plans", []))
+    return out
+
+
+def ranking_plan(c, sql: str, params=()) -> tuple[list[dict], str]:
+    """The plan of the one statement that reads pgmem.memories through the candidate set: its
+    nodes, and the plan alone (without the query text) as a string."""
+    plans = [p for p in plans_of(c, sql, params) if "_candidates(q)" in p["Query Text"]]
+    assert len(plans) == 1, plans
+    return plan_nodes(plans[0]), json.dumps(plans[0]["Plan"])
+
+
+def scans(nodes: list[dict]) -> set[tuple[str, str]]:
+    """(node type, index name) of every scan of pgmem.memories or of one of its indexes."""
+    return {(n["Node Type"], n.get("Index Name", "")) for n in nodes
+            if n.get("Relation Name") == "memories" or n.get("Index Name", "").startswith("memories_")}
+
+
+RANKINGS = {
+    "search": "select * from pgmem.search(%s, %s::vector, k => 10, actor => 'user', location => 'chat/web/maya', "
+              "as_of => %s::timestamptz, filters => %s::jsonb)",
+    "activate": "select * from pgmem.activate(%s, %s::vector, k => 10, as_of => %s::timestamptz, filters => %s::jsonb)",
+    "recall": "select * from pgmem.recall(%s, %s::vector, k => 10, as_of => %s::timestamptz, filters => %s::jsonb)",
+}
+HNSW = ("Index Scan", "memories_embedding_hnsw")
+GIN = ("Bitmap Index Scan", "memories_tsv_gin")
+
+
+@pytest.mark.parametrize("ranking", list(RANKINGS))
+def test_rankings_take_the_hnsw_and_gin_paths(big, ranking):
+    """EXPLAIN of the statement each ranking runs (captured from inside the function): its
+    candidates come from the HNSW index and the GIN index, never from a scan of the table, with
+    and without filters; the branches a query does not use are not planned at all."""
     dsn, queries = big
     with connect(dsn, tenant="acme") as c:
-        for i, (text, vec, _) in enumerate(queries[:5]):
-            plan = _explain(c, text, vec)
+        for i, (text, vec, _) in enumerate(queries[:3]):
+            nodes, plan = ranking_plan(c, RANKINGS[ranking], (text, vec, T, Jsonb({})))
             if i == 0:
-                print(f"\n[plan of the candidate query for {text!r}]\n{plan}")
-            assert "memories_embedding_hnsw" in plan, plan
-            assert "memories_tsv_gin" in plan, plan
-            assert "Seq Scan on memories" not in plan, plan
-        plan = _explain(c, queries[0][0], queries[0][1], {"user_id": "nobody"})
-        assert "Seq Scan on memories" not in plan, plan
-        # the statement EXPLAINed is the one the function runs: same results through the function
+                print(f"\n[scans of {ranking} for {text!r}] {sorted(scans(nodes))}")
+            assert HNSW in scans(nodes) and GIN in scans(nodes), scans(nodes)
+            assert not any(t == "Seq Scan" for t, _ in scans(nodes)), scans(nodes)
+            # planned with the record's values: the tests of absent filters are gone
+            hnsw = next(n for n in nodes if n.get("Index Name") == HNSW[1])
+            assert "IS NULL) OR" not in hnsw["Filter"] and "tenant = 'acme'" in hnsw["Filter"], hnsw
+        # a filter is tested inside the index scans (iterative HNSW scan), not after them
         text, vec, _ = queries[0]
-        direct = scalar(c, "select pgmem._search_sql(pgmem._filter_sql('{}'), false)")
-        assert "order by m.embedding operator(public.<=>) $4 limit $6" in direct
-        assert "m.tsv @@ $5" in direct  # the probe query selects the lexical candidates ...
-        assert scalar(c, "select pgmem._lexical_order_sql()") + ", m.id limit $6" in direct  # ... by partial score
-        assert "and m.created_at >= case when $15 > 0" in direct  # the recent branch
+        nodes, plan = ranking_plan(c, RANKINGS[ranking], (text, vec, T, Jsonb({"who": ["user", "tool:shell"]})))
+        assert HNSW in scans(nodes) and GIN in scans(nodes), scans(nodes)
+        hnsw = next(n for n in nodes if n.get("Index Name") == HNSW[1])
+        assert "who = ANY ('{user,tool:shell}'::text[])" in hnsw["Filter"], hnsw
+        assert not any(t == "Seq Scan" for t, _ in scans(nodes)), scans(nodes)
+        # text only: the lexical branch alone
+        nodes, _ = ranking_plan(c, RANKINGS[ranking], (text, None, T, Jsonb({})))
+        assert GIN in scans(nodes) and HNSW not in scans(nodes), scans(nodes)
+        assert not any(t == "Seq Scan" for t, _ in scans(nodes)), scans(nodes)
+    if ranking == "search":  # search_exact is the scan it is meant to be
+        with connect(dsn, tenant="acme") as c:
+            text, vec, _ = queries[0]
+            nodes, _ = ranking_plan(c, "select * from pgmem.search_exact(%s, %s::vector, as_of => %s::timestamptz)",
+                                    (text, vec, T))
+            assert HNSW not in scans(nodes) and GIN not in scans(nodes), scans(nodes)
+
+
+def test_search_replans_with_each_querys_values(big):
+    """The ranking statement is planned with each call's record (plan_cache_mode =
+    force_custom_plan on the ranking functions): after many calls in one session the plan still
+    holds the call's values, not the parameters of a cached generic plan."""
+    dsn, queries = big
+    with connect(dsn, tenant="acme") as c:
+        for text, vec, _ in queries[:8]:
+            search(c, query_text=text, query_embedding=vec, as_of=T)
+        text, vec, _ = queries[9]
+        nodes, plan = ranking_plan(c, RANKINGS["search"], (text, vec, T, Jsonb({})))
+        assert "($1)" not in plan and HNSW in scans(nodes), plan
+        limits = [n for n in nodes if n["Node Type"] == "Limit"]
+        assert limits and all(n["Plan Rows"] <= 200 for n in limits), limits  # LIMIT q.n known: 100 rows
+        assert scalar(c, "select proconfig from pg_proc where proname = '_search'") == \
+            ["search_path=pgmem, public, pg_temp", "plan_cache_mode=force_custom_plan"]
 
 
 def test_big_filters_and_text_only_on_real_data(big):

@@ -36,14 +36,14 @@ SHARED_SESSION = "s-shared"
 
 
 # ------------------------------------------------------------------------------ roles
-@pytest.fixture(scope="module")
-def roles(cluster):
-    """Login roles app/bi/admin (unique names), granted pgmem_app/pgmem_reader/pgmem_admin."""
+def login_roles(cluster, prefix: str, grants: dict[str, str]):
+    """Login roles (cluster-wide, so with unique names) granted pgmem's roles, kind -> pgmem
+    role; yields {kind: (name, password)} and drops them afterwards (a fixture body)."""
     suffix = uuid.uuid4().hex[:10]
     made: dict[str, tuple[str, str]] = {}
     with connect(cluster.dsn("postgres"), tenant=None) as su:
-        for kind, grant in (("app", "pgmem_app"), ("bi", "pgmem_reader"), ("admin", "pgmem_admin")):
-            name, pw = f"{kind}_user_{suffix}", secrets.token_urlsafe(18)
+        for kind, grant in grants.items():
+            name, pw = f"{prefix}{kind}_{suffix}", secrets.token_urlsafe(18)
             su.execute(sql.SQL("create role {} login password {}").format(sql.Identifier(name), sql.Literal(pw)))
             su.execute(sql.SQL("grant {} to {}").format(sql.Identifier(grant), sql.Identifier(name)))
             made[kind] = (name, pw)
@@ -55,14 +55,32 @@ def roles(cluster):
             su.execute(sql.SQL("drop role if exists {}").format(sql.Identifier(name)))
 
 
-def role_connect(cluster, dsn: str, roles, kind: str, tenant: str | None) -> psycopg.Connection:
-    """A TCP connection as one of the test's login roles to the database of ``dsn``."""
+@pytest.fixture(scope="module")
+def roles(cluster):
+    """Login roles app/bi/admin (unique names), granted pgmem_app/pgmem_reader/pgmem_admin."""
+    yield from login_roles(cluster, "user_", {"app": "pgmem_app", "bi": "pgmem_reader", "admin": "pgmem_admin"})
+
+
+def grant_tenant(dsn: str, role: str, *tenants: str) -> None:
+    """Bind a login to tenants in the database of ``dsn`` (pgmem.tenant_grants)."""
+    with connect(dsn, tenant=None) as su:
+        for t in tenants:
+            su.execute("select pgmem.grant_tenant(%s, %s)", (role, t))
+
+
+def role_connect(cluster, dsn: str, roles, kind: str, tenant: str | None, *, grant: bool = True) -> psycopg.Connection:
+    """A TCP connection as one of the test's login roles to the database of ``dsn``; with
+    ``grant``, the login is first granted the tenant it connects with."""
     from pgvector.psycopg import register_vector
 
     name, pw = roles[kind]
     dbname = conninfo_to_dict(dsn)["dbname"]
+    if grant and tenant and kind != "admin":
+        grant_tenant(dsn, name, tenant)
+    # app and reader sessions must run with both timeouts on (015_limits.sql)
+    opts = "-c statement_timeout=30s -c idle_in_transaction_session_timeout=60s"
     c = psycopg.connect(host="127.0.0.1", port=cluster.port, user=name, password=pw, dbname=dbname,
-                        autocommit=True, options=f"-c pgmem.tenant={tenant}" if tenant else "")
+                        autocommit=True, options=opts + (f" -c pgmem.tenant={tenant}" if tenant else ""))
     register_vector(c)
     assert c.execute("select current_user").fetchone()[0] == name
     return c
@@ -551,6 +569,18 @@ def _current_tenant(w: World):
     assert scalar(w.a, "select pgmem.current_tenant()") == "a"
 
 
+@check("grant_tenant", "revoke_tenant", "add_claim_key", "drop_claim_key", "sign_tenant_claim", "set_session_limits")
+def _tenant_admin(w: World):
+    # the binding is the admin's: the app role cannot grant itself tenant b, nor mint a claim for it
+    for q in ("select pgmem.grant_tenant(current_user, 'b')", "select pgmem.revoke_tenant(current_user, 'a')",
+              "select pgmem.set_session_limits(current_user)",
+              "select pgmem.add_claim_key('mine')", "select pgmem.drop_claim_key('default')",
+              "select pgmem.sign_tenant_claim('b')"):
+        expect_error(lambda: scalar(w.a, q), "42501", "permission denied")
+    for t in ("tenant_grants", "claim_keys"):
+        expect_error(lambda: rows(w.a, f"select * from pgmem.{t}"), "42501", "permission denied")
+
+
 # Pure helpers: IMMUTABLE (so they cannot read tables) and no dependency on any table; they
 # are exercised as tenant a so that a missing grant shows up too.
 PURE = {
@@ -581,7 +611,7 @@ ORDER = ["get_memory", "history", "surprise", "search", "search_exact", "explain
          "lexical_probe",
          "build_context",
          "context_threshold", "memory_strength", "export_user", "touch", "claim_embeddings", "update_memory", "forget",
-         "restore", "revert", "feedback", "current_tenant", "schedule_jobs", "merge_duplicates", "prune",
+         "restore", "revert", "feedback", "current_tenant", "grant_tenant", "schedule_jobs", "merge_duplicates", "prune",
          "archive_stale", "tune_thresholds", "purge", "run_job", "remember", "remember_many", "erase_user"]
 
 
@@ -778,15 +808,27 @@ def test_erase_user_with_colliding_user_ids(cluster, dsn, roles):
 
 DOCUMENTED_UNPINNED = {
     # SQL-standard bodies (parsed at CREATE: names resolved then, whatever the caller's search_path)
-    "_candidates_sql", "_signal_sql", "_lexical_order_sql", "_lexeme_query", "_candidate_tsquery", "_content_key", "_is_admin", "_job_lock_key", "_op_details", "_scope_key", "_search_sql", "_set_op",
+    "_lexeme_query", "_candidate_tsquery", "_content_key", "_is_admin", "_b64url", "_b64url_decode", "_hmac", "_tenant_name_ok", "_job_lock_key", "_op_details", "_scope_key", "_set_op",
+    # the read path's query-record functions, inlined into the ranking statements (sql/202, 203)
+    "_eligible", "_candidates", "_jam_semantic", "_jam_coverage", "_jam_lexical_rank", "_jam_recency", "_jam_actor",
+    "_jam_spatial", "_jam_usage", "_jam_prior", "_shadow_embedding", "_shadow_metadata", "_shadow_summary",
+    "_shadow_temporal", "_engram_relevance", "_engram_importance", "_engram_recency", "_engram_access",
     "_setting_bool", "_setting_num", "_snapshot", "_words", "access_boost", "access_frequency", "age_days",
     "cosine_sim", "current_tenant", "decayed_importance", "emotional_intensity", "estimate_tokens", "exp_decay",
     "fragment_strength", "jaccard", "linear_recency", "path_overlap", "power_law_decay", "processing_depth",
     "query_tsquery", "query_terms", "salience", "text_overlap", "tokens",
     # PL/pgSQL without SET search_path (names resolved at run time with the caller's search_path)
-    "_bad_input", "_check_time", "_check_unit", "_effective_weights", "_filter_sql", "check_weights",
+    "_bad_input", "_check_time", "_check_unit", "_effective_weights", "check_weights",
     "run_job",  # a procedure that COMMITs cannot have SET clauses (documented in 400_jobs.sql)
 }
+
+
+# sql/900_security.sql lists these with the reason each runs as the owner
+SECURITY_DEFINER_AUDITED = sorted([
+    "current_tenant", "_claim_tenant", "add_claim_key", "drop_claim_key",
+    "sign_tenant_claim", "erase_user", "remember", "surprise", "build_context", "explain_search", "_search", "_activate", "recall",
+    "_setting", "_check_category", "claim_embeddings", "complete_embedding", "fail_embedding",
+    *LAYERED_FUNCTIONS])  # layered tiers (issue 15): tests/test_layered_tenancy.py runs each as another tenant
 
 
 def _unpinned(conn) -> list[dict]:
@@ -807,8 +849,10 @@ def test_search_path_pinned(conn):
                         " where n.nspname = 'pgmem' and p.prosecdef")
     # the audited list (sql/900_security.sql); each filters on the caller's tenant itself, and
     # test_tenant_isolation_of_every_function_view_and_table runs every one as tenant a
-    assert sorted(r["proname"] for r in secdef) == sorted(["_activate", "_search", "erase_user", "recall", "surprise",
-                                                          *LAYERED_FUNCTIONS]), secdef
+    triggers = {r[0] for r in conn.execute("select p.proname from pg_proc p join pg_namespace n on n.oid = p.pronamespace"
+                                           " where n.nspname = 'pgmem' and p.prorettype = 'trigger'::regtype")}
+    assert triggers and triggers <= {r["proname"] for r in secdef}, "trigger functions run as the owner (900, rule 4)"
+    assert sorted(r["proname"] for r in secdef if r["proname"] not in triggers) == SECURITY_DEFINER_AUDITED, secdef
     for r in secdef:
         assert any(c.startswith("search_path=pgmem") and c.endswith("pg_temp") for c in r["proconfig"]), r
     assert {u["name"] for u in unpinned} <= DOCUMENTED_UNPINNED, \

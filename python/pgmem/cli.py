@@ -30,10 +30,12 @@ def cmd_db_up(args) -> int:
     c.wait_ready()
     c.ensure_database()
     warnings = migrate.upgrade(c.dsn())
+    c.ensure_owner_login()
     for w in warnings:
         print(f"pgmem: warning: {w}", file=sys.stderr)
     what = "created and started" if created else ("started" if started else "already running")
-    print(f"cluster {what}: {c.dsn()}")
+    # passwords stay in .pgmem/ (mode 0600): `pgmem db status --show-password` prints them
+    print(f"cluster {what}: {c.owner_dsn(mask=True)}")
     return 0
 
 
@@ -45,7 +47,7 @@ def cmd_db_down(args) -> int:
 
 def cmd_db_status(args) -> int:
     c = _cluster()
-    info = c.info()
+    info = c.info(show_password=args.show_password)
     if args.json:
         print(json.dumps(info, indent=2))
     else:
@@ -54,7 +56,9 @@ def cmd_db_status(args) -> int:
         print(f"port:    {info['port']}")
         print(f"log:     {info['log']}")
         if info["dsn"]:
-            print(f"dsn:     {info['dsn']}")
+            print(f"dsn:     {info['dsn']}  (owner role: the client, worker and jobs)")
+        if info["admin_dsn"]:
+            print(f"admin:   {info['admin_dsn']}  (superuser: migrations)")
     return 0 if info["running"] else 3
 
 
@@ -62,7 +66,9 @@ def cmd_db_psql(args) -> int:
     c = _cluster()
     if not c.running():
         raise PgmemError("the embedded cluster is not running: run 'pgmem db up'")
-    os.execvp("psql", ["psql", c.dsn(), *args.psql_args])
+    # the password through the environment, not the command line (ps shows arguments)
+    env = {**os.environ, "PGPASSWORD": c.password}
+    os.execvpe("psql", ["psql", c.dsn(mask=True).replace(":****@", "@"), *args.psql_args], env)
     return 0
 
 
@@ -90,8 +96,9 @@ def build_parser() -> argparse.ArgumentParser:
     dbs = db.add_subparsers(dest="db_command", required=True)
     dbs.add_parser("up", help="create (once), start, and migrate the embedded cluster").set_defaults(func=cmd_db_up)
     dbs.add_parser("down", help="stop the embedded cluster").set_defaults(func=cmd_db_down)
-    st = dbs.add_parser("status", help="show whether it runs, and its DSN")
+    st = dbs.add_parser("status", help="show whether it runs, and its DSNs (passwords masked)")
     st.add_argument("--json", action="store_true")
+    st.add_argument("--show-password", action="store_true", help="print the DSNs with their passwords")
     st.set_defaults(func=cmd_db_status)
     ps = dbs.add_parser("psql", help="open psql on the embedded database")
     ps.add_argument("psql_args", nargs="*", help="arguments for psql (e.g. -c 'select ...')")

@@ -10,12 +10,14 @@ so its transaction) through ``conn=``.
 """
 from __future__ import annotations
 
+import base64
 import json
 import logging
 import random
+import re
 import sys
 import time
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext as _nullcontext
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Iterable, Iterator, Mapping, Sequence
@@ -153,16 +155,54 @@ def _jsonable(v: Any) -> Any:
 
 
 # ----------------------------------------------------------------------- the client
-class _Base:
-    def __init__(self, dsn: str | None = None, tenant: str = "default", *, embedder: Any = "auto",
-                 extractor: Any = None, min_size: int = 1, max_size: int = 4, timeout: float = 30.0,
-                 retries: int = 3, statement_timeout_ms: int | None = None):
-        from .migrate import resolve_dsn
+TENANT_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:@-]{0,63}")
+_NAME_RE = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 
-        if not tenant or not isinstance(tenant, str):
-            raise ConfigError("tenant must be a non-empty string")
-        self.dsn = resolve_dsn(dsn)
-        self.tenant = tenant
+
+def validate_tenant(tenant: Any) -> str:
+    """The tenant name, or a ConfigError naming the rule (the database checks the same rule,
+    and that the login may act for the tenant: pgmem.current_tenant())."""
+    if not isinstance(tenant, str) or not TENANT_RE.fullmatch(tenant):
+        raise ConfigError(f"invalid tenant name {tenant!r}: use 1 to 64 letters, digits and _ . : @ -, "
+                          "starting with a letter or digit")
+    return tenant
+
+
+def _claim_tenant(token: str) -> str:
+    """The tenant a signed claim names (read, not verified: the database verifies it)."""
+    try:
+        payload = token.split(".")[1]
+        return json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))["tenant"]
+    except Exception:
+        raise ConfigError("tenant_claim is not a signed tenant claim (header.payload.signature; see pgmem.claims)") from None
+
+
+class _Base:
+    def __init__(self, dsn: str | None = None, tenant: str | None = "default", *, embedder: Any = "auto",
+                 extractor: Any = None, min_size: int = 1, max_size: int = 4, timeout: float = 30.0,
+                 retries: int = 3, statement_timeout_ms: int | None = 30000,
+                 idle_in_transaction_ms: int | None = 60000, tenant_claim: str | None = None):
+        """``tenant``: the tenant this client acts for; the login must be granted it
+        (pgmem.grant_tenant). ``tenant_claim``: instead, a signed claim for the tenant (a shared
+        application role; pgmem.claims); ``set_tenant_claim`` replaces it when it expires.
+        ``statement_timeout_ms`` / ``idle_in_transaction_ms``: the session's timeouts (sessions of
+        app and reader logins must have both, at most max_statement_timeout_ms and
+        max_idle_in_transaction_ms of pgmem.settings; None leaves the server's)."""
+        from .migrate import check_dsn, resolve_dsn
+
+        self.dsn = check_dsn(resolve_dsn(dsn))  # a malformed DSN: an error now, without its password
+        self.tenant_claim = None
+        if tenant_claim is not None:
+            self.set_tenant_claim(tenant_claim)
+            if tenant not in (None, "default", self.tenant):
+                raise ConfigError(f"tenant {tenant!r} differs from the tenant of tenant_claim ({self.tenant!r})")
+        else:
+            self.tenant = validate_tenant(tenant)
+        for name, v in (("statement_timeout_ms", statement_timeout_ms), ("idle_in_transaction_ms", idle_in_transaction_ms)):
+            if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < 0):
+                raise ConfigError(f"{name} must be a non-negative integer (milliseconds), got {v!r}")
+        self.idle_in_transaction_ms = idle_in_transaction_ms
+        self._arg_names: dict[str, frozenset[str]] | None = None
         self._embedder_arg = embedder
         self._embedder = None
         self.extractor = extractor
@@ -214,17 +254,56 @@ class _Base:
             return self.embedder.embed(query)
         return embedding
 
+    def set_tenant_claim(self, token: str) -> None:
+        """Use a (fresh) signed tenant claim: connections take it at their next use."""
+        if not isinstance(token, str) or not token:
+            raise ConfigError("tenant_claim must be the token string your auth service signed")
+        self.tenant = validate_tenant(_claim_tenant(token))
+        self.tenant_claim = token
+
     def _connect_kwargs(self) -> dict:
-        opts = f"-c pgmem.tenant={self.tenant}"
-        if self.statement_timeout_ms:
-            opts += f" -c statement_timeout={int(self.statement_timeout_ms)}"
-        return {"options": opts, "connect_timeout": int(self.timeout)}
+        # nothing of the tenant goes into libpq's options (a value there is parsed as more
+        # options): it is set with set_config() once connected (_session_sql)
+        return {"connect_timeout": int(self.timeout)}
+
+    def _session_sql(self) -> tuple[str, tuple]:
+        """The statement that gives a connection this client's tenant (or claim) and limits."""
+        q = ("select set_config('pgmem.tenant', %s, false), set_config('pgmem.tenant_claim', %s, false)")
+        params: tuple = ("" if self.tenant_claim else self.tenant, self.tenant_claim or "")
+        for name, v in (("statement_timeout", self.statement_timeout_ms),
+                        ("idle_in_transaction_session_timeout", self.idle_in_transaction_ms)):
+            if v is not None:
+                q += f", set_config('{name}', %s, false)"
+                params += (str(int(v)),)
+        return q, params
+
+    def _session_key(self) -> tuple:
+        return (self.tenant, self.tenant_claim, self.statement_timeout_ms, self.idle_in_transaction_ms)
 
     # SQL builders: one SQL function call each ------------------------------------
     @staticmethod
     def _call_sql(fn: str, args: Mapping[str, Any], *, setof: bool = True) -> tuple[str, dict]:
+        if not _NAME_RE.fullmatch(fn):
+            raise PgmemError(f"{fn!r} is not a pgmem function name")
+        for k in args:
+            if not isinstance(k, str) or not _NAME_RE.fullmatch(k):
+                raise PgmemError(f"{k!r} is not an argument name of pgmem.{fn}: names are lower-case identifiers")
         named = ", ".join(f"{k} => %({k})s" + _CASTS.get(k, "") for k in args)
         return (f"select * from pgmem.{fn}({named})" if setof else f"select pgmem.{fn}({named})"), dict(args)
+
+    _ARG_NAMES_SQL = ("select p.proname, array_agg(distinct a) filter (where a is not null) from pg_proc p"
+                      " left join lateral unnest(p.proargnames) a on true"
+                      " where p.pronamespace = 'pgmem'::regnamespace and p.proname !~ '^_' group by p.proname")
+
+    def _check_args(self, fn: str, names: Iterable[str]) -> None:
+        """Argument names against the function's signature (read once from pg_proc)."""
+        known = self._arg_names.get(fn) if self._arg_names is not None else None
+        if self._arg_names is not None and known is None:
+            raise PgmemError(f"pgmem.{fn} does not exist (or is private): see docs/reference.md")
+        unknown = sorted(set(names) - (known or set()))
+        if known is not None and unknown:
+            raise PgmemError(f"pgmem.{fn} has no argument {', '.join(map(repr, unknown))}; "
+                             f"its arguments are: {', '.join(sorted(known))}")
 
     def _remember_args(self, content: str, kw: dict) -> dict:
         args = {"content": content}
@@ -505,8 +584,17 @@ class MemoryClient(_Base):
 
             self._pool = ConnectionPool(self.dsn, min_size=self.min_size, max_size=self.max_size,
                                         kwargs={"autocommit": True, **self._connect_kwargs()},
-                                        configure=_configure, timeout=self.timeout, open=True)
+                                        configure=self._configure, timeout=self.timeout, open=True)
         return self._pool
+
+    def _configure(self, conn) -> None:
+        """Per connection: vector types, then this client's tenant (or claim) and limits."""
+        _configure(conn)
+        if getattr(conn, "_pgmem_session", None) != self._session_key():
+            q, params = self._session_sql()
+            with conn.transaction() if not conn.autocommit else _nullcontext():
+                conn.execute(q, params)
+            conn._pgmem_session = self._session_key()
 
     def close(self) -> None:
         if self._pool is not None:
@@ -524,10 +612,11 @@ class MemoryClient(_Base):
         """The caller's connection (tenant set on it) or one from the pool."""
         if conn is not None:
             _configure(conn)
-            conn.execute("select set_config('pgmem.tenant', %s, false)", (self.tenant,))
+            conn.execute(*self._session_sql())
             yield conn
             return
         with self.pool.connection() as c:
+            self._configure(c)  # a claim replaced since the connection was made
             yield c
 
     def _rows(self, sql: str, params: dict, conn=None) -> list[dict]:
@@ -551,6 +640,9 @@ class MemoryClient(_Base):
 
     def _do(self, fn: str, args: dict, post, conn=None, *, setof: bool = True):
         sql, params = self._call_sql(fn, {k: v for k, v in args.items() if v is not None}, setof=setof)
+        if self._arg_names is None:
+            self._arg_names = {r["proname"]: frozenset(r["array_agg"] or ()) for r in self._rows(self._ARG_NAMES_SQL, {}, conn)}
+        self._check_args(fn, params)
         return post(self._rows(sql, params, conn))
 
     def _run(self, steps, conn=None):
@@ -566,8 +658,7 @@ class MemoryClient(_Base):
 
     def call(self, fn: str, conn=None, **args) -> list[dict]:
         """Call any pgmem SQL function by name with named arguments (None = SQL default)."""
-        sql, params = self._call_sql(fn, {k: v for k, v in args.items() if v is not None})
-        return self._rows(sql, params, conn)
+        return self._do(fn, args, list, conn)
 
     def remember_many(self, events: Iterable[Mapping[str, Any] | str], *, batch_size: int = 256,
                       progress: bool | None = None, extract: bool = True, embed: bool = True,
@@ -652,9 +743,15 @@ class AsyncMemoryClient(_Base):
 
             self._pool = AsyncConnectionPool(self.dsn, min_size=self.min_size, max_size=self.max_size,
                                              kwargs={"autocommit": True, **self._connect_kwargs()},
-                                             configure=_aconfigure, timeout=self.timeout, open=False)
+                                             configure=self._aconfigure, timeout=self.timeout, open=False)
             await self._pool.open()
         return self._pool
+
+    async def _aconfigure(self, conn) -> None:
+        await _aconfigure(conn)
+        if getattr(conn, "_pgmem_session", None) != self._session_key():
+            await conn.execute(*self._session_sql())
+            conn._pgmem_session = self._session_key()
 
     async def close(self) -> None:
         if self._pool is not None:
@@ -675,12 +772,13 @@ class AsyncMemoryClient(_Base):
             try:
                 if conn is not None:
                     await _aconfigure(conn)
-                    await conn.execute("select set_config('pgmem.tenant', %s, false)", (self.tenant,))
+                    await conn.execute(*self._session_sql())
                     async with conn.cursor(row_factory=dict_row) as cur:
                         await cur.execute(sql, params)
                         return await cur.fetchall() if cur.description else []
                 pool = await self._get_pool()
                 async with pool.connection() as c:
+                    await self._aconfigure(c)  # a claim replaced since the connection was made
                     async with c.cursor(row_factory=dict_row) as cur:
                         await cur.execute(sql, params)
                         return await cur.fetchall() if cur.description else []
@@ -693,6 +791,10 @@ class AsyncMemoryClient(_Base):
 
     async def _do(self, fn: str, args: dict, post, conn=None, *, setof: bool = True):
         sql, params = self._call_sql(fn, {k: v for k, v in args.items() if v is not None}, setof=setof)
+        if self._arg_names is None:
+            self._arg_names = {r["proname"]: frozenset(r["array_agg"] or ())
+                               for r in await self._rows(self._ARG_NAMES_SQL, {}, conn)}
+        self._check_args(fn, params)
         return post(await self._rows(sql, params, conn))
 
     async def _run(self, steps, conn=None):

@@ -6,7 +6,11 @@ database and the migrations applied. PostgreSQL refuses to run as root, so when 
 every server command runs as the ``postgres`` user (``runuser -u postgres``).
 
 Authentication: unix socket = trust (the socket directory is private), TCP on 127.0.0.1 =
-scram-sha-256 with a generated password kept in ``.pgmem/password`` (mode 0600).
+scram-sha-256 with generated passwords kept in ``.pgmem/password`` (the superuser ``pgmem``,
+for migrations and ``pgmem db psql``) and ``.pgmem/owner_password`` (``pgmem_owner``, the
+non-superuser owner of pgmem's objects: the client, the CLI, the worker and pg_cron jobs
+connect as it). Both files are mode 0600; passwords are shown only when asked for
+(``pgmem db status --show-password``).
 """
 from __future__ import annotations
 
@@ -29,6 +33,7 @@ from .errors import ClusterError
 PG_MAJOR = os.environ.get("PGMEM_PG_MAJOR", "15")
 DEFAULT_PORT = 54329
 SUPERUSER = "pgmem"
+OWNER = "pgmem_owner"  # created by migration 0004; the embedded cluster gives it a login
 
 
 def bindir() -> Path:
@@ -110,17 +115,52 @@ class Cluster:
         return Path(f"/tmp/pgmem-{digest}")
 
     @property
+    def owner_password_file(self) -> Path:
+        return self.home / "owner_password"
+
+    @property
     def password(self) -> str:
         try:
             return self.password_file.read_text().strip()
         except FileNotFoundError:
             raise ClusterError(f"no cluster at {self.home}: run 'pgmem db up' first") from None
 
-    def dsn(self, dbname: str | None = None, *, tcp: bool = True) -> str:
+    def dsn(self, dbname: str | None = None, *, tcp: bool = True, mask: bool = False) -> str:
+        """The superuser's DSN (migrations, administration)."""
         db = dbname or self.dbname
         if tcp:
-            return f"postgresql://{SUPERUSER}:{quote(self.password, safe='')}@127.0.0.1:{self.port}/{db}"
+            pw = "****" if mask else quote(self.password, safe="")
+            return f"postgresql://{SUPERUSER}:{pw}@127.0.0.1:{self.port}/{db}"
         return f"postgresql://{SUPERUSER}@/{db}?host={quote(str(self.socket_dir), safe='')}&port={self.port}"
+
+    def has_owner_login(self) -> bool:
+        return self.owner_password_file.exists()
+
+    def owner_dsn(self, dbname: str | None = None, *, mask: bool = False) -> str:
+        """The owner role's DSN: what the client, the worker and the jobs use (not a superuser)."""
+        try:
+            pw = self.owner_password_file.read_text().strip()
+        except FileNotFoundError:
+            raise ClusterError(f"the cluster at {self.home} has no owner login yet: run 'pgmem db up'") from None
+        return f"postgresql://{OWNER}:{'****' if mask else quote(pw, safe='')}@127.0.0.1:{self.port}/{dbname or self.dbname}"
+
+    def ensure_owner_login(self, dbname: str | None = None) -> None:
+        """Give pgmem_owner (made by the migrations) a login with its own password, and what
+        scheduling pg_cron jobs as it needs (cron.database_name is a superuser-only setting)."""
+        import psycopg
+        from psycopg import sql
+
+        if not self.owner_password_file.exists():
+            self.owner_password_file.write_text(secrets.token_urlsafe(24) + "\n")
+        os.chmod(self.owner_password_file, 0o600)
+        pw = self.owner_password_file.read_text().strip()
+        with psycopg.connect(self.dsn(dbname), autocommit=True) as conn:
+            conn.execute(sql.SQL("alter role {} login password {}").format(sql.Identifier(OWNER), sql.Literal(pw)))
+            conn.execute(sql.SQL("grant pg_read_all_settings to {}").format(sql.Identifier(OWNER)))
+            if conn.execute("select to_regnamespace('cron') is not null").fetchone()[0]:
+                # pg_cron runs the jobs as the role that scheduled them: the owner, not the superuser
+                conn.execute(sql.SQL("grant usage on schema cron to {}").format(sql.Identifier(OWNER)))
+                conn.execute(sql.SQL("grant execute on all functions in schema cron to {}").format(sql.Identifier(OWNER)))
 
     # -------------------------------------------------------------- commands
     def _run(self, args: list[str], *, check: bool = True, timeout: float = 120) -> subprocess.CompletedProcess:
@@ -294,11 +334,14 @@ class Cluster:
                     raise ClusterError(f"server on port {self.port} not accepting connections: {e}") from None
                 time.sleep(0.2)
 
-    def info(self) -> dict:
+    def info(self, *, show_password: bool = False) -> dict:
+        """Where the cluster is and how to connect; passwords masked unless ``show_password``."""
+        mask = not show_password
         return {
             "home": str(self.home), "data": str(self.data), "port": self.port,
             "socket_dir": str(self.socket_dir), "running": self.running(),
-            "dsn": self.dsn() if self.password_file.exists() else None,
+            "dsn": self.owner_dsn(mask=mask) if self.has_owner_login() else None,
+            "admin_dsn": self.dsn(mask=mask) if self.password_file.exists() else None,
             "log": str(self.logfile),
         }
 

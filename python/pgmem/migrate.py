@@ -29,8 +29,9 @@ INSTALL_HINTS = {
 }
 
 
-def resolve_dsn(dsn: str | None = None) -> str:
-    """Explicit DSN > PGMEM_DSN > the embedded cluster."""
+def resolve_dsn(dsn: str | None = None, *, superuser: bool = False) -> str:
+    """Explicit DSN > PGMEM_DSN > the embedded cluster: as its owner role pgmem_owner (not a
+    superuser) for using pgmem, as its superuser for migrations (``superuser=True``)."""
     if dsn:
         return dsn
     env = os.environ.get("PGMEM_DSN")
@@ -40,8 +41,44 @@ def resolve_dsn(dsn: str | None = None) -> str:
 
     c = default_cluster()
     if c.initialized():
-        return c.dsn()
+        return c.owner_dsn() if not superuser and c.has_owner_login() else c.dsn()
     raise SetupError("no database configured: set PGMEM_DSN, or run 'pgmem db up' for the embedded cluster")
+
+
+_PASSWORD_RE = re.compile(r"(://[^:/@\s]*:)[^@\s]*(@)|(password\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)", re.I)
+
+
+def mask_password(text: str, dsn: str | None = None) -> str:
+    """``text`` (a DSN, or a message quoting one) with every password replaced by ****; with
+    ``dsn``, also every appearance of that DSN's password (libpq quotes the part it could not
+    parse, e.g. 'unexpected spaces found in "<password>"')."""
+    out = text
+    for pw in sorted(_dsn_passwords(dsn or ""), key=len, reverse=True):
+        out = out.replace(pw, "****")
+    return _PASSWORD_RE.sub(lambda m: f"{m.group(1)}****{m.group(2)}" if m.group(1) else f"{m.group(3)}****", out)
+
+
+def _dsn_passwords(dsn: str) -> list[str]:
+    """The password(s) a DSN holds, however malformed it is (URI or key=value)."""
+    found = []
+    m = re.match(r"^[a-z][a-z0-9+.-]*://[^:/@?#]*:(.*)@[^@]*$", dsn, re.I | re.S)
+    if m:
+        found.append(m.group(1))
+    for m in re.finditer(r"password\s*=\s*('(?:[^'\\]|\\.)*'?|\S+)", dsn, re.I):
+        found += [m.group(1), m.group(1).strip("'")]
+    return [p for p in found if len(p) >= 2]
+
+
+def check_dsn(dsn: str) -> str:
+    """The DSN if libpq can parse it, else a SetupError that does not show its password."""
+    import psycopg.conninfo as ci
+    from psycopg import ProgrammingError
+
+    try:
+        ci.conninfo_to_dict(dsn)
+    except ProgrammingError as e:
+        raise SetupError(f"malformed DSN ({mask_password(dsn, dsn)}): {mask_password(str(e).strip(), dsn)}") from None
+    return dsn
 
 
 def describe_dsn(dsn: str) -> str:
@@ -52,8 +89,13 @@ def describe_dsn(dsn: str) -> str:
         d = ci.conninfo_to_dict(dsn)
         return f"{d.get('host', 'localhost')}:{d.get('port', 5432)}/{d.get('dbname', d.get('user', '?'))}"
     except Exception:
-        parts = urlsplit(dsn)
-        return f"{parts.hostname}:{parts.port}{parts.path}"
+        try:
+            parts = urlsplit(dsn)
+            if parts.scheme and parts.hostname:
+                return f"{parts.hostname}:{parts.port}{parts.path}"
+        except ValueError:
+            pass
+        return "(a malformed DSN)"
 
 
 def sqlalchemy_url(dsn: str) -> str:
@@ -77,12 +119,13 @@ def connect(dsn: str | None = None, **kw):
     """A psycopg connection with a one-line error when the server cannot be reached."""
     import psycopg
 
-    dsn = resolve_dsn(dsn)
+    dsn = resolve_dsn(dsn, superuser=kw.pop("superuser", False))
     try:
         return psycopg.connect(dsn, connect_timeout=int(os.environ.get("PGMEM_CONNECT_TIMEOUT", "10")), **kw)
-    except psycopg.OperationalError as e:
+    except (psycopg.OperationalError, psycopg.ProgrammingError) as e:
+        # a malformed DSN's message quotes the DSN, password included
         reason = str(e).strip().splitlines()[-1] if str(e).strip() else type(e).__name__
-        raise SetupError(f"cannot connect to {describe_dsn(dsn)}: {reason}") from None
+        raise SetupError(f"cannot connect to {describe_dsn(dsn)}: {mask_password(reason, dsn)}") from None
 
 
 @dataclass
@@ -113,6 +156,12 @@ def preflight(conn) -> Preflight:
     if "vector" in rows and _version_tuple(rows["vector"]) < MIN_PGVECTOR:
         p.missing.append("vector")
         p.warnings.append(f"pgvector {rows['vector']} is too old: pgmem needs 0.8.0 (iterative index scans)")
+    # pgmem's functions resolve names in pgmem, public, pg_temp: a role that may create objects in
+    # public could plant a function there (SECURITY.md). PostgreSQL 15 revokes it by default;
+    # clusters upgraded from older versions keep the old grant.
+    if conn.execute("select has_schema_privilege('public', 'public', 'CREATE')").fetchone()[0]:
+        p.warnings.append("every role may create objects in schema public, where pgmem's functions look up names: "
+                          "run REVOKE CREATE ON SCHEMA public FROM PUBLIC (PostgreSQL 15's default; SECURITY.md)")
     preload = conn.execute("select current_setting('shared_preload_libraries')").fetchone()[0]
     if "pg_cron" not in rows or "pg_cron" not in preload:
         p.warnings.append("pg_cron is not loaded (shared_preload_libraries): scheduled jobs are unavailable; "
@@ -141,7 +190,7 @@ def upgrade(dsn: str | None = None, revision: str = "head", *, embedding_dim: in
     Returns warnings for the caller to show."""
     from alembic import command
 
-    dsn = resolve_dsn(dsn)
+    dsn = resolve_dsn(dsn, superuser=True)
     with connect(dsn, autocommit=True) as conn:
         pf = preflight(conn)
     pf.raise_if_missing(describe_dsn(dsn))
@@ -161,7 +210,7 @@ def upgrade(dsn: str | None = None, revision: str = "head", *, embedding_dim: in
 def downgrade(dsn: str | None = None, revision: str = "base") -> None:
     from alembic import command
 
-    dsn = resolve_dsn(dsn)
+    dsn = resolve_dsn(dsn, superuser=True)
     engine = _engine(dsn)
     try:
         with engine.begin() as sa_conn:
@@ -173,7 +222,7 @@ def downgrade(dsn: str | None = None, revision: str = "base") -> None:
 
 
 def current_revision(dsn: str | None = None) -> str | None:
-    with connect(dsn, autocommit=True) as conn:
+    with connect(dsn, autocommit=True, superuser=True) as conn:
         if conn.execute("select to_regclass(%s)", (f"public.{VERSION_TABLE}",)).fetchone()[0] is None:
             return None
         row = conn.execute(f"select version_num from public.{VERSION_TABLE}").fetchone()

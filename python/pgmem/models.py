@@ -108,7 +108,7 @@ from sqlalchemy import (
     UniqueConstraint,
     text,
 )
-from sqlalchemy.dialects.postgresql import ARRAY, JSONB, TSVECTOR, UUID
+from sqlalchemy.dialects.postgresql import ARRAY, BYTEA, JSONB, TSVECTOR, UUID
 from sqlalchemy.orm import DeclarativeBase, Mapped, column_property
 
 from .migrate import VERSION_TABLE
@@ -118,12 +118,12 @@ __all__ = [
     "make_metadata", "metadata", "add_to_metadata", "include_name", "include_object",
     "settings", "tenants", "categories", "profiles", "memories", "links", "accesses",
     "history", "embedding_queue", "job_runs", "thresholds", "threshold_changes", "activation_log",
-    "feedback", "job_state", "py_modules",
+    "feedback", "job_state", "py_modules", "tenant_grants", "claim_keys",
     # layered tiers (0007)
     "profile_facts", "conversations", "threads", "messages", "insights", "concept_mentions", "intent_cache",
     "behaviour_rules", "policy_rules",
     "Base", "Setting", "Tenant", "Category", "Profile", "Memory", "Link", "Access",
-    "HistoryEntry", "EmbeddingQueueEntry", "JobRun", "Threshold", "ThresholdChange",
+    "HistoryEntry", "EmbeddingQueueEntry", "JobRun", "Threshold", "ThresholdChange", "TenantGrant", "ClaimKey",
     "ActivationLogEntry", "Feedback", "JobState", "PyModule",
     "ProfileFact", "Conversation", "Thread", "Message", "Insight", "ConceptMention", "IntentCacheEntry",
     "BehaviourRule", "PolicyRule",
@@ -135,6 +135,7 @@ TABLE_NAMES = ("settings", "tenants", "categories", "profiles", "memories", "lin
                "accesses", "history", "embedding_queue", "job_runs",          # 0001
                "thresholds", "threshold_changes", "activation_log", "feedback", "job_state",  # 0002
                "py_modules",  # 0003
+               "tenant_grants", "claim_keys",  # 0004
                "profile_facts", "conversations", "threads", "messages", "insights",  # 0007 (layered tiers)
                "concept_mentions", "intent_cache", "behaviour_rules", "policy_rules")
 #: (table, column) of the generated (``GENERATED ALWAYS AS ... STORED``) columns.
@@ -232,7 +233,7 @@ def make_metadata(embedding_dim: int = DEFAULT_EMBEDDING_DIM) -> MetaData:
 
     Table(
         "memories", md,
-        Column("id", BigInteger, Identity(always=False), nullable=False),
+        Column("id", BigInteger, Identity(always=True), nullable=False),  # ids are the database's (0004)
         Column("tenant", Text, nullable=False),  # filled from pgmem.tenant by a trigger when omitted
         Column("user_id", Text),
         Column("agent_id", Text),
@@ -331,7 +332,7 @@ def make_metadata(embedding_dim: int = DEFAULT_EMBEDDING_DIM) -> MetaData:
         Column("memory_id", BigInteger),
         Column("op", Text, nullable=False),
         Column("at", _TSTZ, nullable=False, server_default=text("clock_timestamp()")),
-        Column("actor", Text, nullable=False, server_default=text("CURRENT_USER")),
+        Column("actor", Text, nullable=False, server_default=text("SESSION_USER")),  # the login (0004)
         Column("before", JSONB),
         Column("after", JSONB),
         Column("details", JSONB, nullable=False, server_default=_EMPTY_JSON),
@@ -452,6 +453,37 @@ def make_metadata(embedding_dim: int = DEFAULT_EMBEDDING_DIM) -> MetaData:
         PrimaryKeyConstraint("name", name="py_modules_pkey"),
         CheckConstraint("name ~ '^[a-z_][a-z0-9_]*$'::text", name="py_modules_name_check"),
         comment="Source of the pure-Python engine modules that PL/Python functions import (code, not tenant data).",
+    )
+
+    # Tenancy (0004, security): which logins may act for which tenant, and the keys that
+    # verify signed tenant claims (readable by the owner role only).
+    Table(
+        "tenant_grants", md,
+        Column("role_name", Text, nullable=False),
+        Column("tenant", Text, nullable=False),
+        Column("granted_at", _TSTZ, nullable=False, server_default=_NOW),
+        Column("granted_by", Text, nullable=False, server_default=text("SESSION_USER")),
+        Column("note", Text),
+        PrimaryKeyConstraint("tenant", "role_name", name="tenant_grants_pkey"),
+        CheckConstraint("tenant ~ '^[A-Za-z0-9][A-Za-z0-9_.:@-]{0,63}$'::text", name="tenant_grants_tenant_check"),
+        comment="Which login (or group) roles may act for which tenant (SET pgmem.tenant). pgmem_admin members may "
+                "act for every tenant; a shared application role uses signed claims instead (pgmem.claim_keys).",
+    )
+    Table(
+        "claim_keys", md,
+        Column("kid", Text, nullable=False),
+        Column("ipad_key", BYTEA, nullable=False),
+        Column("opad_key", BYTEA, nullable=False),
+        Column("created_at", _TSTZ, nullable=False, server_default=_NOW),
+        Column("created_by", Text, nullable=False, server_default=text("SESSION_USER")),
+        Column("expires_at", _TSTZ),
+        Column("note", Text),
+        PrimaryKeyConstraint("kid", name="claim_keys_pkey"),
+        CheckConstraint("kid ~ '^[A-Za-z0-9_.-]{1,64}$'::text", name="claim_keys_kid_check"),
+        CheckConstraint("octet_length(ipad_key) = 64", name="claim_keys_ipad_key_check"),
+        CheckConstraint("octet_length(opad_key) = 64", name="claim_keys_opad_key_check"),
+        comment="Keys that verify signed tenant claims (HS256 JWT in pgmem.tenant_claim). Stored as the HMAC pads "
+                "of the key; readable only by the owner role.",
     )
     _layered_tables(md, embedding_dim)
     return md
@@ -723,6 +755,8 @@ activation_log: Table = metadata.tables["pgmem.activation_log"]
 feedback: Table = metadata.tables["pgmem.feedback"]
 job_state: Table = metadata.tables["pgmem.job_state"]
 py_modules: Table = metadata.tables["pgmem.py_modules"]
+tenant_grants: Table = metadata.tables["pgmem.tenant_grants"]
+claim_keys: Table = metadata.tables["pgmem.claim_keys"]
 # layered tiers (0007)
 profile_facts: Table = metadata.tables["pgmem.profile_facts"]
 conversations: Table = metadata.tables["pgmem.conversations"]
@@ -988,6 +1022,24 @@ class PyModule(Base):
     updated_at: Mapped[_dt.datetime]
 
 
+class TenantGrant(Base):
+    __table__ = tenant_grants
+    role_name: Mapped[str]
+    tenant: Mapped[str]
+    granted_at: Mapped[_dt.datetime]
+    granted_by: Mapped[str]
+    note: Mapped[Optional[str]]
+
+
+class ClaimKey(Base):
+    __table__ = claim_keys
+    kid: Mapped[str]
+    ipad_key: Mapped[bytes]
+    opad_key: Mapped[bytes]
+    created_at: Mapped[_dt.datetime]
+    created_by: Mapped[str]
+    expires_at: Mapped[Optional[_dt.datetime]]
+    note: Mapped[Optional[str]]
 # layered tiers (0007)
 
 

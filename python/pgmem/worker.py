@@ -46,8 +46,10 @@ class EmbeddingWorker:
 
     def _connection(self) -> psycopg.Connection:
         if self._conn is None or self._conn.closed:
-            options = f"-c pgmem.tenant={self.tenant}" if self.tenant else ""
-            self._conn = connect(self.dsn, options=options)
+            self._conn = connect(self.dsn)
+            # set_config, not libpq options: a tenant there would be parsed as more options
+            self._conn.execute("select set_config('pgmem.tenant', %s, false)", (self.tenant or "",))
+            self._conn.commit()  # a session setting, kept only if its transaction commits
             from pgvector.psycopg import register_vector
 
             register_vector(self._conn)

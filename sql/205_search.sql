@@ -1,0 +1,139 @@
+-- The read path, part 5: JAM's six-signal fused search (jam-journalistic-agent-memory.md,
+-- Retrieval Pipeline / Score Fusion), its exhaustive reference, and explanations.
+--
+--   score = Σ weight_i · signal_i over semantic, lexical, recency, actor, spatial, usage
+--           (JAM Stage 2.3; weights of profile jam .55/.20/.10/.07/.03/.05)
+--
+-- The signals are the functions _jam_* of sql/202_signals.sql; the candidates come from the
+-- indexes (sql/203_candidates.sql), so a query over a million memories scores a few hundred.
+-- search_exact() runs the same statement over every eligible memory: the reference for tests
+-- and the benchmark. A signal the query cannot have (no embedding, no text, no actor, no
+-- location) is NULL and its weight is shared out over the others (sql/200_query.sql).
+
+comment on type pgmem.search_hit is 'One row of search()/search_exact(): the fused score, each signal, and the memory.';
+
+-- The one ranking statement of search and search_exact. SECURITY DEFINER: under row-level
+-- security PostgreSQL evaluates the policy before any operator that is not leakproof, and
+-- neither @@ nor <=> is, so the GIN and HNSW paths would be lost for pgmem_app; it runs as the
+-- owner, and every memory it reads is filtered on the caller's tenant (q.tenant, pgmem._eligible).
+create or replace function pgmem._search(
+  p_exact boolean, query_text text, query_embedding vector, k integer, actor text, location text,
+  profile text, weights jsonb, filters jsonb, as_of timestamptz, candidates integer)
+returns setof pgmem.search_hit
+  language plpgsql volatile security definer
+  set search_path = pgmem, public, pg_temp
+  set plan_cache_mode = force_custom_plan  -- see sql/200_query.sql, "Plans"
+as $$
+declare
+  q pgmem.query := pgmem._query('search', query_text, query_embedding, k, candidates, actor, location,
+                                profile, weights, filters, as_of, p_exact);
+begin
+  return query
+  with c as (
+    select m.id, m.content, m.summary, m.who, m.what, m.happened_at, m.location, m.why, m.how, m.category, m.tier,
+           m.user_id, m.agent_id, m.session_id, m.created_at, m.access_count, m.importance, m.metadata,
+           pgmem._jam_semantic(m, q) as semantic,
+           case when q.lexical_mode = 'rank' then pgmem._jam_lexical_rank(m, q) else pgmem._jam_coverage(m, q) end as lexical,
+           pgmem._jam_recency(m, q) as recency,
+           pgmem._jam_actor(m, q) as actor,
+           pgmem._jam_spatial(m, q) as spatial,
+           pgmem._jam_usage(m, q) as usage
+      from pgmem.memories m
+     where m.id = any(array(select c.id from pgmem._candidates(q) c(id))) and m.tenant = q.tenant),
+  s as (
+    -- lexical = rank: ts_rank / the largest ts_rank among the candidates (JAM's literal reading)
+    select c.*, case when c.lexical is null or q.lexical_mode <> 'rank' then c.lexical
+                     when max(c.lexical) over () > 0 then c.lexical / max(c.lexical) over () else 0 end as lex
+      from c)
+  select s.id,
+         -- JAM Stage 2.3, Score Fusion
+         coalesce(q.w_semantic * s.semantic, 0) + coalesce(q.w_lexical * s.lex, 0)
+       + coalesce(q.w_recency * s.recency, 0) + coalesce(q.w_actor * s.actor, 0)
+       + coalesce(q.w_spatial * s.spatial, 0) + coalesce(q.w_usage * s.usage, 0) as score,
+         s.semantic, s.lex, s.recency, s.actor, s.spatial, s.usage,
+         s.content, s.summary, s.who, s.what, s.happened_at, s.location, s.why, s.how, s.category, s.tier,
+         s.user_id, s.agent_id, s.session_id, s.created_at, s.access_count, s.importance, s.metadata
+    from s
+   order by 2 desc, s.id
+   limit q.k;
+end $$;
+
+create or replace function pgmem.search(
+  query_text text default null,
+  query_embedding vector default null,
+  k integer default 10,
+  actor text default null,
+  location text default null,
+  profile text default 'jam',
+  weights jsonb default null,
+  filters jsonb default '{}',
+  as_of timestamptz default null,
+  touch boolean default false,
+  candidates integer default null)
+returns setof pgmem.search_hit
+  language plpgsql volatile
+  set search_path = pgmem, public, pg_temp
+as $$
+declare
+  hits pgmem.search_hit[];
+begin
+  hits := array(select h from pgmem._search(false, query_text, query_embedding, k, actor, location, profile,
+                                            weights, filters, as_of, candidates) h);
+  if touch and cardinality(hits) > 0 then
+    perform pgmem.touch(array(select (h).id from unnest(hits) h), 'search');
+  end if;
+  return query select * from unnest(hits);
+end $$;
+comment on function pgmem.search(text, vector, integer, text, text, text, jsonb, jsonb, timestamptz, boolean, integer) is
+  'JAM six-signal fused search over the current tenant''s memories: candidates from the HNSW and full-text indexes, each signal in [0,1] per row, weights from a profile (default jam: .55/.20/.10/.07/.03/.05) or an explicit jsonb. touch => true records the access.';
+
+create or replace function pgmem.search_exact(
+  query_text text default null,
+  query_embedding vector default null,
+  k integer default 10,
+  actor text default null,
+  location text default null,
+  profile text default 'jam',
+  weights jsonb default null,
+  filters jsonb default '{}',
+  as_of timestamptz default null)
+returns setof pgmem.search_hit
+  language sql volatile
+  set search_path = pgmem, public, pg_temp
+as $$
+  select * from pgmem._search(true, query_text, query_embedding, k, actor, location, profile, weights, filters, as_of, null)
+$$;
+comment on function pgmem.search_exact(text, vector, integer, text, text, text, jsonb, jsonb, timestamptz) is
+  'The exhaustive reference for search(): the same signals and weights over every eligible memory (a scan). For tests and benchmarks, not for production queries.';
+
+create or replace function pgmem.explain_search(
+  query_text text default null,
+  query_embedding vector default null,
+  k integer default 10,
+  actor text default null,
+  location text default null,
+  profile text default 'jam',
+  weights jsonb default null,
+  filters jsonb default '{}',
+  as_of timestamptz default null)
+returns table (rank bigint, id bigint, score float8, signal text, value float8, weight float8, contribution float8, content text)
+  language plpgsql volatile security definer
+  set search_path = pgmem, public, pg_temp
+as $$
+declare
+  q pgmem.query := pgmem._query('search', query_text, query_embedding, k, null, explain_search.actor,
+                                explain_search.location, explain_search.profile, explain_search.weights, filters, as_of);
+begin
+  return query
+  with h as (
+    select row_number() over () as rk, x.*
+      from pgmem.search(query_text, query_embedding, k, explain_search.actor, explain_search.location,
+                        explain_search.profile, explain_search.weights, filters, as_of) x)
+  select h.rk, h.id, h.score, s.name, s.val, s.w, coalesce(s.val, 0) * s.w, h.content
+    from h cross join lateral (values ('semantic', h.semantic, q.w_semantic), ('lexical', h.lexical, q.w_lexical),
+                                      ('recency', h.recency, q.w_recency), ('actor', h.actor, q.w_actor),
+                                      ('spatial', h.spatial, q.w_spatial), ('usage', h.usage, q.w_usage)) s(name, val, w)
+   order by h.rk, coalesce(s.val, 0) * s.w desc;
+end $$;
+comment on function pgmem.explain_search(text, vector, integer, text, text, text, jsonb, jsonb, timestamptz) is
+  'Why each memory ranked where it did: one row per (memory, signal) with the signal value, its effective weight and its contribution to the score (contributions add up to the score).';
