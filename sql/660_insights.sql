@@ -212,26 +212,31 @@ comment on function pgmem.observe_reply(text, text, vector, jsonb, boolean, time
 -- lexical match and the concepts the query shares with an insight, so a text-only query and
 -- an exact term find them too:  score = .6 semantic + .25 lexical + .15 concept overlap,
 -- the weights of absent signals (no embedding) spread over the others.
-create or replace function pgmem.search_insights(
-  query_text text default null,
-  query_embedding vector default null,
-  user_id text default null,
-  k integer default 10,
-  types text[] default null,
-  current_thread_id bigint default null,
-  min_confidence float8 default 0)
+-- The ranking of search_insights for a tenant; query_concepts when the caller has them already.
+create or replace function pgmem._search_insights(
+  p_tenant text,
+  query_text text,
+  query_embedding vector,
+  user_id text,
+  k integer,
+  types text[],
+  current_thread_id bigint,
+  min_confidence float8,
+  query_concepts text[] default null)
 returns table (id bigint, type text, content text, confidence real, score float8, semantic float8, lexical float8,
                concept float8, thread_id bigint, thread_label text, conversation_id text, same_thread boolean,
                concepts text[], insight_user text, created_at timestamptz)
-  language plpgsql stable security definer
+  language plpgsql stable
   set search_path = pgmem, public, pg_temp
 as $$
 #variable_conflict use_column
 declare
-  v_tenant text := pgmem._require_tenant();
+  v_tenant text := p_tenant;
   v_q tsquery := case when query_text is not null then pgmem._or_tsquery(query_text) end;
-  v_concepts text[] := case when query_text is not null
-                            then array(select c->>'concept' from jsonb_array_elements(pgmem.extract_concepts(query_text)) c) else '{}' end;
+  v_concepts text[] := coalesce(query_concepts,
+                                case when query_text is not null
+                                     then array(select c->>'concept' from jsonb_array_elements(pgmem.extract_concepts(query_text)) c)
+                                end, '{}');
   v_emb vector := pgmem._check_embedding(query_embedding, 'query embedding');
   v_ws float8 := case when query_embedding is not null then 0.6 else 0 end;
   v_wl float8 := case when numnode(v_q) > 0 then 0.25 else 0 end;
@@ -244,18 +249,18 @@ begin
   return query
   with cand as (
     (select i.id from pgmem.insights i
-      where v_emb is not null and i.tenant = v_tenant and (search_insights.user_id is null or i.user_id = search_insights.user_id)
+      where v_emb is not null and i.tenant = v_tenant and (_search_insights.user_id is null or i.user_id = _search_insights.user_id)
         and i.embedding is not null
       order by i.embedding operator(public.<=>) v_emb limit greatest(50, k * 4))
     union
     (select i.id from pgmem.insights i
       where numnode(v_q) > 0 and i.tsv @@ v_q and i.tenant = v_tenant
-        and (search_insights.user_id is null or i.user_id = search_insights.user_id)
+        and (_search_insights.user_id is null or i.user_id = _search_insights.user_id)
       limit greatest(200, k * 10))
     union
     (select i.id from pgmem.insights i
       where cardinality(v_concepts) > 0 and i.concepts && v_concepts and i.tenant = v_tenant
-        and (search_insights.user_id is null or i.user_id = search_insights.user_id)
+        and (_search_insights.user_id is null or i.user_id = _search_insights.user_id)
       limit greatest(200, k * 10))),
   s as (
     select i.*, greatest(0.0, coalesce(pgmem._cos(i.embedding, v_emb), 0)) as sem,
@@ -274,6 +279,24 @@ begin
    order by 5 desc, s.id desc
    limit k;
 end $$;
+
+create or replace function pgmem.search_insights(
+  query_text text default null,
+  query_embedding vector default null,
+  user_id text default null,
+  k integer default 10,
+  types text[] default null,
+  current_thread_id bigint default null,
+  min_confidence float8 default 0)
+returns table (id bigint, type text, content text, confidence real, score float8, semantic float8, lexical float8,
+               concept float8, thread_id bigint, thread_label text, conversation_id text, same_thread boolean,
+               concepts text[], insight_user text, created_at timestamptz)
+  language sql stable security definer
+  set search_path = pgmem, public, pg_temp
+as $$
+  select * from pgmem._search_insights((select pgmem._require_tenant()), query_text, query_embedding, user_id, k, types,
+                                       current_thread_id, min_confidence)
+$$;
 comment on function pgmem.search_insights(text, vector, text, integer, text[], bigint, float8) is
   'Research insights of the current tenant (a user''s, or all) across every thread and conversation, ranked by .6 semantic + .25 lexical + .15 concept overlap (weights of absent signals spread over the rest); same_thread marks those of current_thread_id.';
 
@@ -287,26 +310,30 @@ returns jsonb
   language sql stable security definer
   set search_path = pgmem, public, pg_temp
 as $$
+  with q as (select (select pgmem._require_tenant()) as tenant,
+                    array(select c->>'concept' from jsonb_array_elements(pgmem.extract_concepts(query_text)) c) as concepts)
   select jsonb_build_object(
     'insights', coalesce((select jsonb_agg(jsonb_build_object('id', s.id, 'type', s.type, 'content', s.content,
                                    'confidence', s.confidence, 'score', round(s.score::numeric, 4), 'thread_id', s.thread_id,
                                    'thread_label', s.thread_label, 'same_thread', s.same_thread) order by s.score desc, s.id desc)
-                            from (select * from pgmem.search_insights(query_text, query_embedding, research_context.user_id,
-                                                                      case when research_context.user_id is null then 1000 else k end,
-                                                                      null, research_context.thread_id) x
+                            from (select x.* from q, pgmem._search_insights(q.tenant, query_text, query_embedding,
+                                                                            research_context.user_id,
+                                                                            case when research_context.user_id is null then 1000 else k end,
+                                                                            null, research_context.thread_id, 0, q.concepts) x
                                    where x.score > 0 and x.insight_user is not distinct from research_context.user_id
                                    order by x.score desc, x.id desc limit k) s), '[]'),
     'concepts', coalesce((select jsonb_agg(jsonb_build_object('concept', x.concept, 'threads', x.threads) order by x.concept)
                             from (select cm.concept,
                                          jsonb_agg(distinct jsonb_build_object('thread_id', t.id, 'label', t.label,
                                                                                'conversation_id', t.conversation_id)) as threads
-                                    from pgmem.concept_mentions cm
+                                    from q, pgmem.concept_mentions cm
                                     join pgmem.threads t on t.tenant = cm.tenant and t.id = cm.thread_id
-                                   where cm.tenant = (select pgmem._require_tenant())
+                                   where cm.tenant = q.tenant
                                      and cm.user_id is not distinct from research_context.user_id
                                      and cm.thread_id is distinct from research_context.thread_id
-                                     and cm.concept in (select c->>'concept' from jsonb_array_elements(pgmem.extract_concepts(query_text)) c)
+                                     and cm.concept = any(q.concepts)
                                    group by cm.concept) x), '[]'))
+  from q
 $$;
 comment on function pgmem.research_context(text, vector, text, bigint, integer) is
   'Step 4d of the pipeline: the insights most related to a query across all threads (search_insights) and the query''s concepts other threads of the user mention, with those threads.';
