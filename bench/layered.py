@@ -82,7 +82,7 @@ def main() -> int:
     ap.add_argument("--turns", type=int, default=200)
     a = ap.parse_args()
     rng = np.random.default_rng(7)
-    dsn = migrate.resolve_dsn(None)
+    dsn = migrate.resolve_dsn(None, superuser=True)  # it creates a scratch database
     params = ci.conninfo_to_dict(dsn)
     name = f"pgmem_layered_bench_{uuid.uuid4().hex[:8]}"
     admin_dsn = ci.make_conninfo(**{**params, "dbname": "postgres"})
