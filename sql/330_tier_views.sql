@@ -46,7 +46,8 @@ select c.tenant, c.conversation_id, c.user_id, c.current_topic, c.topic_turns_st
        c.short_query_streak, c.dynamic_personality_mode, c.last_update, c.conversation_start, c.precision_mode,
        c.behaviour_mode, c.last_topic_similarity,
        (select count(*) from pgmem.threads t where t.tenant = c.tenant and t.conversation_id = c.conversation_id
-          and t.status = 'active') as active_threads
+          and t.status = 'active') as active_threads,
+       c.title
   from pgmem.conversations c;
 comment on view pgmem.conversation_states is 'Tier C: the 19 ConversationState fields of every conversation, its behaviour mode and active threads.';
 

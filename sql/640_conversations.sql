@@ -70,6 +70,14 @@ begin
   return m;
 end $$;
 
+-- A conversation's title from its first message (Step 11, "auto-title first message"): the
+-- first sentence, at most 60 characters, cut at a word.
+create or replace function pgmem._title(p_text text) returns text
+  language sql immutable parallel safe
+  set search_path = pgmem, public, pg_temp
+  return (select case when length(s) <= 60 then s else regexp_replace(left(s, 59), '\s+\S*$', '') || '…' end
+            from (select btrim(regexp_replace(substring(p_text from '^[^.!?\n]*[.!?]?'), '\s+', ' ', 'g')) as s) x);
+
 -- The 19 ConversationState fields of a row, as the design names them.
 create or replace function pgmem._state_json(c pgmem.conversations) returns jsonb
   language sql immutable
@@ -154,7 +162,8 @@ begin
     behaviour_mode = v_behaviour->>'mode',
     last_topic_similarity = v_sim,
     topic_vector = pgmem._ema(x.topic_vector, embedding, pgmem._setting_num('topic_alpha', 0.2)),
-    tracker = s->'tracker'
+    tracker = s->'tracker',
+    title = coalesce(x.title, nullif(pgmem._title(content), ''))
   where x.tenant = v_tenant and x.conversation_id = c.conversation_id
   returning x.* into c;
 
@@ -172,7 +181,7 @@ create or replace function pgmem.conversation_state(conversation_id text) return
   language sql stable security definer
   set search_path = pgmem, public, pg_temp
 as $$
-  select pgmem._state_json(c) || jsonb_build_object('conversation_id', c.conversation_id, 'user_id', c.user_id,
+  select pgmem._state_json(c) || jsonb_build_object('conversation_id', c.conversation_id, 'user_id', c.user_id, 'title', c.title,
            'behaviour_mode', c.behaviour_mode, 'last_topic_similarity', c.last_topic_similarity,
            'messages', (select count(*) from pgmem.messages m where m.tenant = c.tenant and m.conversation_id = c.conversation_id))
     from pgmem.conversations c

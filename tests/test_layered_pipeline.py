@@ -217,6 +217,7 @@ def test_policy_flags_per_intent_and_the_overlays(conn, dsn):
 def test_dynamic_personality_follows_the_behaviour(conn):
     turn(conn, "p", "This STILL DOESN'T WORK, I'm so frustrated!!", e(0))
     st = scalar(conn, "select pgmem.conversation_state('p')")
+    assert st["title"] == "This STILL DOESN'T WORK, I'm so frustrated!"   # the first message's first sentence
     assert st["emotional_tone"] == "frustrated" and st["dynamic_personality_mode"] == "empathetic"
     assert st["behaviour_mode"] == "frustration_recovery" and st["precision_mode"] == "concise"
     assert set(st) >= {"current_topic", "topic_turns_stable", "topic_drift_count", "emotional_tone", "tone_shift_count",
@@ -377,6 +378,13 @@ def test_bad_input(conn, call, sqlstate, message):
     with pytest.raises(psycopg.Error) as ei:
         conn.execute(call, (e(0),) if "%s" in call else None)
     assert ei.value.sqlstate == sqlstate and message in str(ei.value)
+
+
+def test_a_conversation_is_titled_by_its_first_message(conn):
+    turn(conn, "t1", "How should we shard the orders database across three regions without downtime? Asking for a friend.")
+    turn(conn, "t1", "And the second question")
+    assert scalar(conn, "select title from pgmem.conversations") == "How should we shard the orders database across three…"
+    assert scalar(conn, "select pgmem._title('Short one')") == "Short one"
 
 
 def test_a_conversation_belongs_to_one_user(conn):
