@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 from typing import Any, Mapping
 
-__all__ = ["detect_facts", "validate_facts", "fact_key", "SQL_API"]
+__all__ = ["detect_facts", "validate_facts", "fact_key", "LLM_FIELD", "SQL_API"]
 
 # Tool and place words that name the key of a "switched to"/"I use" statement.
 CATEGORIES: dict[str, tuple[str, ...]] = {
@@ -218,6 +218,15 @@ def detect_facts(text: str | None, speaker: str | None = None) -> list[dict[str,
                     continue
                 add(fact_key(k), value, rule, m)
     return sorted(out.values(), key=lambda f: where[f["key"]])  # in the order the text states them
+
+
+#: The key an LLM extractor's prompt adds to the fields it asks for (pgmem.extraction.llm).
+LLM_FIELD = (
+    '"facts": array of profile facts the USER states about themselves in this event, each\n'
+    '  {"key": lower_snake_case name ("name", "location", "employer", "editor", "allergies.peanuts"),\n'
+    '   "value": string, number or true/false, "confidence": 0..1,\n'
+    '   "previous": the value it replaces if the user says so ("switched from X"), else omit};\n'
+    '  [] when the event states none (an assistant or tool event states none)')
 
 
 def validate_facts(obj: Any, limit: int = 20) -> list[dict[str, Any]]:
