@@ -145,7 +145,7 @@ def main() -> int:
   .venv/bin/pgmem history {results[0].id}
   .venv/bin/pgmem context "Where do I live?" --conversation demo-layered --user maya
   .venv/bin/pgmem profile maya --history
-  psql '{c.dsn()}' -c "select * from pgmem.search('peanut allergy', k => 3)"
+  psql '{c.dsn(mask=True)}' -c "select * from pgmem.search('peanut allergy', k => 3)"
   .venv/bin/pgmem db down      # stop it""")
     return 0
 
