@@ -1152,7 +1152,8 @@ def main() -> int:
     ap.add_argument("--merge-batch", type=int, default=1000)
     ap.add_argument("--job-batch", type=int, default=10000)
     ap.add_argument("--job-seconds", type=float, default=90.0, help="time cap of each job (then extrapolate)")
-    ap.add_argument("--skip", default="", help="comma list of phases to skip: naive,concurrent,write,jobs")
+    ap.add_argument("--skip", default="", help="comma list of phases to skip: naive,concurrent,write,jobs,cluster")
+    ap.add_argument("--cluster-batch", type=int, default=20000, help="rows per call of the cluster job (bench/cluster_bench.py)")
     ap.add_argument("--tune", action="store_true", help="also run the parameter sweeps behind bench/README.md")
     ap.add_argument("--load-only", action="store_true",
                     help="load the data set of this N (if not present), keep it and stop: no measurement, no result file")
@@ -1271,6 +1272,11 @@ def main() -> int:
         R["merge_complete"] = j["merge"]["complete"]
         R["prune_s"] = j["prune"]["seconds_full"]
         R["archive_s"] = j["archive"]["seconds_full"]
+    if "cluster" not in skip:  # the cluster job at scale (bench/cluster_bench.py; issue 17)
+        phase("cluster")
+        import cluster_bench
+
+        R["cluster"] = cluster_bench.run(c.dsn, db, n, args.cluster_batch, 2000, c.postmaster_pid())
     R["db"] = db_facts(admin_dsn)
 
     phase("finish")

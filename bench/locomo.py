@@ -354,26 +354,26 @@ def ranking(name: str, kind: str, help: str):
     return deco
 
 
+# pgmem's rankings are called as a user calls them: with the question's text only, so that the
+# client embeds the query its own way (through the cached embedder: the same MiniLM vectors).
 @ranking("search", "pgmem", "MemoryClient.search: the default profile (JAM fused)")
 def rank_search(ctx: Ctx, q: Question) -> list:
-    return [h.id for h in ctx.mem.search(q.question, embedding=ctx.qvec[q.index], k=ctx.k, as_of=ctx.as_of, conn=ctx.conn)]
+    return [h.id for h in ctx.mem.search(q.question, k=ctx.k, as_of=ctx.as_of, conn=ctx.conn)]
 
 
 @ranking("activate", "pgmem", "MemoryClient.activate, context_type 'query' (Shadow activation score)")
 def rank_activate(ctx: Ctx, q: Question) -> list:
-    return [h.id for h in ctx.mem.activate(q.question, embedding=ctx.qvec[q.index], context_type="query", k=ctx.k,
-                                           as_of=ctx.as_of, conn=ctx.conn)]
+    return [h.id for h in ctx.mem.activate(q.question, context_type="query", k=ctx.k, as_of=ctx.as_of, conn=ctx.conn)]
 
 
 @ranking("recall", "pgmem", "MemoryClient.recall (Engram score)")
 def rank_recall(ctx: Ctx, q: Question) -> list:
-    return [h.id for h in ctx.mem.recall(q.question, embedding=ctx.qvec[q.index], k=ctx.k, as_of=ctx.as_of,
-                                         conn=ctx.conn)]
+    return [h.id for h in ctx.mem.recall(q.question, k=ctx.k, as_of=ctx.as_of, conn=ctx.conn)]
 
 
 @ranking("build_context", "pgmem", "MemoryClient.build_context with its defaults: the packed rows first, then the rest")
 def rank_build_context(ctx: Ctx, q: Question) -> list:
-    rows = ctx.mem.build_context(q.question, embedding=ctx.qvec[q.index], as_of=ctx.as_of, conn=ctx.conn)
+    rows = ctx.mem.build_context(q.question, as_of=ctx.as_of, conn=ctx.conn)
     return _ids_of_rows(rows)
 
 
@@ -402,6 +402,7 @@ def sql_ranking(fn: str) -> Ranking:
         params = _proc_params(ctx.conn, fn)
         if params is None:
             raise LookupError(f"pgmem.{fn} does not exist in this database")
+        # a SQL function gets the embedding of the question's text (the client is not involved)
         args = {"query_text": q.question, "query_embedding": ctx.qvec[q.index], "k": ctx.k, "as_of": ctx.as_of}
         args = {a: v for a, v in args.items() if a in params and v is not None}
         return _ids_of_rows(ctx.mem.call(fn, conn=ctx.conn, **args))
@@ -606,6 +607,7 @@ def main(argv=None) -> int:
                                      "ranks": evidence_ranks(ranked, q.evidence, key_of if r.kind == "pgmem" else None),
                                      "_ranked": ranked})
             timing[r.name] += time.perf_counter() - t
+        embedder.save()
         log(f"{c.sample_id}: {len(c.questions)} questions done")
 
     summary = {name: summarize(rs) for name, rs in rows.items()}
@@ -643,11 +645,9 @@ def main(argv=None) -> int:
         "summary": summary, "per_conversation": per_conv,
         "latency_ms": {n: round(timing[n] / max(1, len(rs)) * 1000, 2) for n, rs in rows.items()},
         "wall_s": round(time.perf_counter() - T0, 1),
-        # ids and ranks only: no LoCoMo text leaves the data file
-        "questions": {name: [{k: v for k, v in x.items() if k != "_ranked"} for x in rs] for name, rs in rows.items()},
     }
     args.out.mkdir(parents=True, exist_ok=True)
-    text = json.dumps(R, indent=1, default=str) + "\n"
+    text = results_json(R, convs, rows)
     (args.out / f"locomo-{stamp}.json").write_text(text, encoding="utf-8")
     (args.out / "locomo-latest.json").write_text(text, encoding="utf-8")
     for m in mems.values():
@@ -656,6 +656,23 @@ def main(argv=None) -> int:
         conn.close()
     print(f"\nwall time {R['wall_s']:.0f} s; results in {args.out / ('locomo-' + stamp + '.json')} (and locomo-latest.json)")
     return 0
+
+
+def results_json(R: dict, convs: list, rows: dict) -> str:
+    """The run as JSON: the figures indented, then one compact line per question with its
+    evidence ids and, per ranking, the rank of each evidence turn (null: not in the top k).
+    Ids and ranks only: no LoCoMo text leaves the data file."""
+    per_q = {}
+    for c in convs:
+        for q in c.questions:
+            per_q[(c.sample_id, q.index)] = {"conv": c.sample_id, "q": q.index, "category": q.category,
+                                             "evidence": q.evidence, "ranks": {}}
+    for name, rs in rows.items():
+        for x in rs:
+            per_q[(x["conv"], x["q"])]["ranks"][name] = [x["ranks"][e] for e in per_q[(x["conv"], x["q"])]["evidence"]]
+    head = json.dumps({**R, "questions": None}, indent=1, default=str)
+    lines = ",\n".join(" " + json.dumps(v, separators=(",", ":")) for v in per_q.values())
+    return head[: head.rindex('"questions": null')] + '"questions": [\n' + lines + "\n ]\n}\n"
 
 
 def report(summary: dict, per_conv: dict, ms: dict, notes: dict) -> str:

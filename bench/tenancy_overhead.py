@@ -75,16 +75,27 @@ def main() -> int:
             register_vector(conn)
             out["current_tenant_us"][name] = round(per_call_us(conn, "pgmem.current_tenant()"), 1)
             out["guc_read_us"][name] = round(per_call_us(conn, "nullif(current_setting('pgmem.tenant', true), '')"), 1)
-        with psycopg.connect(dsn, autocommit=True, options="-c pgmem.tenant=acme -c track_functions=all") as s:
-            register_vector(s)
-            s.execute("select pg_stat_reset()")
-            for i in range(10):
-                s.execute("select * from pgmem.search('kite boat river', %s::vector, k => 10)", (vecs[i],)).fetchall()
-        time.sleep(1.5)  # function statistics are flushed after the session's transactions
-        with psycopg.connect(dsn, autocommit=True) as s:
-            out["calls_per_search"] = {r[0]: r[1] / 10 for r in s.execute(
-                "select funcname, calls from pg_stat_user_functions where schemaname = 'pgmem'"
-                " and funcname in ('current_tenant', '_require_tenant', '_setting')")}
+        # calls of the tenancy functions in one search, per kind of session (function statistics
+        # on for this database; the app's policies call current_tenant() too)
+        with psycopg.connect(c.dsn("postgres"), autocommit=True) as su:
+            su.execute(sql.SQL("alter database {} set track_functions = 'all'").format(sql.Identifier(db)))
+        out["calls_per_search"] = {}
+        for name, extra in (("superuser", {}), ("app_grant", {"user": login}), ("app_claim", {"user": login})):
+            opts = ("-c pgmem.tenant=acme" if name != "app_claim" else "") + (" " + LIMITS if extra else "")
+            with psycopg.connect(dsn if not extra else app, autocommit=True, options=opts) as s, \
+                    psycopg.connect(dsn, autocommit=True) as st:
+                register_vector(s)
+                if name == "app_claim":
+                    s.execute("select set_config('pgmem.tenant_claim', %s, false)", (sign_tenant_claim(key, "acme", ttl=3600),))
+                st.execute("select pg_stat_reset()")
+                time.sleep(0.2)
+                for i in range(10):
+                    s.execute("select * from pgmem.search('kite boat river', %s::vector, k => 10)", (vecs[i],)).fetchall()
+            time.sleep(1.5)  # function statistics are flushed when the session ends
+            with psycopg.connect(dsn, autocommit=True) as st:
+                out["calls_per_search"][name] = {r[0]: r[1] / 10 for r in st.execute(
+                    "select funcname, calls from pg_stat_user_functions where schemaname = 'pgmem'"
+                    " and funcname in ('current_tenant', '_require_tenant', '_setting', '_claim_tenant')")}
         q = ("do $$ declare v vector := (select embedding from pgmem.memories where id = 7); "
              "begin for i in 1..10 loop perform count(*) from pgmem.search('kite boat river', v, k => 10); end loop; end $$")
         lat: dict[str, list[float]] = {k: [] for k in conns}

@@ -23,8 +23,12 @@ export DEBIAN_FRONTEND=noninteractive
 # ---------------------------------------------------------------- apt packages
 APT_PACKAGES=(
   "postgresql-$PG_MAJOR" "postgresql-server-dev-$PG_MAJOR" "postgresql-plpython3-$PG_MAJOR"
-  "postgresql-$PG_MAJOR-cron" "postgresql-$PG_MAJOR-rum" postgresql-contrib
+  "postgresql-$PG_MAJOR-cron" postgresql-contrib
+  "postgresql-$PG_MAJOR-plpgsql-check"  # lints every PL/pgSQL function (tests/test_plpgsql_check.py)
   python3-numpy python3-venv build-essential dpkg-dev ca-certificates
+  # clusters and the 3-D map (issue 17): PL/Python runs Debian's python3, so the k-means, PCA
+  # and t-SNE need Debian's scikit-learn; the map's test draws the page in headless chromium
+  python3-sklearn chromium
 )
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
@@ -40,6 +44,26 @@ fi
 PG_CONFIG="/usr/lib/postgresql/$PG_MAJOR/bin/pg_config"
 [ -x "$PG_CONFIG" ] || PG_CONFIG="$(command -v pg_config)"
 SHAREDIR="$("$PG_CONFIG" --sharedir)"
+
+# ---------------------------------------------------------------- Node (examples/node)
+# The Node example (and its test) uses npm's pg. A node that is already installed (e.g. from
+# NodeSource, which bundles npm) is kept; otherwise Debian's nodejs and npm are installed.
+if command -v node >/dev/null && command -v npm >/dev/null; then
+  log "node $(node --version) and npm present"
+else
+  log "installing Debian's nodejs and npm"
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends nodejs npm >/dev/null
+fi
+NODE_EXAMPLE="$ROOT/examples/node"
+node_stamp="$NODE_EXAMPLE/node_modules/.pgmem-package-lock.json"
+if [ -f "$node_stamp" ] && cmp -s "$NODE_EXAMPLE/package-lock.json" "$node_stamp"; then
+  log "examples/node packages present"
+else
+  log "installing examples/node packages (npm ci)"
+  ( cd "$NODE_EXAMPLE" && npm ci --no-audit --no-fund --loglevel=error >/dev/null ) || die "npm ci in examples/node failed"
+  cp "$NODE_EXAMPLE/package-lock.json" "$node_stamp"
+fi
 
 # ---------------------------------------------------------------- pgvector
 # Not packaged for Debian 12: build Debian 13's source package against PostgreSQL 15.
@@ -84,6 +108,12 @@ else
   if ! "$VENV/bin/python" -c "import torch,sys; sys.exit(torch.__version__.split('+')[0] != '$TORCH_VERSION')" 2>/dev/null; then
     log "installing torch==$TORCH_VERSION (CPU)"
     quiet_pip install "torch==$TORCH_VERSION"
+  fi
+  # The distribution is "pgmem-agent" ("pgmem" on PyPI is another project); an editable
+  # install made under the old name would shadow it: remove that one (never a non-editable one).
+  if "${PIP[@]}" show pgmem 2>/dev/null | grep -q '^Editable project location:'; then
+    log "removing the editable install made under the old distribution name 'pgmem'"
+    "${PIP[@]}" uninstall -y pgmem >/dev/null
   fi
   log "installing pgmem and its dependencies into $VENV"
   quiet_pip install -e ".[dev]" "torch==$TORCH_VERSION"

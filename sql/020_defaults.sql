@@ -22,9 +22,6 @@ insert into pgmem.settings (tenant, key, value, description) values
   ('*', 'max_statement_timeout_ms', '60000', 'sessions of pgmem_app and pgmem_reader logins must run with statement_timeout on and at most this (ms; 0 = no ceiling)'),
   ('*', 'max_idle_in_transaction_ms', '60000', 'sessions of pgmem_app and pgmem_reader logins must run with idle_in_transaction_session_timeout on and at most this (ms; 0 = no ceiling)')
 on conflict (tenant, key) do nothing;
--- candidate_pool's built-in default was 200 until the recent branch of search() (bench/README.md
--- L7, L12): an installation still at the old default moves to the new one; a changed value stays.
-update pgmem.settings set value = '100' where tenant = '*' and key = 'candidate_pool' and value = '200';
 
 -- engram.md, Category Importance Weights
 insert into pgmem.categories (tenant, category, weight, description) values
@@ -77,4 +74,21 @@ insert into pgmem.settings (tenant, key, value, description) values
   -- "Research Memory": insights below this confidence are not stored
   ('*', 'insight_min_confidence', '0.6', 'insights (cue phrases or LLM) with a lower confidence are dropped'),
   ('*', 'qa_history_min_similarity', '0.5', 'Q&A history: earlier user questions at least this similar to the query are offered with their answers')
+
+on conflict (tenant, key) do nothing;
+
+-- Concept and liquid clusters (jam-journalistic-agent-memory.md; the cluster job, sql/470_cluster.sql)
+insert into pgmem.settings (tenant, key, value, description) values
+  ('*', 'cluster_k', '"adaptive"', 'concept clusters: "adaptive" = JAM''s min(max(8, n / 10), 64), or a number (JAM''s Clustering Parameters use 50)'),
+  ('*', 'cluster_fit_sample', '20000', 'the k-means fit runs on at most this many memories; partial_fit then streams every memory'),
+  ('*', 'cluster_initial_energy', '0.5', 'energy of a new cluster (liquid clusters; energy is in [0, 1])'),
+  ('*', 'cluster_step_hours', '1', 'length of a liquid step: energy x .99 per step, one flow of memories per step'),
+  ('*', 'cluster_temporal_half_life_hours', '24', 'liquid affinity: temporal proximity 2^(-|dt| / half-life) between two memories'' times'),
+  -- (JAM gives no number. 0.15 = .3 x 1 x .5: the pull of a new cluster (energy .5) on a memory
+  -- written at the same moment as its members but sharing nothing else with them, so time
+  -- alone does not move a memory)
+  ('*', 'cluster_flow_rate', '0.15', 'liquid flow: a memory moves to the cluster that pulls it hardest when that pull (mean affinity x energy) exceeds this'),
+  ('*', 'cluster_merge_cosine', '0.85', 'clusters whose centroids have a cosine above this merge (JAM, Energy Dynamics)'),
+  ('*', 'cluster_run_seconds', '300', 'a cluster run stops between two batches after this many seconds; the next run goes on where it stopped'),
+  ('*', 'cluster_label_sample', '200', 'a cluster''s label and top terms come from at most this many of its members (the most recent)')
 on conflict (tenant, key) do nothing;

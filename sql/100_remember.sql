@@ -165,7 +165,9 @@ create or replace function pgmem.remember(
   event_key text default null,
   token_count integer default null,
   embedding_model text default null,
-  force boolean default false)
+  force boolean default false,
+  motor jsonb default null,    -- reconstructive (issue 16): Fragment content domains
+  sensory jsonb default null)
 returns setof pgmem.remember_result
   -- SECURITY DEFINER (sql/900_security.sql, rule 3): it writes history rows for rejected and
   -- duplicate candidates, which pgmem_app may not write; every statement filters on v_tenant
@@ -204,6 +206,11 @@ begin
   perform pgmem._check_time(created_at, 'created_at'), pgmem._check_time(happened_at, 'happened_at (when)', true);
   if metadata is not null and jsonb_typeof(metadata) <> 'object' then
     perform pgmem._bad_input(format('metadata must be a JSON object, got %s', jsonb_typeof(metadata)));
+  end if;
+  if (motor is not null and jsonb_typeof(motor) <> 'object') or (sensory is not null and jsonb_typeof(sensory) <> 'object') then
+    perform pgmem._bad_input(format('motor and sensory content must be JSON objects, got %s and %s',
+                                    coalesce(jsonb_typeof(motor), 'NULL'), coalesce(jsonb_typeof(sensory), 'NULL')),
+      'e.g. motor => ''{"action": "grasp", "effector": "right hand"}'', sensory => ''{"visual": "red mug"}''');
   end if;
 
   -- one writer at a time per (tenant, user, content): concurrent equal writes cannot both pass
@@ -255,11 +262,12 @@ begin
   res.importance := importance;
 
   -- Fragment salience (fragment-reconstructive-memory.md, Salience Formula); novelty is the
-  -- gate's semantic novelty (keyword novelty without an embedding), goal relevance unknown.
+  -- gate's semantic novelty (keyword novelty without an embedding); goal relevance is the
+  -- max cosine to the active goals (pgmem.goal_relevance, 700_identity.sql; NULL without goals).
   v_novelty := coalesce(g.semantic_novelty, g.keyword_novelty);
   v_emotion := case when valence is null and arousal is null then null
                     else pgmem.emotional_intensity(valence, arousal) end;
-  res.salience := pgmem.salience(v_emotion, v_novelty, null,
+  res.salience := pgmem.salience(v_emotion, v_novelty, pgmem.goal_relevance(embedding, agent_id),
                              pgmem.processing_depth(who, what, happened_at, location, why, how),
                              pgmem._setting('salience_weights'));
   v_gate := v_gate || jsonb_build_object('importance_source', v_importance_source,
@@ -306,13 +314,13 @@ begin
   insert into pgmem.memories as m (tenant, user_id, agent_id, session_id, tier, category, content, summary,
       who, what, happened_at, location, why, how, topics, entities, valence, arousal, dominance,
       importance, salience, surprise, gate, embedding, embedding_model, metadata, token_count, created_at,
-      expires_at, event_key, seq)
+      expires_at, event_key, seq, motor, sensory)
   values (v_tenant, user_id, agent_id, session_id, coalesce(tier, 'episodic'), category, content, summary,
       who, what, happened_at, location, why, how, coalesce(topics, '{}'), coalesce(entities, '{}'),
       valence, arousal, dominance, importance, res.salience, res.surprise, v_gate, embedding,
       case when embedding is not null then embedding_model end, coalesce(metadata, '{}'),
       token_count, coalesce(created_at, now()), expires_at, event_key,
-      case when session_id is not null then coalesce(v_prev.seq, 0) + 1 end)
+      case when session_id is not null then coalesce(v_prev.seq, 0) + 1 end, motor, sensory)
   returning m.* into v_new;
   perform pgmem._set_op(null);
   res.memory_id := v_new.id;
@@ -324,7 +332,7 @@ begin
   end if;
   return next res;
 end $$;
-comment on function pgmem.remember(text, vector, text, text, timestamptz, text, text, text, text, float8, jsonb, text, text, text, text, text, text[], text[], float8, float8, float8, timestamptz, timestamptz, text, integer, text, boolean) is
+comment on function pgmem.remember(text, vector, text, text, timestamptz, text, text, text, text, float8, jsonb, text, text, text, text, text, text[], text[], float8, float8, float8, timestamptz, timestamptz, text, integer, text, boolean, jsonb, jsonb) is
   'Stores one memory behind Engram''s surprise gate. decision: stored | duplicate (exact duplicate in scope: existing id returned, nothing stored) | rejected (surprise below the threshold: nothing stored, recorded in history) | replayed (event_key seen before). Without an embedding the memory is queued for the worker and lexical search finds it at once.';
 
 -- remember_many: one call for a batch (a JSON array of objects with remember()'s argument
@@ -344,7 +352,7 @@ declare
   allowed text[] := array['content', 'embedding', 'who', 'what', 'happened_at', 'when', 'location', 'where',
     'why', 'how', 'category', 'importance', 'metadata', 'user_id', 'agent_id', 'session_id', 'tier', 'summary',
     'topics', 'entities', 'valence', 'arousal', 'dominance', 'created_at', 'expires_at', 'event_key',
-    'token_count', 'embedding_model', 'force'];
+    'token_count', 'embedding_model', 'force', 'motor', 'sensory'];
 begin
   if items is null or jsonb_typeof(items) <> 'array' then
     perform pgmem._bad_input('remember_many expects a JSON array of objects');
@@ -377,7 +385,8 @@ begin
       valence => (it->>'valence')::float8, arousal => (it->>'arousal')::float8, dominance => (it->>'dominance')::float8,
       created_at => (it->>'created_at')::timestamptz, expires_at => (it->>'expires_at')::timestamptz,
       event_key => it->>'event_key', token_count => (it->>'token_count')::int,
-      embedding_model => it->>'embedding_model', force => coalesce((it->>'force')::boolean, false));
+      embedding_model => it->>'embedding_model', force => coalesce((it->>'force')::boolean, false),
+      motor => it->'motor', sensory => it->'sensory');
     ord := i; memory_id := r.memory_id; decision := r.decision; surprise := r.surprise;
     importance := r.importance; salience := r.salience; nearest_id := r.nearest_id;
     nearest_similarity := r.nearest_similarity; details := r.details;

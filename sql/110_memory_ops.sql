@@ -66,7 +66,8 @@ declare
   k text;
   editable text[] := array['content', 'summary', 'who', 'what', 'happened_at', 'location', 'why', 'how',
     'category', 'tier', 'topics', 'entities', 'valence', 'arousal', 'dominance', 'importance', 'salience',
-    'metadata', 'expires_at', 'user_id', 'agent_id', 'session_id', 'embedding', 'embedding_model', 'token_count'];
+    'metadata', 'expires_at', 'user_id', 'agent_id', 'session_id', 'embedding', 'embedding_model', 'token_count',
+    'motor', 'sensory'];  -- motor, sensory: reconstructive (issue 16)
   r jsonb;
 begin
   if changes is null or jsonb_typeof(changes) <> 'object' or changes = '{}' then
@@ -90,7 +91,7 @@ begin
     location = p.location, why = p.why, how = p.how, category = p.category, tier = p.tier, topics = p.topics,
     entities = p.entities, valence = p.valence, arousal = p.arousal, dominance = p.dominance,
     importance = p.importance, salience = p.salience, metadata = p.metadata, expires_at = p.expires_at,
-    user_id = p.user_id, agent_id = p.agent_id, session_id = p.session_id,
+    user_id = p.user_id, agent_id = p.agent_id, session_id = p.session_id, motor = p.motor, sensory = p.sensory,
     token_count = case when changes ? 'token_count' then p.token_count else x.token_count end,
     embedding = case when changes ? 'embedding' then (changes->>'embedding')::vector else x.embedding end,
     embedding_model = case when changes ? 'embedding_model' then p.embedding_model else x.embedding_model end,

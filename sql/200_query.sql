@@ -180,9 +180,9 @@ begin
   end if;
   for k in select jsonb_object_keys(p_filters) loop
     if k not in ('user_id', 'agent_id', 'session_id', 'who', 'category', 'tier', 'state', 'location',
-                 'created_after', 'created_before', 'metadata', 'ids') then
+                 'created_after', 'created_before', 'metadata', 'ids', 'motor', 'sensory') then
       perform pgmem._bad_input(format('unknown filter "%s"', k),
-        'filters: user_id, agent_id, session_id, who, category, tier, state, location (string or array), created_after, created_before (timestamp), metadata (object, containment), ids (array)');
+        'filters: user_id, agent_id, session_id, who, category, tier, state, location (string or array), created_after, created_before (timestamp), metadata, motor, sensory (object, containment), ids (array)');
     end if;
   end loop;
   q.user_ids := pgmem._filter_strings(p_filters, 'user_id');
@@ -201,6 +201,14 @@ begin
     end if;
     q.metadata := p_filters->'metadata';
   end if;
+  -- reconstructive (issue 16): Fragment content domains, by containment like metadata
+  for k in select x from unnest(array['motor', 'sensory']) x where p_filters ? x loop
+    if jsonb_typeof(p_filters->k) <> 'object' then
+      perform pgmem._bad_input(format('filter "%s" must be a JSON object (containment), got %s', k, p_filters->k));
+    end if;
+  end loop;
+  q.motor := p_filters->'motor';
+  q.sensory := p_filters->'sensory';
   if p_filters ? 'ids' then
     if jsonb_typeof(p_filters->'ids') <> 'array'
        or exists (select 1 from jsonb_array_elements(p_filters->'ids') e where jsonb_typeof(e) <> 'number') then

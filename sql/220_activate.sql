@@ -88,7 +88,6 @@ begin
    order by 2 desc, sc.id
    limit q.k;
 end $$;
-drop function if exists pgmem.activate(text, vector, text, text[], text[], text, float8, integer, jsonb, timestamptz, jsonb);
 
 create or replace function pgmem.activate(
   query_text text default null,

@@ -3,19 +3,6 @@
 -- The ranking is pgmem.search (any search profile); MMR and the knapsack run in PL/Python
 -- with the module python/pgmem/engine/packing.py, stored in pgmem.py_modules.
 
--- Loads an engine module into this session (cached in GD; a new session sees new code).
-create or replace function pgmem._py_check(module text) returns text
-  language plpython3u stable
-  set search_path = pgmem, public, pg_temp
-as $$
-rows = plpy.execute(plpy.prepare("select sha256 from pgmem.py_modules where name = $1", ["text"]), [module])
-if not rows:
-    plpy.error("engine module %r is not installed in pgmem.py_modules" % module,
-               hint="run pgmem migrate: it stores python/pgmem/engine/*.py in the database")
-return rows[0]["sha256"]
-$$;
-comment on function pgmem._py_check(text) is 'The sha256 of an installed engine module, or an error telling how to install it.';
-
 create or replace function pgmem._pack(relevance float8[], embeddings real[], dim integer, tokens integer[],
                                        importance float8[], budget integer, lam float8)
 returns table (idx integer, mmr_score float8, value float8, selected boolean, pick integer)

@@ -44,7 +44,7 @@ begin
   end if;
   -- jobs that change memories wait for each other (one at a time per database): merge and
   -- prune lock rows in different orders and would otherwise deadlock
-  if p_job in ('merge', 'prune', 'archive', 'purge') then
+  if p_job in ('merge', 'prune', 'archive', 'purge', 'cluster') then  -- cluster: sql/470_cluster.sql
     perform pg_advisory_xact_lock(hashtextextended('pgmem-maintenance', 0));
   end if;
   insert into pgmem.job_runs (tenant, job, params) values (p_tenant, p_job, p_params) returning job_runs.id into id;
@@ -728,9 +728,12 @@ begin
     v_tenant := null;
   end if;
   v_fn := case job when 'merge' then 'merge_duplicates' when 'prune' then 'prune' when 'archive' then 'archive_stale'
-                   when 'tune' then 'tune_thresholds' when 'purge' then 'purge' end;
+                   when 'tune' then 'tune_thresholds' when 'purge' then 'purge'
+                   -- reconstructive (issue 16): the work queue (450) and reflection (460)
+                   when 'work' then 'work' when 'reflect' then 'reflect'
+                   when 'cluster' then 'cluster' end;  -- cluster: concept and liquid clusters (sql/470_cluster.sql)
   if v_fn is null then
-    perform pgmem._bad_input(format('unknown job "%s": jobs are merge, prune, archive, tune, purge', job));
+    perform pgmem._bad_input(format('unknown job "%s": jobs are merge, prune, archive, tune, purge, work, reflect, cluster', job));
   end if;
   if params is null or jsonb_typeof(params) <> 'object' then
     perform pgmem._bad_input('params must be a JSON object of the job function''s arguments');

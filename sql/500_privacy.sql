@@ -19,7 +19,26 @@ as $$
                         where l.src_id in (select id from mem) or l.dst_id in (select id from mem)), '[]'),
     'accesses', coalesce((select jsonb_agg(jsonb_build_object('memory_id', a.memory_id, 'accessed_at', a.accessed_at, 'kind', a.kind))
                            from pgmem.accesses a where a.memory_id in (select id from mem)), '[]'),
-    'feedback', coalesce((select jsonb_agg(to_jsonb(f)) from pgmem.feedback f where f.memory_id in (select id from mem)), '[]'))
+    'feedback', coalesce((select jsonb_agg(to_jsonb(f)) from pgmem.feedback f where f.memory_id in (select id from mem)), '[]'),
+    -- reconstructive (issue 16): reconstructions of the user's queries or holding the user's
+    -- memories, and identity beliefs whose evidence is among them
+    'reconstructions', coalesce((select jsonb_agg(to_jsonb(r) order by r.id) from pgmem.reconstructions r, t
+                                  where r.tenant = t.tenant and (r.user_id = export_user.user_id
+                                        or r.member_ids && array(select id from mem))), '[]'),
+    'identity_beliefs', coalesce((select jsonb_agg(to_jsonb(b) order by b.agent_id, b.key, b.statement)
+                                    from pgmem.identity_beliefs b, t
+                                   where b.tenant = t.tenant and b.evidence && array(select id from mem)), '[]'),
+    -- clusters, map, judgements (issue 17): the clusters the user's memories are in, every move
+    -- of them between clusters, their map coordinates and the judgements naming them
+    'clusters', coalesce((select jsonb_agg(jsonb_build_object('id', c.id, 'label', c.label, 'top_terms', c.top_terms,
+                                                              'state', c.state) order by c.id)
+                            from pgmem.clusters c, t where c.tenant = t.tenant and c.id in (select cluster_id from mem)), '[]'),
+    'cluster_moves', coalesce((select jsonb_agg(to_jsonb(v) order by v.id) from pgmem.cluster_moves v, t
+                                where v.tenant = t.tenant and v.memory_id in (select id from mem)), '[]'),
+    'memory_coords', coalesce((select jsonb_agg(to_jsonb(c)) from pgmem.memory_coords c, t
+                                where c.tenant = t.tenant and c.memory_id in (select id from mem)), '[]'),
+    'eval_judgements', coalesce((select jsonb_agg(to_jsonb(j)) from pgmem.eval_judgements j, t
+                                  where j.tenant = t.tenant and j.memory_id in (select id from mem)), '[]'))
     -- layered tiers (issue 15): profile facts, conversations, messages, threads, insights, concepts, cached intents
     || (with conv as (select c.* from pgmem.conversations c, t where c.tenant = t.tenant and c.user_id = export_user.user_id)
         select jsonb_build_object(
@@ -39,7 +58,7 @@ as $$
                                      where ic.tenant = t.tenant and ic.user_id = export_user.user_id), '[]')))
 $$;
 comment on function pgmem.export_user(text) is
-  'Everything stored about a user in the current tenant, as one JSON document: memories (all states), their history, links, accesses and feedback, and the layered tiers (profile facts, conversations, messages, threads, insights, concept mentions, cached intents).';
+  'Everything stored about a user in the current tenant, as one JSON document: memories (all states), their history, links, accesses, feedback, the reconstructions of the user''s queries or memories, the identity beliefs with the user''s memories as evidence, their clusters, cluster moves, map coordinates and retrieval judgements, and the layered tiers (profile facts, conversations, messages, threads, insights, concept mentions, cached intents).';
 
 -- SECURITY DEFINER, audited: history is append-only for pgmem_app, so erasing content from
 -- it needs the owner's rights. Every statement below filters on v_tenant, the caller's
@@ -71,6 +90,26 @@ begin
                                    or h.before->>'user_id' = erase_user.user_id);
   get diagnostics history_scrubbed = row_count;
   update pgmem.memories m set merged_into = null where m.tenant = v_tenant and m.merged_into = any(v_ids);
+  -- reconstructive (issue 16): the user's reconstructions go; beliefs lose the user's memories as
+  -- evidence (a belief resting on them alone goes, from the snapshots too); queued ids go
+  delete from pgmem.reconstructions r
+   where r.tenant = v_tenant and (r.user_id = erase_user.user_id or r.member_ids && v_ids);
+  delete from pgmem.identity_beliefs b
+   where b.tenant = v_tenant and b.evidence <> '{}' and b.evidence <@ v_ids;
+  update pgmem.identity_beliefs b set evidence = array(select e from unnest(b.evidence) e where e <> all(v_ids) order by e)
+   where b.tenant = v_tenant and b.evidence && v_ids;
+  update pgmem.identity_snapshots s
+     set identity = jsonb_set(s.identity, '{beliefs}', coalesce((
+           select jsonb_agg(x.b order by x.o) from jsonb_array_elements(s.identity->'beliefs') with ordinality x(b, o)
+            where not exists (select 1 from jsonb_array_elements_text(x.b->'evidence') e where e::bigint = any(v_ids))), '[]'))
+   where s.tenant = v_tenant and exists (select 1 from jsonb_array_elements(s.identity->'beliefs') x(b),
+                                                       jsonb_array_elements_text(x.b->'evidence') e where e::bigint = any(v_ids));
+  update pgmem.work_queue q set memory_ids = array(select i from unnest(q.memory_ids) i where i <> all(v_ids) order by i)
+   where q.tenant = v_tenant and q.memory_ids && v_ids;
+  -- clusters (issue 17): a label and top terms may quote the user's words; the cluster job
+  -- names the cluster again from the members left. Moves, coordinates, judgements cascade.
+  update pgmem.clusters c set label = null, top_terms = '{}'
+   where c.tenant = v_tenant and c.id in (select m.cluster_id from pgmem.memories m where m.tenant = v_tenant and m.id = any(v_ids));
   perform pgmem._set_op('erase', jsonb_build_object('erased_user', true));
   delete from pgmem.memories m where m.tenant = v_tenant and m.id = any(v_ids);  -- links, accesses, feedback cascade
   get diagnostics memories = row_count;
@@ -79,4 +118,4 @@ begin
   return next;
 end $$;
 comment on function pgmem.erase_user(text) is
-  'Deletes everything stored about a user in the current tenant for good (memories, links, accesses, feedback) and removes the content from history, leaving content-free tombstones; returns the counts. SECURITY DEFINER, tenant-filtered.';
+  'Deletes everything stored about a user in the current tenant for good (memories, links, accesses, feedback, reconstructions, beliefs resting only on the user''s memories; queued ids and snapshot beliefs citing them; the layered tiers: profile facts, conversations, messages, threads, insights, concept mentions, cached intents) and removes the content from history, leaving content-free tombstones; returns the counts. SECURITY DEFINER, tenant-filtered.';

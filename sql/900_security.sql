@@ -152,15 +152,27 @@ grant select on pgmem.memories, pgmem.links, pgmem.embedding_queue, pgmem.histor
   pgmem.activation_log, pgmem.feedback to pgmem_app;
 grant select on pgmem.settings, pgmem.categories, pgmem.profiles, pgmem.thresholds, pgmem.tenants to pgmem_app;
 grant select on pgmem.job_runs, pgmem.threshold_changes to pgmem_app;
+-- reconstructive (issue 16): the app reads its tenant's identity, reconstruction log and queued
+-- work (row-level security), goals from remember (pgmem.goal_relevance runs as the caller), and
+-- the binding views; the functions that write these tables are SECURITY DEFINER (audited below)
+grant select on pgmem.identity_traits, pgmem.identity_beliefs, pgmem.identity_goals, pgmem.identity_snapshots,
+  pgmem.reconstructions, pgmem.work_queue, pgmem.binding_graph, pgmem.work_queue_status to pgmem_app;
+-- clusters, map, metrics (issue 17): the app reads them; it writes judgements and evaluations
+-- (writes map below); coordinates are written by project/save_coords (SECURITY DEFINER)
+grant select on pgmem.clusters, pgmem.cluster_moves, pgmem.cluster_steps, pgmem.memory_coords,
+  pgmem.eval_queries, pgmem.eval_judgements, pgmem.eval_runs to pgmem_app;
 do $$
 declare
   r record;
-  -- table: the writes pgmem_app may do (its own tenant's rows, row-level security)
+  -- table: the writes pgmem_app may do (its own tenant's rows, row-level security);
+  -- work_queue: reconstructive (issue 16), pgmem.enqueue runs as the caller; eval_*: clusters (issue 17)
   -- (table-level UPDATE, DELETE or TRUNCATE would also let the app LOCK a table for every
   -- tenant; column-level grants do not, and the app deletes nothing: the queue is pgmem's)
   writes jsonb := '{"memories": "insert, update", "links": "insert, update",
                     "accesses": "insert", "activation_log": "insert", "feedback": "insert, update",
                     "categories": "insert, update", "profiles": "insert, update",
+                    "work_queue": "insert",
+                    "eval_queries": "insert, update", "eval_judgements": "insert, update", "eval_runs": "insert",
                     "behaviour_rules": "insert, update", "policy_rules": "insert, update"}';  -- layered: a tenant's own rules
   cols text;
   w text;
@@ -184,7 +196,7 @@ declare
   r record;
   admin_only text[] := array['merge_duplicates', 'unmerge', 'prune', 'purge', 'archive_stale', 'tune_thresholds',
                              'schedule_jobs', 'unschedule_jobs', 'run_job', 'grant_tenant', 'revoke_tenant', 'set_session_limits',
-                             'add_claim_key', 'drop_claim_key', 'sign_tenant_claim'];
+                             'add_claim_key', 'drop_claim_key', 'sign_tenant_claim', 'cluster'];
   app_helpers text[] := array[
     -- the tenant, errors and argument checks: every API path (and the generated columns) use them
     '_require_tenant', '_check_registered', '_is_admin', '_bad_input', '_check_between', '_check_unit', '_check_time',
@@ -266,6 +278,13 @@ end $$;
 --   build_context                   calls pgmem._pack, which pgmem_app may not call
 --   explain_search                  builds the query record (pgmem._query and its helpers) for the weights;
 --                                   reads through pgmem.search, which filters on the tenant
+--   assign_cluster                  calls pgmem._nearest_cluster with the caller's tenant (150_cluster_assign.sql)
+--   cluster_confidence, cluster_top_members
+--                                   read a memory's embedding and content for the cluster views, which the
+--                                   reader may not read itself (340_cluster_views.sql)
+--   project, save_coords            the map's coordinates: PL/Python projection (project), and the one
+--                                   writer of pgmem.memory_coords (480_map.sql); every statement filters
+--                                   on the caller's tenant
 --   claim_embeddings, complete_embedding, fail_embedding
 --                                   the embedding queue is written by pgmem only (120_embedding_queue.sql)
 --   _search, _activate, recall      under RLS PostgreSQL evaluates the policy before any operator that is
@@ -281,6 +300,16 @@ end $$;
 --   add_insight, observe_reply, search_insights, research_context, user_data_summary, context_for
 --                                   the layered tiers (issue 15, sql/6xx): they call the PL/Python engine
 --                                   (pgmem._engine) and write history (profile facts), which pgmem_app may not
+--   spread, search_spread, reconstruct, reconstruction_certainty, refresh_bindings, identity,
+--   identity_at, identity_snapshot, identity_update_trait, identity_update_belief, identity_set_goal,
+--   identity_end_goal, rescore_salience, reflect, work
+--                                   reconstructive (issue 16): they call private helpers (binding writers,
+--                                   work handlers, the HNSW neighbour query of the bindings); every
+--                                   statement filters on the caller's tenant (work and reflect: the
+--                                   tenant of each item or batch; every tenant only for pgmem_admin, via
+--                                   _job_scope); tests/test_reconstructive_tenancy.py runs each as
+--                                   another tenant
+
 
 -- layered tiers (issue 15): the app role reads its tenant's rows of the tiers (the API functions
 -- are SECURITY DEFINER, audited above); it adds and changes its own behaviour and policy rules

@@ -23,6 +23,7 @@ from psycopg.conninfo import conninfo_to_dict
 from psycopg.rows import dict_row
 
 from conftest import connect
+from pgmem.errors import TenantError
 from test_tenancy import login_roles
 
 
@@ -297,6 +298,9 @@ class TestApp:
         assert rows(app, "select * from pgmem.build_context('milk', token_budget => 100)")
 
 
+# SECURITY DEFINER functions a view may call: they return the session's own tenant's data only
+VIEW_SAFE_DEFINERS = ["current_tenant", "_setting", "_check_category"]
+
 # the private helpers pgmem_app may execute (sql/900_security.sql, app_helpers, with reasons)
 ALLOWED_HELPERS = [
     "_require_tenant", "_check_registered", "_is_admin", "_bad_input", "_check_between", "_check_unit", "_check_time", "_check_embedding",
@@ -327,6 +331,22 @@ class TestAdmin:
         pgmem.memories ran with the rights of the next superuser session that wrote."""
         admin = env.login("admin", "a")
         refused(admin, attack, sqlstate="42501")
+
+    def test_no_table_accepts_a_trigger_rule_or_policy_from_the_admin(self, env):
+        """High 2 on every table of the catalog (tables other files add included)."""
+        admin = env.login("admin", "a")
+        admin.execute("create function pg_temp.f() returns trigger language plpgsql as $$begin return new; end$$")
+        tables = [r[0] for r in env.su.execute(
+            "select format('%I.%I', n.nspname, c.relname) from pg_class c join pg_namespace n on n.oid = c.relnamespace"
+            " where n.nspname = 'pgmem' and c.relkind in ('r', 'p') order by 1")]
+        assert len(tables) >= 15
+        for t in tables:
+            for attack in (f"create trigger evil before insert on {t} for each row execute function pg_temp.f()",
+                           f"create rule evil as on insert to {t} do also notify evil",
+                           f"create policy evil on {t} using (true)",
+                           f"alter table {t} disable row level security",
+                           f"truncate {t} cascade"):
+                refused(admin, attack, sqlstate="42501")
 
     def test_owner_is_not_a_superuser(self, env):
         owner = rows(env.su, """select r.rolname, r.rolsuper, r.rolcreaterole, r.rolcreatedb, r.rolbypassrls
@@ -389,6 +409,34 @@ class TestReader:
              where n.nspname = 'pgmem' and c.relkind = 'v'
                and not (coalesce(c.reloptions, '{}') @> array['security_barrier=true', 'security_invoker=true'])""")]
         assert bad == []
+
+    def test_views_read_only_what_row_level_security_guards(self, views_env):
+        """The leak tests below see only tables this fixture fills; this one covers every view
+        of the catalog structurally: a view (security_invoker) can only show another tenant's
+        rows through a table without row-level security or a SECURITY DEFINER function (which
+        runs as the owner, whom the policies do not bind). Neither may appear under a view,
+        directly or through the SQL functions it calls."""
+        deps = rows(views_env, """
+            with recursive v as (
+              select c.oid, c.relname from pg_class c join pg_namespace n on n.oid = c.relnamespace
+               where n.nspname = 'pgmem' and c.relkind in ('v', 'm')),
+            d(view, classid, objid) as (
+              select v.relname, d.refclassid, d.refobjid from v
+                join pg_rewrite w on w.ev_class = v.oid
+                join pg_depend d on d.classid = 'pg_rewrite'::regclass and d.objid = w.oid
+              union
+              select d.view, x.refclassid, x.refobjid from d
+                join pg_depend x on d.classid = 'pg_proc'::regclass and x.classid = 'pg_proc'::regclass
+                                and x.objid = d.objid)
+            select distinct d.view, coalesce(c.relname, p.proname) as obj,
+                   case when c.oid is not null then 'table without row-level security'
+                        else 'SECURITY DEFINER function' end as why
+              from d
+              left join pg_class c on d.classid = 'pg_class'::regclass and c.oid = d.objid and c.relkind in ('r', 'p')
+                                   and not c.relrowsecurity
+              left join pg_proc p on d.classid = 'pg_proc'::regclass and p.oid = d.objid and p.prosecdef
+             where c.oid is not null or (p.oid is not null and p.proname <> all (%s))""", (VIEW_SAFE_DEFINERS,))
+        assert deps == [], deps
 
     def test_no_view_leaks_through_a_failing_cast(self, cluster, dsn, logins, views_env):
         """High 3: as pgmem_reader in tenant a, `where tenant::int = 1` on memory_health put
@@ -551,8 +599,10 @@ class TestClient:
         with MemoryClient(_login_dsn(env, "app"), tenant="a", embedder=None) as mem:
             assert mem.call("current_tenant")[0]["current_tenant"] == "a"
         with MemoryClient(_login_dsn(env, "app"), tenant="b", embedder=None) as mem:
-            with pytest.raises(psycopg.errors.InsufficientPrivilege, match='may not act for tenant "b"'):
+            # the client raises pgmem.errors.TenantError (SQLSTATE 42501) from the server's error
+            with pytest.raises(TenantError, match='may not act for tenant "b"') as ei:
                 mem.search("vault code")
+            assert isinstance(ei.value.__cause__, psycopg.errors.InsufficientPrivilege)
 
     def test_keyword_names_do_not_reach_the_sql(self, env):
         """Low: remember(**{"force => true, who => current_user::text, what": "x"}) ran the
@@ -568,6 +618,8 @@ class TestClient:
                 mem.remember("x", colour="red")
             with pytest.raises(PgmemError, match="has no argument 'bogus'"):
                 mem.call("search", query_text="milk", bogus=1)
+            with pytest.raises(PgmemError, match="has no argument 'pick'"):  # an output column, not an argument
+                mem.call("build_context", query_text="milk", pick=1)
             with pytest.raises(PgmemError, match="is not a pgmem function name"):
                 mem.call("search(); drop table pgmem.memories; --")
             with pytest.raises(PgmemError, match="pgmem._pack does not exist"):
@@ -587,7 +639,7 @@ class TestClient:
             mem.set_tenant_claim(sign_tenant_claim(key, "b", ttl=60))
             assert [h.id for h in mem.search("vault code")] == [env.b_id]
             mem.set_tenant_claim(sign_tenant_claim(secrets.token_bytes(32), "a", ttl=60))
-            with pytest.raises(psycopg.Error, match="wrong signature"):
+            with pytest.raises((psycopg.Error, PermissionError), match="wrong signature"):
                 mem.search("milk")
 
     def test_passwords_are_not_printed(self, env):

@@ -18,6 +18,7 @@ import pytest
 from conftest import connect
 from pgmem.client import AsyncMemoryClient, Hit, MemoryClient, RememberResult
 from pgmem.embedding import embedding_text
+from pgmem.errors import NotFound
 
 pytest.importorskip("sentence_transformers", reason="needs the [embed] extra (make setup)")
 
@@ -173,8 +174,9 @@ def test_forget_restore_update_history_round_trip(mem):
     assert h[3]["before"]["content"] == "Maya uses VS Code"
     assert h[3]["after"]["content"] == "Maya switched from VS Code to Neovim"
     assert mem.get(10 ** 9) is None
-    with pytest.raises(psycopg.Error, match="does not exist"):
+    with pytest.raises(NotFound, match="does not exist") as ei:  # P0002, mapped by pgmem.errors
         mem.forget(10 ** 9)
+    assert isinstance(ei.value.__cause__, psycopg.errors.NoDataFound) and ei.value.hint
 
 
 def test_other_tenant_client_sees_nothing(mem, dsn, embedder):

@@ -38,6 +38,7 @@ MATRIX: list[tuple[str, str, str]] = []  # (case, expected, passed)
 @pytest.fixture(scope="module", autouse=True)
 def _print_matrix(pytestconfig):
     yield
+    _add_fuzz_rows()
     if not MATRIX:
         return
     w1 = max(len(c) for c, _, _ in MATRIX)
@@ -54,6 +55,18 @@ def _print_matrix(pytestconfig):
             print(text)
     else:
         print(text)
+
+
+def _add_fuzz_rows() -> None:
+    """The fuzz runs as rows of the matrix (each example asserted in its own test)."""
+    from collections import Counter
+
+    for name, (n, errors, stored, codes) in FUZZ.items():
+        if n:
+            what = "stored" if name == "remember" else "rows returned"
+            MATRIX.append((f"fuzz.{name} ({n} examples: {errors} errors, {stored} {what})",
+                           "no XX000/57P0x/58xxx/57014, server up, no partial write; SQLSTATEs "
+                           + ", ".join(f"{k}x{v}" for k, v in Counter(codes).most_common(8)), "passed"))
 
 
 @contextmanager
@@ -647,15 +660,3 @@ def test_fuzz_read(hc, fn, query_text, actor, location, vector, seed, k, profile
         _check_error(e, strings)
     assert hc.execute("select 1").fetchone() == (1,), "the server went away"
     assert state(hc) == before, "a read function changed rows"
-
-
-def test_zz_fuzz_summary():
-    """Adds the fuzz runs to the matrix (runs after them: pytest keeps file order)."""
-    from collections import Counter
-
-    for name, (n, errors, stored, codes) in FUZZ.items():
-        if n:
-            what = "stored" if name == "remember" else "rows returned"
-            MATRIX.append((f"fuzz.{name} ({n} examples: {errors} errors, {stored} {what})",
-                           "no XX000/57P0x/58xxx/57014, server up, no partial write; SQLSTATEs "
-                           + ", ".join(f"{k}x{v}" for k, v in Counter(codes).most_common(8)), "passed"))

@@ -251,11 +251,18 @@ def world(cluster, dsn, roles):
     su.execute("insert into pgmem.threshold_changes (tenant, context_type, old_value, new_value, reason)"
                " values ('b', 'conversation', 0.3, 0.95, 'test')")
     su.execute("insert into pgmem.tenants (tenant) values ('a'), ('b')")
+    # clusters, map, judgements of b (issue 17): the cluster job, a projection, an evaluation
+    b_admin.execute("call pgmem.run_job('cluster', '{}')")
+    assert scalar(b, "select pgmem.project('pca')") > 0
+    b.execute("select pgmem.judge(%s, %s, 1, %s)", (f"{MARK} report", ids[0], vec["b0"]))
+    assert rows(b, "select * from pgmem.evaluate(5)")
+    B["clusters"] = [r[0] for r in su.execute("select id from pgmem.clusters where tenant = 'b'")]
     B["history"] = [r[0] for r in su.execute("select id from pgmem.history where tenant = 'b' order by id")]
     b_ids = [r[0] for r in su.execute("select id from pgmem.memories where tenant = 'b' order by id")]
     assert len(b_ids) == 8
     for t in ("links", "accesses", "history", "embedding_queue", "job_runs", "activation_log", "feedback",
-              "job_state", "categories", "profiles", "settings", "thresholds", "threshold_changes"):
+              "job_state", "categories", "profiles", "settings", "thresholds", "threshold_changes",
+              "clusters", "cluster_state", "cluster_steps", "memory_coords", "eval_queries", "eval_judgements", "eval_runs"):
         assert scalar(su, f"select count(*) from pgmem.{t} where tenant = 'b'") > 0, f"tenant b has no {t} row"
 
     # ---------------------------------------------------------------- tenant a
@@ -564,9 +571,111 @@ def _schedules(w: World):
     expect_error(lambda: rows(w.a_admin, "select pgmem.unschedule_jobs()"), "55000", "pg_cron is not installed")
 
 
+# ---------------------------------------------------------- clusters, map, metrics (issue 17)
+@check("assign_cluster")
+def _assign_cluster(w: World):
+    for name in ("b0", "b1", "b3", "q"):
+        res = rows(w.a, "select * from pgmem.assign_cluster(%s::vector)", (w.vec[name],))
+        assert all(r["cluster_id"] not in w.b["clusters"] for r in res), res
+        w.no_b(res, "assign_cluster")
+
+
+@check("cluster_confidence", "cluster_top_members")
+def _cluster_views_functions(w: World):
+    for mid in w.b_ids:
+        assert scalar(w.a, "select pgmem.cluster_confidence(%s)", (mid,)) is None
+    for cid in w.b["clusters"]:
+        assert scalar(w.a, "select pgmem.cluster_top_members(%s)", (cid,)) == []
+    a_cluster = scalar(w.su, "select cluster_id from pgmem.memories where id = %s", (w.a_ids["m0"],))
+    assert scalar(w.a, "select pgmem.cluster_confidence(%s)", (w.a_ids["m0"],)) is not None
+    w.no_b(scalar(w.a, "select pgmem.cluster_top_members(%s, 100)", (a_cluster,)), "cluster_top_members")
+
+
+@check("attention", "search_attention")
+def _attention(w: World):
+    res = rows(w.a, "select * from pgmem.attention(%s::vector, %s::bigint[])", (w.vec["b0"], w.b_ids + [w.a_ids["m0"]]))
+    assert [r["memory_id"] for r in res] == [w.a_ids["m0"]]
+    _search_like(w, "search_attention", ", k => 100, candidates => 100, weight => 0.5")
+
+
+@check("map_points", "project", "save_coords")
+def _map(w: World):
+    assert scalar(w.a, "select pgmem.project('pca')") == scalar(
+        w.su, "select count(*) from pgmem.memories where tenant = 'a' and state = 'active' and embedding is not null")
+    w.no_b(rows(w.a, "select * from pgmem.map_points('pca', 100000)"), "map_points", id_is_memory=False)
+    assert all(r["memory_id"] not in w.b_ids for r in rows(w.a, "select * from pgmem.map_points('pca', 100000)"))
+    n = len(w.b_ids)
+    assert scalar(w.a, "select pgmem.save_coords('umap', %s, %s, %s, %s)", (w.b_ids, [0.0] * n, [0.0] * n, [0.0] * n)) == 0
+    expect_error(lambda: w.a.execute("insert into pgmem.memory_coords (tenant, memory_id, method, x, y, z) "
+                                     "values ('a', %s, 'umap', 0, 0, 0)", (w.b_ids[0],)), "42501")
+
+
+@check("judge", "evaluate")
+def _judge(w: World):
+    for mid in w.b_ids:
+        expect_error(lambda: w.a.execute("select pgmem.judge('q', %s, 1)", (mid,)), "P0002")
+    w.a.execute("select pgmem.judge('alpha report', %s, 2, %s)", (w.a_ids["m0"], w.vec["b0"]))
+    res = rows(w.a, "select * from pgmem.evaluate(10)")
+    assert [r["query"] for r in res] == ["alpha report"] and res[0]["judged"] == 1  # not b's query
+    assert not set(res[0]["retrieved"]) & set(w.b_ids), res
+
+
+@check("cluster")
+def _cluster(w: World):
+    expect_error(lambda: rows(w.a, "select * from pgmem.cluster()"), "42501")  # the app role runs no job
+    res = rows(w.a_admin, "select * from pgmem.cluster()")  # an operator working for tenant a
+    assert {r["tenant_id"] for r in res} == {"a"}
+    w.a_admin.execute("call pgmem.run_job('cluster', '{}')")
+    assert scalar(w.su, "select count(*) from pgmem.memories m join pgmem.clusters c on c.id = m.cluster_id "
+                        "where c.tenant <> m.tenant") == 0
+    assert scalar(w.su, "select count(*) from pgmem.clusters where tenant = 'a' and state = 'active'") > 0
+    # a move of a memory that erase_user (later) leaves in place, for the flow view
+    new = scalar(w.su, "insert into pgmem.clusters (tenant, centroid) values ('a', %s) returning id", (w.vec["a2"],))
+    assert scalar(w.su, "select pgmem._cluster_move('a', %s, 'flow', null)",
+                  (Jsonb([{"memory_id": w.a_ids["m2"], "to_cluster": new, "pull": 0.5}]),)) == 1
+
+
 @check("current_tenant")
 def _current_tenant(w: World):
     assert scalar(w.a, "select pgmem.current_tenant()") == "a"
+
+
+# reconstructive (issue 16): spreading activation, reconstruction, bindings, identity, work queue.
+# (tests/test_reconstructive_tenancy.py checks them against a tenant b that has identity,
+# reconstructions and queued work; here, against this module's tenant b.)
+@check("spread", "search_spread", "reconstruct", "reconstruction_certainty", "refresh_bindings", "bind",
+       "identity", "identity_at", "identity_snapshot", "identity_update_trait", "identity_update_belief",
+       "identity_set_goal", "identity_end_goal", "goal_relevance", "enqueue", "work", "reflect", "rescore_salience",
+       "causal_candidates", "record_causal")
+def _reconstructive(w: World):
+    w.no_b(rows(w.a, "select * from pgmem.causal_candidates(1000)"), "causal_candidates")
+    b0, b1 = w.b["mem"][0], w.b["mem"][1]  # consecutive turns of b's session: a temporal binding of b
+    expect_error(lambda: w.a.execute("select pgmem.record_causal(%s::jsonb)",
+                                     (json.dumps([{"first_id": b0, "second_id": b1, "causal": True}]),)),
+                 "22023", "no temporal binding")
+    assert rows(w.a, "select * from pgmem.spread(%s::bigint[])", (w.b_ids,)) == []
+    for qt, qv in ((f"{MARK} report passport", None), (None, w.vec["b0"]), (MARK, w.vec["b3"])):
+        w.no_b(rows(w.a, "select * from pgmem.search_spread(%s, %s::vector, k => 100, seeds => 50)", (qt, qv)), "search_spread")
+        r = scalar(w.a, "select pgmem.reconstruct(%s, %s::vector, k => 100, seeds => 50, filters => %s, log => false)",
+                   (qt, qv, Jsonb({"state": ["active", "archived", "merged", "deleted"]})))
+        w.no_b(r["members"] + r["suppressed"], "reconstruct")
+        assert scalar(w.a, "select pgmem.reconstruction_certainty(%s)", (r["query_hash"],)) == 0.5
+    assert {x["written"] for x in rows(w.a, "select * from pgmem.refresh_bindings(%s::bigint[])", (w.b_ids,))} == {0}
+    expect_error(lambda: rows(w.a, "select * from pgmem.bind(%s, %s, 'causal')", (w.a_ids["m0"], w.b_ids[0])), "22023")
+    m = w.a_ids["m0"]
+    w.a.execute("select pgmem.identity_update_trait('calm', 0.5)")
+    expect_error(lambda: w.a.execute("select pgmem.identity_update_belief('k', 's', 0.5, %s::bigint[])", (w.b_ids[:1],)), "22023")
+    w.a.execute("select pgmem.identity_update_belief('k', 's', 0.5, %s::bigint[])", ([m],))
+    w.a.execute("select pgmem.identity_set_goal('g', 'a goal', %s::vector)", (w.vec["b0"],))
+    w.a.execute("select pgmem.identity_end_goal('g')")
+    w.a.execute("select pgmem.identity_snapshot('check')")
+    assert scalar(w.a, "select pgmem.identity()->'traits'->'calm'->>'value'") == "0.5"
+    assert scalar(w.a, "select pgmem.identity_at(now())->>'reason'") == "check"
+    assert scalar(w.a, "select pgmem.goal_relevance(%s::vector)", (w.vec["b0"],)) is None
+    w.a.execute("select pgmem.enqueue('touch', %s::bigint[])", (w.b_ids,))
+    assert all(x["tenant_id"] == "a" for x in rows(w.a, "select * from pgmem.work(10000)"))
+    assert all(x["tenant_id"] == "a" for x in rows(w.a, "select * from pgmem.reflect()"))
+    assert rows(w.a, "select examined from pgmem.rescore_salience(%s::bigint[])", (w.b_ids,)) == [{"examined": 0}]
 
 
 @check("grant_tenant", "revoke_tenant", "add_claim_key", "drop_claim_key", "sign_tenant_claim", "set_session_limits")
@@ -604,15 +713,27 @@ PURE = {
     "salience": "select pgmem.salience(0.5, 0.5, null, 0.5)",
     "text_overlap": "select pgmem.text_overlap('a b', 'b c')",
     "tokens": "select pgmem.tokens('Hello, world')",
+    # reconstructive (issue 16)
+    "binding_strength": "select pgmem.binding_strength('co_access', 3)",
+    "certainty": "select pgmem.certainty('[[1, 2], [1, 3]]')",
+    "reconstruction_hash": "select pgmem.reconstruction_hash('q', null, 3)",
+    "work_priority": "select pgmem.work_priority('ENCODE')",
+    "work_tasks": "select * from pgmem.work_tasks()",
+    "cluster_k": "select pgmem.cluster_k(100)",
+    "precision_at_k": "select pgmem.precision_at_k(array[1, 2]::bigint[], array[2]::bigint[], 2)",
+    "ndcg": "select pgmem.ndcg(array[1, 0]::float8[], 2)",
+    "ild": "select pgmem.ild(array['[1,0]', '[0,1]']::vector[])",
 }
 ADMIN_ONLY = {"merge_duplicates", "unmerge", "prune", "purge", "archive_stale", "tune_thresholds", "schedule_jobs",
-              "unschedule_jobs", "run_job"}
+              "unschedule_jobs", "run_job", "cluster"}
 ORDER = ["get_memory", "history", "surprise", "search", "search_exact", "explain_search", "activate", "recall",
          "lexical_probe",
          "build_context",
          "context_threshold", "memory_strength", "export_user", "touch", "claim_embeddings", "update_memory", "forget",
          "restore", "revert", "feedback", "current_tenant", "grant_tenant", "schedule_jobs", "merge_duplicates", "prune",
-         "archive_stale", "tune_thresholds", "purge", "run_job", "remember", "remember_many", "erase_user"]
+         "archive_stale", "tune_thresholds", "purge", "run_job", "spread",
+         "assign_cluster", "attention", "map_points", "judge", "cluster", "cluster_confidence",
+         "remember", "remember_many", "erase_user"]
 
 
 def public_functions(conn) -> set[str]:
@@ -653,7 +774,8 @@ def test_tenant_isolation_of_every_function_view_and_table(world):
     assert public_functions(w.su) <= {n for n in CHECKS if CHECKS[n] in ran_fns} | set(PURE) | LAYERED_FUNCTIONS
 
     # views: as the reader (documented BI access) and as the app role
-    for view in ("memory_health", "category_stats", "tenant_stats", "job_status"):
+    for view in ("memory_health", "category_stats", "tenant_stats", "job_status",
+                 "cluster_members", "cluster_overview", "cluster_flow", "cluster_energy", "eval_by_day"):
         res = rows(w.a_reader, f"select * from pgmem.{view}")
         assert res, f"the reader sees nothing in {view}"
         w.no_b(res, f"{view} as reader")
@@ -669,7 +791,7 @@ def test_tenant_isolation_of_every_function_view_and_table(world):
         if t == "py_modules":
             continue  # code (the engine modules PL/Python runs), no tenant column; read-only for app
         try:
-            res = rows(w.a, f"select to_jsonb(x) as row from pgmem.{t} x")
+            res = rows(w.a, f"select to_jsonb(tbl_row) as row from pgmem.{t} tbl_row")  # (memory_coords has a column x)
         except psycopg.errors.InsufficientPrivilege:
             continue
         for r in res:
@@ -689,7 +811,8 @@ def test_no_tenant_set(cluster, dsn, roles):
     try:
         assert scalar(app, "select pgmem.current_tenant()") is None
         assert scalar(app, "select count(*) from pgmem.memories") == 0
-        for view in ("memory_health", "category_stats", "tenant_stats", "job_status"):
+        for view in ("memory_health", "category_stats", "tenant_stats", "job_status",
+                 "cluster_members", "cluster_overview", "cluster_flow", "cluster_energy", "eval_by_day"):
             assert rows(reader, f"select * from pgmem.{view}") == []
         expect_error(lambda: remember(app, "no tenant"), "42501", "pgmem.tenant is not set")
         expect_error(lambda: app.execute("insert into pgmem.memories (content) values ('plain insert')"),
@@ -820,15 +943,25 @@ DOCUMENTED_UNPINNED = {
     # PL/pgSQL without SET search_path (names resolved at run time with the caller's search_path)
     "_bad_input", "_check_time", "_check_unit", "_effective_weights", "check_weights",
     "run_job",  # a procedure that COMMITs cannot have SET clauses (documented in 400_jobs.sql)
+    # reconstructive (issue 16): SQL-standard bodies
+    "_binding_kinds", "_cue_pattern", "_gaussian", "_numbers", "binding_strength", "reconstruction_hash", "work_priority",
 }
 
 
 # sql/900_security.sql lists these with the reason each runs as the owner
+# reconstructive (issue 16): SECURITY DEFINER, each filtering every statement on the caller's tenant
+RECONSTRUCTIVE_SECDEF = ["spread", "search_spread", "reconstruct", "reconstruction_certainty", "refresh_bindings",
+                         "identity_update_trait", "identity_update_belief", "identity_set_goal", "identity_end_goal",
+                         "identity", "identity_snapshot", "identity_at", "work", "rescore_salience", "reflect"]
+
+
 SECURITY_DEFINER_AUDITED = sorted([
     "current_tenant", "_claim_tenant", "add_claim_key", "drop_claim_key",
     "sign_tenant_claim", "erase_user", "remember", "surprise", "build_context", "explain_search", "_search", "_activate", "recall",
     "_setting", "_check_category", "claim_embeddings", "complete_embedding", "fail_embedding",
-    *LAYERED_FUNCTIONS])  # layered tiers (issue 15): tests/test_layered_tenancy.py runs each as another tenant
+    "assign_cluster", "cluster_confidence", "cluster_top_members", "project", "save_coords"]  # clusters, map
+    + RECONSTRUCTIVE_SECDEF
+    + sorted(LAYERED_FUNCTIONS))  # layered tiers (issue 15): tests/test_layered_tenancy.py runs each as another tenant
 
 
 def _unpinned(conn) -> list[dict]:

@@ -4,7 +4,15 @@ The engine (surprise gate, fused ranking, decay, merging, pruning, clustering) i
 schema ``pgmem``; this package is the thin client around it."""
 __version__ = "0.1.0"
 
-from .errors import PgmemError, SetupError  # noqa: E402
+from .errors import (  # noqa: E402
+    ConfigError,
+    DatabaseError,
+    InvalidInput,
+    NotFound,
+    PgmemError,
+    SetupError,
+    TenantError,
+)
 
 
 def __getattr__(name):  # lazy: importing pgmem must not import torch
@@ -15,4 +23,5 @@ def __getattr__(name):  # lazy: importing pgmem must not import torch
     raise AttributeError(name)
 
 
-__all__ = ["MemoryClient", "AsyncMemoryClient", "Hit", "RememberResult", "PgmemError", "SetupError"]
+__all__ = ["MemoryClient", "AsyncMemoryClient", "Hit", "RememberResult", "PgmemError", "SetupError",
+           "ConfigError", "DatabaseError", "InvalidInput", "NotFound", "TenantError"]

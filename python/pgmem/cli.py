@@ -85,6 +85,31 @@ def cmd_migrate(args) -> int:
     return 0
 
 
+# ----------------------------------------------------------------------- map (issue 17: the 3-D memory map)
+def cmd_map(args) -> int:
+    from .client import MemoryClient
+    from .map import build_map
+
+    with MemoryClient(args.dsn, tenant=args.tenant, embedder=None) as client:
+        r = build_map(client, args.output, method=args.method, color=args.color, max_points=args.max_points,
+                      compute=not args.no_compute)
+    print(f"wrote {r.path}: {r.points} memories, {r.clusters} clusters ({r.method}); open it in a browser (works offline)")
+    return 0
+
+
+def _add_map_parser(sub) -> None:
+    mp = sub.add_parser("map", help="write the 3-D memory map: one self-contained HTML page")
+    mp.add_argument("-o", "--output", default="pgmem-map.html", help="the page to write (default: pgmem-map.html)")
+    mp.add_argument("--method", choices=["pca", "tsne", "umap"], default="pca",
+                    help="projection: pca (deterministic, default), tsne (in the database), umap (here; needs umap-learn)")
+    mp.add_argument("--color", choices=["cluster", "energy", "recency", "usage"], default="cluster",
+                    help="initial colouring (the page has a menu for the others)")
+    mp.add_argument("--max-points", type=int, default=5000, help="the most recent N memories (default 5000)")
+    mp.add_argument("--no-compute", action="store_true", help="draw the stored coordinates, do not project again")
+    mp.add_argument("--tenant", default=None, help="tenant (default: PGMEM_TENANT or 'default')")
+    mp.set_defaults(func=cmd_map)
+
+
 # ----------------------------------------------------------------------- parser
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="pgmem", description="Long-term memory for LLM agents, inside PostgreSQL.")
@@ -113,6 +138,10 @@ def build_parser() -> argparse.ArgumentParser:
     from . import cli_memory
 
     cli_memory.register(sub)
+    from . import mcp_server  # `pgmem mcp` (the MCP SDK is imported only when it runs)
+
+    mcp_server.register(sub)
+    _add_map_parser(sub)
     return p
 
 

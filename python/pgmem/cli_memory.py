@@ -92,7 +92,7 @@ def cmd_ingest(args) -> int:
     """Stream a JSONL file of events into pgmem: batches through remember_many; a bad line is
     reported with its number and skipped; a batch the database refuses is retried item by item
     so only the bad items are skipped. Re-running is safe: event_id makes it idempotent."""
-    from tqdm import tqdm
+    from ._progress import progress_bar
 
     from .client import event_to_args
 
@@ -104,7 +104,7 @@ def cmd_ingest(args) -> int:
         extractor = _default_extractor()
     counts: Counter = Counter()
     batch: list[tuple[int, dict]] = []
-    bar = tqdm(unit="ev", disable=not (sys.stderr.isatty() or args.progress), desc="ingest")
+    bar = progress_bar(unit="ev", disable=not (sys.stderr.isatty() or args.progress), desc="ingest")
 
     def flush():
         if not batch:
@@ -339,6 +339,7 @@ JOB_COLUMNS = {
     "archive": ["memory_id", "age_days", "last_accessed_at", "best_recent_score", "applied"],
     "tune": ["tenant_id", "context_type", "old_value", "new_value", "false_positive_rate", "false_negative_rate", "feedback_count"],
     "purge": ["memory_id", "deleted_at", "applied"],
+    "cluster": ["tenant_id", "phase", "examined", "changed", "more"],
 }
 
 
@@ -369,7 +370,7 @@ def _cron_connection(dsn):
     """A connection to the database pg_cron lives in (cron.database_name) on the same server."""
     import psycopg.conninfo as ci
 
-    from .migrate import connect, resolve_dsn
+    from .db import connect, resolve_dsn
 
     dsn = resolve_dsn(dsn)
     with connect(dsn, autocommit=True) as c:
@@ -384,7 +385,7 @@ def _cron_connection(dsn):
 
 
 def cmd_jobs_schedule(args) -> int:
-    from .migrate import connect
+    from .db import connect
 
     cron, here = _cron_connection(args.dsn)
     with connect(args.dsn, autocommit=True) as c:
@@ -409,7 +410,7 @@ def cmd_jobs_unschedule(args) -> int:
 def cmd_jobs_status(args) -> int:
     from psycopg.rows import dict_row
 
-    from .migrate import connect
+    from .db import connect
 
     with connect(args.dsn, autocommit=True) as c:
         rows = c.cursor(row_factory=dict_row).execute("select * from pgmem.job_status order by job, tenant").fetchall()

@@ -11,6 +11,7 @@ so its transaction) through ``conn=``.
 from __future__ import annotations
 
 import base64
+import functools
 import json
 import logging
 import random
@@ -20,12 +21,12 @@ import time
 from contextlib import contextmanager, nullcontext as _nullcontext
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Iterable, Iterator, Mapping, Sequence
+from typing import Any, Callable, Concatenate, Coroutine, Iterable, Iterator, Mapping, ParamSpec, Sequence, TypeVar
 
 import psycopg
 from psycopg.rows import dict_row
 
-from .errors import ConfigError, PgmemError
+from .errors import ConfigError, PgmemError, from_database
 
 log = logging.getLogger("pgmem.client")
 
@@ -122,6 +123,9 @@ def event_to_args(event: Mapping[str, Any] | str, extractor=None, *, now: dateti
         # a precomputed embedding travels with its event (the client then does not embed it)
         "embedding": event.get("embedding"),
         "embedding_model": event.get("embedding_model") if event.get("embedding") is not None else None,
+        # Fragment content domains (issue 16): action-related and perceptual content, JSON objects
+        "motor": event.get("motor"),
+        "sensory": event.get("sensory"),
     }
     if extractor is not None:
         x = extractor.extract(event, now=now)
@@ -188,7 +192,7 @@ class _Base:
         ``statement_timeout_ms`` / ``idle_in_transaction_ms``: the session's timeouts (sessions of
         app and reader logins must have both, at most max_statement_timeout_ms and
         max_idle_in_transaction_ms of pgmem.settings; None leaves the server's)."""
-        from .migrate import check_dsn, resolve_dsn
+        from .db import check_dsn, resolve_dsn
 
         self.dsn = check_dsn(resolve_dsn(dsn))  # a malformed DSN: an error now, without its password
         self.tenant_claim = None
@@ -291,8 +295,10 @@ class _Base:
         named = ", ".join(f"{k} => %({k})s" + _CASTS.get(k, "") for k in args)
         return (f"select * from pgmem.{fn}({named})" if setof else f"select pgmem.{fn}({named})"), dict(args)
 
-    _ARG_NAMES_SQL = ("select p.proname, array_agg(distinct a) filter (where a is not null) from pg_proc p"
-                      " left join lateral unnest(p.proargnames) a on true"
+    # input argument names of every public function (output columns of RETURNS TABLE excluded)
+    _ARG_NAMES_SQL = ("select p.proname, array_agg(distinct a.n) filter (where a.n is not null"
+                      " and coalesce(a.m, 'i') in ('i', 'b', 'v')) from pg_proc p"
+                      " left join lateral unnest(p.proargnames, p.proargmodes::text[]) a(n, m) on true"
                       " where p.pronamespace = 'pgmem'::regnamespace and p.proname !~ '^_' group by p.proname")
 
     def _check_args(self, fn: str, names: Iterable[str]) -> None:
@@ -314,8 +320,9 @@ class _Base:
                 k = "location"
             if v is not None:
                 args[k] = v
-        if "metadata" in args:
-            args["metadata"] = json.dumps(args["metadata"])
+        for k in ("metadata", "motor", "sensory"):
+            if k in args and not isinstance(args[k], str):
+                args[k] = json.dumps(args[k])
         for k in ("topics", "entities"):
             if k in args:
                 args[k] = list(args[k])
@@ -343,8 +350,9 @@ class _Base:
             args["embedding"] = embedding
         elif embed:
             self._embed_args(args)
-        if "metadata" in args and not isinstance(args["metadata"], str):
-            args["metadata"] = json.dumps(args["metadata"])
+        for k in ("metadata", "motor", "sensory"):
+            if k in args and not isinstance(args[k], str):
+                args[k] = json.dumps(args[k])
         return self._do("remember", args, lambda rows: _remember_result(rows[0]), conn)
 
     def forget(self, memory_id: int, reason: str | None = None, conn=None) -> dict:
@@ -564,6 +572,7 @@ class _Base:
 _CASTS = {"metadata": "::jsonb", "filters": "::jsonb", "weights": "::jsonb", "changes": "::jsonb",
           "items": "::jsonb", "params": "::jsonb", "embedding": "::vector", "query_embedding": "::vector",
           "ids": "::bigint[]", "topics": "::text[]", "entities": "::text[]",
+          "motor": "::jsonb", "sensory": "::jsonb",  # Fragment content domains (issue 16)
           # layered tiers (issue 15)
           "value": "::jsonb", "insights": "::jsonb", "types": "::text[]"}
 
@@ -637,6 +646,11 @@ class MemoryClient(_Base):
                 delay = min(2.0, 0.05 * 2 ** attempt) * (0.5 + random.random())
                 log.warning("retrying after %s (attempt %d/%d, sleeping %.2fs)", type(e).__name__, attempt, self.retries, delay)
                 time.sleep(delay)
+            except psycopg.Error as e:
+                mapped = from_database(e)  # 22023 -> InvalidInput, P0002 -> NotFound, 42501 -> TenantError
+                if mapped is e:
+                    raise
+                raise mapped from e
 
     def _do(self, fn: str, args: dict, post, conn=None, *, setof: bool = True):
         sql, params = self._call_sql(fn, {k: v for k, v in args.items() if v is not None}, setof=setof)
@@ -665,14 +679,14 @@ class MemoryClient(_Base):
                       on_error=None, conn=None) -> list[RememberResult]:
         """Store many events (dicts in the JSONL event format, or texts): embeds each batch at
         once and sends it in one pgmem.remember_many call. A progress bar shows on a terminal."""
-        from tqdm import tqdm
+        from ._progress import progress_bar
 
         events = list(events)
         if progress is None:
             progress = sys.stderr.isatty()
         extractor = (self.extractor or _default_extractor()) if extract else None
         out: list[RememberResult] = []
-        bar = tqdm(total=len(events), unit="mem", disable=not progress, desc="remember")
+        bar = progress_bar(total=len(events), unit="mem", disable=not progress, desc="remember")
         try:
             for start in range(0, len(events), batch_size):
                 chunk = events[start:start + batch_size]
@@ -685,7 +699,7 @@ class MemoryClient(_Base):
         return out
 
 JOBS = {"merge": "merge_duplicates", "prune": "prune", "archive": "archive_stale", "tune": "tune_thresholds",
-        "purge": "purge"}
+        "purge": "purge", "cluster": "cluster"}
 
 
 def _remember_result(row: Mapping[str, Any]) -> RememberResult:
@@ -728,6 +742,23 @@ def _scalar(rows: list[dict]) -> Any:
     return next(iter(rows[0].values())) if rows else None
 
 
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def _coroutine(method: Callable[Concatenate[Any, P], R]) -> Callable[Concatenate[Any, P], Coroutine[Any, Any, R]]:
+    """The async client's twin of a ``_Base`` method: the same signature and docstring, as a
+    true coroutine function (``inspect.iscoroutinefunction`` is true, and a type checker sees
+    ``Coroutine[..., R]``). ``_Base``'s methods end in ``self._do(...)``, which the async
+    client defines as a coroutine, so the twin awaits what the method returns."""
+
+    @functools.wraps(method)
+    async def twin(self: Any, *args: P.args, **kwargs: P.kwargs) -> R:
+        return await method(self, *args, **kwargs)  # type: ignore[misc]
+
+    return twin
+
+
 class AsyncMemoryClient(_Base):
     """The asyncio twin of MemoryClient (psycopg's async API and AsyncConnectionPool). Same
     methods, awaited: ``await mem.remember(...)``, ``await mem.search(...)``. Embedding runs
@@ -736,6 +767,36 @@ class AsyncMemoryClient(_Base):
     def __init__(self, *a, **kw):
         super().__init__(*a, **kw)
         self._pool = None
+
+    # _Base's API as coroutines, one line each (tests/test_package.py fails on a missing one).
+    remember = _coroutine(_Base.remember)
+    forget = _coroutine(_Base.forget)
+    restore = _coroutine(_Base.restore)
+    update_memory = _coroutine(_Base.update_memory)
+    get = _coroutine(_Base.get)
+    history = _coroutine(_Base.history)
+    search = _coroutine(_Base.search)
+    search_exact = _coroutine(_Base.search_exact)
+    explain_search = _coroutine(_Base.explain_search)
+    activate = _coroutine(_Base.activate)
+    recall = _coroutine(_Base.recall)
+    build_context = _coroutine(_Base.build_context)
+    touch = _coroutine(_Base.touch)
+    run_job = _coroutine(_Base.run_job)
+    # layered tiers (issue 15)
+    context_for = _coroutine(_Base.context_for)
+    classify_intent = _coroutine(_Base.classify_intent)
+    observe_reply = _coroutine(_Base.observe_reply)
+    set_fact = _coroutine(_Base.set_fact)
+    end_fact = _coroutine(_Base.end_fact)
+    profile = _coroutine(_Base.profile)
+    fact_history = _coroutine(_Base.fact_history)
+    conversation_state = _coroutine(_Base.conversation_state)
+    conversation_threads = _coroutine(_Base.conversation_threads)
+    search_insights = _coroutine(_Base.search_insights)
+    user_data = _coroutine(_Base.user_data)
+    export_user = _coroutine(_Base.export_user)
+    erase_user = _coroutine(_Base.erase_user)
 
     async def _get_pool(self):
         if self._pool is None:
@@ -788,6 +849,11 @@ class AsyncMemoryClient(_Base):
                     raise
                 attempt += 1
                 await asyncio.sleep(min(2.0, 0.05 * 2 ** attempt) * (0.5 + random.random()))
+            except psycopg.Error as e:
+                mapped = from_database(e)
+                if mapped is e:
+                    raise
+                raise mapped from e
 
     async def _do(self, fn: str, args: dict, post, conn=None, *, setof: bool = True):
         sql, params = self._call_sql(fn, {k: v for k, v in args.items() if v is not None}, setof=setof)

@@ -10,10 +10,15 @@ from pathlib import Path
 from .errors import ConfigError
 
 PACKAGE_DIR = Path(__file__).resolve().parent
+#: The name on PyPI ("pgmem" and "pgmemory" are other projects); import name and command: pgmem.
+DISTRIBUTION = "pgmem-agent"
 
 
 def project_root() -> Path:
-    """The checkout that holds ``sql/`` and ``migrations/`` (``PGMEM_ROOT`` overrides)."""
+    """The checkout that holds ``sql/`` and ``migrations/`` (``PGMEM_ROOT`` overrides).
+
+    Raises ConfigError outside a checkout (an installed wheel): use :func:`sql_dir` and
+    :func:`migrations_dir`, which fall back on the copies the wheel carries."""
     env = os.environ.get("PGMEM_ROOT")
     if env:
         return Path(env).resolve()
@@ -27,12 +32,39 @@ def project_root() -> Path:
     )
 
 
+def _packaged(name: str) -> Path:
+    """A directory the wheel carries inside the package (``pgmem/sql``, ``pgmem/migrations``;
+    pyproject.toml maps the repository's top-level directories there), read with
+    importlib.resources. Wheels install as plain files, so the resource is a real directory."""
+    from importlib.resources import files
+
+    resource = files("pgmem") / name
+    path = Path(str(resource))
+    if not path.is_dir():
+        raise ConfigError(
+            f"this pgmem installation has no {name}/ (looked in {path}): reinstall the package, "
+            "or set PGMEM_ROOT to a pgmem checkout"
+        )
+    return path
+
+
+def _lane_dir(name: str) -> Path:
+    """``sql`` or ``migrations``: from PGMEM_ROOT or the checkout, else from the wheel."""
+    try:
+        return project_root() / name
+    except ConfigError:
+        return _packaged(name)
+
+
 def sql_dir() -> Path:
-    return Path(os.environ.get("PGMEM_SQL_DIR") or project_root() / "sql")
+    """The idempotent lane (``sql/*.sql``); ``PGMEM_SQL_DIR`` overrides."""
+    env = os.environ.get("PGMEM_SQL_DIR")
+    return Path(env) if env else _lane_dir("sql")
 
 
 def migrations_dir() -> Path:
-    return project_root() / "migrations"
+    """The Alembic revisions (``migrations/``, with ``env.py`` and ``versions/``)."""
+    return _lane_dir("migrations")
 
 
 def home() -> Path:

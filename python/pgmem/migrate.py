@@ -11,13 +11,15 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from urllib.parse import urlsplit
 
-from .config import migrations_dir, project_root, sql_dir
+from .config import DISTRIBUTION, migrations_dir, sql_dir
+# The DSN and connection helpers live in pgmem.db (the layer under the client); they stay
+# importable from here for migrations/env.py and older callers.
+from .db import (VERSION_TABLE, check_dsn, connect, describe_dsn, installed_revision,  # noqa: F401
+                 mask_password, resolve_dsn)
 from .errors import MigrationError, SetupError
 
 log = logging.getLogger("pgmem.migrate")
-VERSION_TABLE = "pgmem_alembic_version"
 MIN_PGVECTOR = (0, 8, 0)
 
 INSTALL_HINTS = {
@@ -29,73 +31,18 @@ INSTALL_HINTS = {
 }
 
 
-def resolve_dsn(dsn: str | None = None, *, superuser: bool = False) -> str:
-    """Explicit DSN > PGMEM_DSN > the embedded cluster: as its owner role pgmem_owner (not a
-    superuser) for using pgmem, as its superuser for migrations (``superuser=True``)."""
-    if dsn:
-        return dsn
-    env = os.environ.get("PGMEM_DSN")
-    if env:
-        return env
-    from .cluster import default_cluster
-
-    c = default_cluster()
-    if c.initialized():
-        return c.owner_dsn() if not superuser and c.has_owner_login() else c.dsn()
-    raise SetupError("no database configured: set PGMEM_DSN, or run 'pgmem db up' for the embedded cluster")
-
-
-_PASSWORD_RE = re.compile(r"(://[^:/@\s]*:)[^@\s]*(@)|(password\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)", re.I)
-
-
-def mask_password(text: str, dsn: str | None = None) -> str:
-    """``text`` (a DSN, or a message quoting one) with every password replaced by ****; with
-    ``dsn``, also every appearance of that DSN's password (libpq quotes the part it could not
-    parse, e.g. 'unexpected spaces found in "<password>"')."""
-    out = text
-    for pw in sorted(_dsn_passwords(dsn or ""), key=len, reverse=True):
-        out = out.replace(pw, "****")
-    return _PASSWORD_RE.sub(lambda m: f"{m.group(1)}****{m.group(2)}" if m.group(1) else f"{m.group(3)}****", out)
-
-
-def _dsn_passwords(dsn: str) -> list[str]:
-    """The password(s) a DSN holds, however malformed it is (URI or key=value)."""
-    found = []
-    m = re.match(r"^[a-z][a-z0-9+.-]*://[^:/@?#]*:(.*)@[^@]*$", dsn, re.I | re.S)
-    if m:
-        found.append(m.group(1))
-    for m in re.finditer(r"password\s*=\s*('(?:[^'\\]|\\.)*'?|\S+)", dsn, re.I):
-        found += [m.group(1), m.group(1).strip("'")]
-    return [p for p in found if len(p) >= 2]
-
-
-def check_dsn(dsn: str) -> str:
-    """The DSN if libpq can parse it, else a SetupError that does not show its password."""
-    import psycopg.conninfo as ci
-    from psycopg import ProgrammingError
-
+def _alembic():
+    """The alembic package, with SQLAlchemy; a clear error when the [install] extra is missing."""
     try:
-        ci.conninfo_to_dict(dsn)
-    except ProgrammingError as e:
-        raise SetupError(f"malformed DSN ({mask_password(dsn, dsn)}): {mask_password(str(e).strip(), dsn)}") from None
-    return dsn
-
-
-def describe_dsn(dsn: str) -> str:
-    """host:port/dbname of a DSN without its password, for messages."""
-    try:
-        import psycopg.conninfo as ci
-
-        d = ci.conninfo_to_dict(dsn)
-        return f"{d.get('host', 'localhost')}:{d.get('port', 5432)}/{d.get('dbname', d.get('user', '?'))}"
-    except Exception:
-        try:
-            parts = urlsplit(dsn)
-            if parts.scheme and parts.hostname:
-                return f"{parts.hostname}:{parts.port}{parts.path}"
-        except ValueError:
-            pass
-        return "(a malformed DSN)"
+        import alembic.command
+        import alembic.config
+        import sqlalchemy  # noqa: F401
+    except ImportError as e:
+        raise SetupError(
+            f"installing pgmem into a database needs Alembic and SQLAlchemy ({e.name} is missing): "
+            f"pip install '{DISTRIBUTION}[install]'"
+        ) from None
+    return alembic
 
 
 def sqlalchemy_url(dsn: str) -> str:
@@ -113,19 +60,6 @@ def sqlalchemy_url(dsn: str) -> str:
     url = URL.create("postgresql+psycopg", username=d.pop("user", None), password=d.pop("password", None),
                      host=host, port=int(port) if port else None, database=d.pop("dbname", None), query=d)
     return url.render_as_string(hide_password=False)
-
-
-def connect(dsn: str | None = None, **kw):
-    """A psycopg connection with a one-line error when the server cannot be reached."""
-    import psycopg
-
-    dsn = resolve_dsn(dsn, superuser=kw.pop("superuser", False))
-    try:
-        return psycopg.connect(dsn, connect_timeout=int(os.environ.get("PGMEM_CONNECT_TIMEOUT", "10")), **kw)
-    except (psycopg.OperationalError, psycopg.ProgrammingError) as e:
-        # a malformed DSN's message quotes the DSN, password included
-        reason = str(e).strip().splitlines()[-1] if str(e).strip() else type(e).__name__
-        raise SetupError(f"cannot connect to {describe_dsn(dsn)}: {mask_password(reason, dsn)}") from None
 
 
 @dataclass
@@ -170,9 +104,11 @@ def preflight(conn) -> Preflight:
 
 
 def alembic_config(connection=None):
-    from alembic.config import Config
+    """Alembic's configuration for pgmem's revisions, without an ini file (the checkout's
+    alembic.ini is for the ``alembic`` command; the wheel carries none)."""
+    Config = _alembic().config.Config
 
-    cfg = Config(str(project_root() / "alembic.ini"))
+    cfg = Config()
     cfg.set_main_option("script_location", str(migrations_dir()))
     if connection is not None:
         cfg.attributes["connection"] = connection
@@ -180,6 +116,7 @@ def alembic_config(connection=None):
 
 
 def _engine(dsn: str):
+    _alembic()
     from sqlalchemy import create_engine, pool
 
     return create_engine(sqlalchemy_url(dsn), poolclass=pool.NullPool)
@@ -188,7 +125,7 @@ def _engine(dsn: str):
 def upgrade(dsn: str | None = None, revision: str = "head", *, embedding_dim: int | None = None) -> list[str]:
     """Check the server, run migrations up to ``revision``, re-apply the idempotent SQL.
     Returns warnings for the caller to show."""
-    from alembic import command
+    command = _alembic().command
 
     dsn = resolve_dsn(dsn, superuser=True)
     with connect(dsn, autocommit=True) as conn:
@@ -208,7 +145,7 @@ def upgrade(dsn: str | None = None, revision: str = "head", *, embedding_dim: in
 
 
 def downgrade(dsn: str | None = None, revision: str = "base") -> None:
-    from alembic import command
+    command = _alembic().command
 
     dsn = resolve_dsn(dsn, superuser=True)
     engine = _engine(dsn)
@@ -223,10 +160,7 @@ def downgrade(dsn: str | None = None, revision: str = "base") -> None:
 
 def current_revision(dsn: str | None = None) -> str | None:
     with connect(dsn, autocommit=True, superuser=True) as conn:
-        if conn.execute("select to_regclass(%s)", (f"public.{VERSION_TABLE}",)).fetchone()[0] is None:
-            return None
-        row = conn.execute(f"select version_num from public.{VERSION_TABLE}").fetchone()
-        return row[0] if row else None
+        return installed_revision(conn)
 
 
 def run_sql(sql: str) -> None:

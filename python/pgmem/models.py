@@ -111,7 +111,7 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import ARRAY, BYTEA, JSONB, TSVECTOR, UUID
 from sqlalchemy.orm import DeclarativeBase, Mapped, column_property
 
-from .migrate import VERSION_TABLE
+from .db import VERSION_TABLE
 
 __all__ = [
     "SCHEMA", "DEFAULT_EMBEDDING_DIM", "VERSION_TABLE", "TABLE_NAMES", "GENERATED_COLUMNS",
@@ -226,7 +226,7 @@ def make_metadata(embedding_dim: int = DEFAULT_EMBEDDING_DIM) -> MetaData:
         Column("updated_at", _TSTZ, nullable=False, server_default=_NOW),
         PrimaryKeyConstraint("tenant", "name", name="profiles_pkey"),
         CheckConstraint("name ~ '^[a-z][a-z0-9_-]{0,62}$'::text", name="profiles_name_check"),
-        _in("profiles", "method", ("search", "activate", "recall", "write")),
+        _in("profiles", "method", ("search", "activate", "recall")),
         _is_object("profiles", "weights"),
         _is_object("profiles", "params"),
     )
@@ -336,7 +336,6 @@ def make_metadata(embedding_dim: int = DEFAULT_EMBEDDING_DIM) -> MetaData:
         Column("before", JSONB),
         Column("after", JSONB),
         Column("details", JSONB, nullable=False, server_default=_EMPTY_JSON),
-        Column("job_run_id", BigInteger),
         PrimaryKeyConstraint("id", name="history_pkey"),
         _in("history", "op", ("add", "update", "embed", "merge", "unmerge", "archive", "delete",
                               "restore", "reject", "duplicate", "purge", "erase")),
@@ -928,7 +927,6 @@ class HistoryEntry(Base):
     before: Mapped[Optional[dict[str, Any]]]
     after: Mapped[Optional[dict[str, Any]]]
     details: Mapped[dict[str, Any]]
-    job_run_id: Mapped[Optional[int]]
 
 
 class EmbeddingQueueEntry(Base):

@@ -14,7 +14,7 @@ import threading
 
 import psycopg
 
-from .migrate import connect
+from .db import connect
 
 log = logging.getLogger("pgmem.worker")
 

@@ -1,0 +1,347 @@
+-- The work queue (fragment-reconstructive-memory.md, Engine Goal Queue):
+--   QUERY = 0 (answer queries), ENCODE = 1 (store new experiences), REFLECT = 2 (background
+--   processing), MAINTENANCE = 3 (cleanup, consolidation), IDLE = 4 (nothing to do).
+-- pgmem.work() takes ready items highest priority first (lowest number), then oldest first;
+-- concurrent runners take different items (FOR UPDATE SKIP LOCKED). Each item runs for its
+-- tenant, in a subtransaction: a failing item is retried later (back-off 2^attempts seconds,
+-- at most 5 attempts) and does not stop the others. Every call is a run in pgmem.job_runs
+-- (job 'work', the items in details); pg_cron calls it every minute through run_job.
+--
+-- Tasks (pgmem.work_tasks()): one row each, name -> priority and handler. A handler is
+-- `pgmem._work_<task>(memory_ids bigint[], params jsonb) returns jsonb` and returns
+-- {"examined": n, "changed": n}, plus "continue": {params} when the task goes on in a new item
+-- (a paged pass). To add a task: a handler and a row in work_tasks().
+
+create or replace function pgmem.work_priority(name text) returns smallint
+  language sql immutable parallel safe
+  return case upper(name) when 'QUERY' then 0 when 'ENCODE' then 1 when 'REFLECT' then 2
+                          when 'MAINTENANCE' then 3 when 'IDLE' then 4 end;
+comment on function pgmem.work_priority(text) is
+  'The priority of a kind of work (Fragment engine goal queue): QUERY 0, ENCODE 1, REFLECT 2, MAINTENANCE 3, IDLE 4 (lower runs first); NULL for another name.';
+
+create or replace function pgmem.work_tasks()
+returns table (task text, priority smallint, priority_name text, handler text, admin_only boolean, description text)
+  language sql immutable parallel safe
+  set search_path = pgmem, public, pg_temp
+as $$
+  select t.task, pgmem.work_priority(t.pname), t.pname, '_work_' || t.task, t.admin_only, t.description
+    from (values
+      ('touch', 'QUERY', false, 'record that memories were used by a query (pgmem.touch: accesses, co_access bindings); params: kind, query_id'),
+      ('bind', 'ENCODE', false, 'write the bindings of new or newly embedded memories (refresh_bindings); memory_ids'),
+      ('reflect', 'REFLECT', false, 'consolidate: rebind the memories embedded since the last reflection and re-score their salience (pgmem.reflect); params: batch, full_scan'),
+      ('salience', 'REFLECT', false, 're-score the salience of every active memory (goal relevance changed), a page per item; params: after_id, batch'),
+      ('merge', 'MAINTENANCE', true, 'one batch of pgmem.merge_duplicates for the tenant; params: its arguments'),
+      ('prune', 'MAINTENANCE', true, 'one batch of pgmem.prune for the tenant; params: its arguments'),
+      ('archive', 'MAINTENANCE', true, 'one batch of pgmem.archive_stale for the tenant; params: its arguments'),
+      ('idle', 'IDLE', false, 'refresh the bindings of every memory of the tenant, a page per item; params: after_id, batch')
+    ) t(task, pname, admin_only, description)
+$$;
+comment on function pgmem.work_tasks() is
+  'The tasks the work queue knows: name, priority (QUERY 0 .. IDLE 4), handler function, whether only an admin may queue it, what it does.';
+
+insert into pgmem.settings (tenant, key, value, description) values
+  ('*', 'work_max_attempts', '5', 'work(): a failing item is retried (back-off 2^attempts s) at most this many times, then dropped (recorded in job_runs)'),
+  ('*', 'work_bind_coalesce', '5000', 'work(): a bind item takes the ids of other waiting bind items of its tenant, up to this many')
+on conflict (tenant, key) do nothing;
+
+-- Queues an item for the current tenant; priority defaults to the task's.
+create or replace function pgmem.enqueue(task text, memory_ids bigint[] default '{}', params jsonb default '{}',
+                                         priority integer default null, not_before timestamptz default null)
+returns bigint
+  language plpgsql volatile  -- the caller's rights: _is_admin() and RLS see the caller
+  set search_path = pgmem, public, pg_temp
+as $$
+#variable_conflict use_variable
+declare
+  v_tenant text := pgmem._require_tenant();
+  t record;
+  v_id bigint;
+begin
+  select * into t from pgmem.work_tasks() w where w.task = enqueue.task;
+  if t.task is null then
+    perform pgmem._bad_input(format('unknown task "%s": tasks are %s', coalesce(task, 'NULL'),
+                                    (select string_agg(w.task, ', ' order by w.priority, w.task) from pgmem.work_tasks() w)));
+  end if;
+  if t.admin_only and not pgmem._is_admin() then
+    raise exception 'queuing the maintenance task "%" needs the pgmem_admin role', task using errcode = '42501';
+  end if;
+  if priority is not null then
+    perform pgmem._check_between(priority, 'priority', 0, 4);
+  end if;
+  if params is null or jsonb_typeof(params) <> 'object' then
+    perform pgmem._bad_input('params must be a JSON object');
+  end if;
+  if cardinality(memory_ids) > 10000 then
+    perform pgmem._bad_input(format('a work item holds at most 10000 memory ids, got %s', cardinality(memory_ids)));
+  end if;
+  insert into pgmem.work_queue (tenant, priority, task, memory_ids, params, not_before)
+  values (v_tenant, coalesce(priority, t.priority), task, coalesce(memory_ids, '{}'), params, coalesce(not_before, now()))
+  returning id into v_id;
+  return v_id;
+end $$;
+comment on function pgmem.enqueue(text, bigint[], jsonb, integer, timestamptz) is
+  'Queues a work item for the current tenant (task from pgmem.work_tasks(); priority defaults to the task''s: QUERY 0 .. IDLE 4); pgmem.work() runs it. Maintenance tasks need pgmem_admin. Returns the item id.';
+
+-- ENCODE: every statement that stores memories with an embedding, or embeds memories (the
+-- worker, complete_embedding), queues their ids for the bindings: one item per tenant and
+-- 1,000 ids, whatever the write path (remember, remember_many, INSERT, COPY). Statement
+-- triggers over the transition tables, which PostgreSQL shares with the other statement
+-- triggers of memories (history, embedding queue): no per-row cost.
+-- One 'bind' item per tenant and 1,000 ids of the given memories.
+create or replace function pgmem._enqueue_bind(p_tenants text[], p_ids bigint[]) returns void
+  language sql volatile
+  set search_path = pgmem, public, pg_temp
+as $$
+  insert into pgmem.work_queue (tenant, priority, task, memory_ids)
+  select b.tenant, 1, 'bind', array_agg(b.id order by b.id)
+    from (select u.tenant, u.id, (row_number() over (partition by u.tenant order by u.id) - 1) / 1000 as chunk
+            from unnest(p_tenants, p_ids) u(tenant, id)) b
+   group by b.tenant, b.chunk
+   order by b.tenant, b.chunk
+$$;
+
+create or replace function pgmem._memories_encode_insert() returns trigger
+  language plpgsql
+  set search_path = pgmem, public, pg_temp
+as $$
+begin
+  perform pgmem._enqueue_bind(array_agg(n.tenant), array_agg(n.id))
+     from new_rows n where n.embedding is not null and n.state = 'active' having count(*) > 0;
+  return null;
+end $$;
+
+create or replace function pgmem._memories_encode_update() returns trigger
+  language plpgsql
+  set search_path = pgmem, public, pg_temp
+as $$
+begin
+  perform pgmem._enqueue_bind(array_agg(n.tenant), array_agg(n.id))
+     from old_rows o join new_rows n on n.id = o.id
+    where o.embedding is null and n.embedding is not null and n.state = 'active' having count(*) > 0;
+  return null;
+end $$;
+
+create or replace trigger memories_encode_insert
+  after insert on pgmem.memories referencing new table as new_rows
+  for each statement execute function pgmem._memories_encode_insert();
+
+create or replace trigger memories_encode_update
+  after update on pgmem.memories referencing old table as old_rows new table as new_rows
+  for each statement execute function pgmem._memories_encode_update();
+
+-- Goals changed: one REFLECT item re-scores salience (unless one is already waiting).
+create or replace function pgmem._enqueue_salience(p_tenant text, p_reason text) returns void
+  language sql volatile
+  set search_path = pgmem, public, pg_temp
+as $$
+  insert into pgmem.work_queue (tenant, priority, task, params)
+  select p_tenant, 2, 'salience', jsonb_build_object('after_id', 0, 'reason', p_reason)
+   where not exists (select 1 from pgmem.work_queue q
+                      where q.tenant = p_tenant and q.task = 'salience' and q.attempts = 0 and (q.params->>'after_id')::bigint = 0)
+$$;
+
+-- ------------------------------------------------------------------ handlers
+create or replace function pgmem._work_touch(p_ids bigint[], p_params jsonb) returns jsonb
+  language plpgsql volatile
+  set search_path = pgmem, public, pg_temp
+as $$
+declare n integer;
+begin
+  n := pgmem.touch(p_ids, coalesce(p_params->>'kind', 'touch'), (p_params->>'query_id')::uuid);
+  return jsonb_build_object('examined', cardinality(p_ids), 'changed', n);
+end $$;
+
+create or replace function pgmem._work_bind(p_ids bigint[], p_params jsonb) returns jsonb
+  language plpgsql volatile
+  set search_path = pgmem, public, pg_temp
+as $$
+declare
+  v_tenant text := pgmem._require_tenant();
+  v_written jsonb;
+begin
+  select jsonb_object_agg(b.kind, b.written) into v_written
+    from pgmem._refresh_bindings(v_tenant, p_ids, array['temporal', 'semantic', 'causal', 'concept', 'supersedes']) b;
+  return jsonb_build_object('examined', cardinality(p_ids),
+                            'changed', (select coalesce(sum(value::text::bigint), 0) from jsonb_each(v_written)),
+                            'bindings', v_written);
+end $$;
+
+create or replace function pgmem._work_reflect(p_ids bigint[], p_params jsonb) returns jsonb
+  language plpgsql volatile
+  set search_path = pgmem, public, pg_temp
+as $$
+declare r record;
+begin
+  select * into r from pgmem.reflect(batch => coalesce((p_params->>'batch')::int, 1000),
+                                     full_scan => coalesce((p_params->>'full_scan')::boolean, false));
+  return jsonb_build_object('examined', coalesce(r.examined, 0), 'changed', coalesce(r.bindings, 0) + coalesce(r.salience_changed, 0))
+         || case when r.more then jsonb_build_object('continue', p_params) else '{}'::jsonb end;
+end $$;
+
+create or replace function pgmem._work_salience(p_ids bigint[], p_params jsonb) returns jsonb
+  language plpgsql volatile
+  set search_path = pgmem, public, pg_temp
+as $$
+declare r record;
+begin
+  select * into r from pgmem._rescore_salience(pgmem._require_tenant(), null, coalesce((p_params->>'after_id')::bigint, 0),
+                                               coalesce((p_params->>'batch')::int, 1000), p_params->>'reason');
+  return jsonb_build_object('examined', r.examined, 'changed', r.changed)
+         || case when r.last_id is not null then jsonb_build_object('continue', p_params || jsonb_build_object('after_id', r.last_id))
+                 else '{}'::jsonb end;
+end $$;
+
+-- a maintenance job for the item's tenant, one batch, with the item's params as named arguments
+create or replace function pgmem._work_job(p_fn text, p_params jsonb) returns jsonb
+  language plpgsql volatile
+  set search_path = pgmem, public, pg_temp
+as $$
+declare
+  v_args text := format('tenant => %L', pgmem._require_tenant());
+  k text;
+  v jsonb;
+  n bigint;
+begin
+  for k, v in select * from jsonb_each(p_params) loop
+    if k = 'tenant' or not exists (select 1 from pg_catalog.pg_proc p join pg_catalog.pg_namespace ns on ns.oid = p.pronamespace
+                                     where ns.nspname = 'pgmem' and p.proname = p_fn and k = any(p.proargnames)) then
+      perform pgmem._bad_input(format('%s has no parameter "%s" a work item may set', p_fn, k));
+    end if;
+    v_args := v_args || format(', %I => %L', k, v #>> '{}');
+  end loop;
+  execute format('select count(*) from pgmem.%I(%s)', p_fn, v_args) into n;
+  return jsonb_build_object('examined', n, 'changed', n);
+end $$;
+
+create or replace function pgmem._work_merge(p_ids bigint[], p_params jsonb) returns jsonb
+  language sql volatile set search_path = pgmem, public, pg_temp
+  return pgmem._work_job('merge_duplicates', p_params);
+create or replace function pgmem._work_prune(p_ids bigint[], p_params jsonb) returns jsonb
+  language sql volatile set search_path = pgmem, public, pg_temp
+  return pgmem._work_job('prune', p_params);
+create or replace function pgmem._work_archive(p_ids bigint[], p_params jsonb) returns jsonb
+  language sql volatile set search_path = pgmem, public, pg_temp
+  return pgmem._work_job('archive_stale', p_params);
+
+-- IDLE: a page of the tenant's active memories (by id) gets its bindings refreshed
+create or replace function pgmem._work_idle(p_ids bigint[], p_params jsonb) returns jsonb
+  language plpgsql volatile
+  set search_path = pgmem, public, pg_temp
+as $$
+declare
+  v_tenant text := pgmem._require_tenant();
+  v_after bigint := coalesce((p_params->>'after_id')::bigint, 0);
+  v_batch int := least(greatest(coalesce((p_params->>'batch')::int, 500), 1), 10000);
+  v_ids bigint[];
+  v_changed bigint;
+begin
+  v_ids := array(select m.id from pgmem.memories m
+                  where m.tenant = v_tenant and m.state = 'active' and m.id > v_after order by m.id limit v_batch);
+  select coalesce(sum(b.written), 0) into v_changed
+    from pgmem._refresh_bindings(v_tenant, v_ids, array['temporal', 'semantic', 'causal', 'concept', 'supersedes']) b;
+  return jsonb_build_object('examined', cardinality(v_ids), 'changed', v_changed)
+         || case when cardinality(v_ids) = v_batch
+                 then jsonb_build_object('continue', p_params || jsonb_build_object('after_id', v_ids[v_batch]))
+                 else '{}'::jsonb end;
+end $$;
+
+-- ------------------------------------------------------------------ the runner
+create or replace function pgmem.work(max_items integer default 100, tenant text default null,
+                                      max_seconds float8 default 50)
+returns table (item_id bigint, task text, priority smallint, tenant_id text, status text, examined bigint,
+               changed bigint, ms float8, error text)
+  language plpgsql volatile security definer
+  set search_path = pgmem, public, pg_temp
+as $$
+#variable_conflict use_column
+declare
+  v_tenant text := pgmem._job_scope(tenant);
+  v_prev text := current_setting('pgmem.tenant', true);
+  v_run bigint;
+  v_start timestamptz := clock_timestamp();
+  v_t0 timestamptz;
+  v_max_attempts int := pgmem._setting_num('work_max_attempts', 5)::int;
+  v_coalesce int := pgmem._setting_num('work_bind_coalesce', 5000)::int;
+  it pgmem.work_queue;
+  v_ids bigint[];
+  v_also bigint[];
+  v_res jsonb;
+  v_err text;
+  v_items jsonb := '[]';
+  v_done bigint := 0;
+  v_n bigint := 0;
+  v_more boolean;
+begin
+  perform pgmem._check_between(max_items, 'max_items', 1, 100000);
+  if max_seconds is null or max_seconds <= 0 then
+    perform pgmem._bad_input(format('max_seconds must be > 0, got %s', coalesce(max_seconds::text, 'NULL')));
+  end if;
+  v_run := pgmem._job_begin('work', v_tenant, jsonb_build_object('max_items', max_items, 'max_seconds', max_seconds));
+  if v_run is null then
+    return;
+  end if;
+  loop
+    exit when v_n >= max_items or extract(epoch from clock_timestamp() - v_start) >= max_seconds;
+    -- the highest priority first (QUERY 0 .. IDLE 4), then the oldest
+    select * into it from pgmem.work_queue q
+     where (v_tenant is null or q.tenant = v_tenant) and q.not_before <= now()
+     order by q.priority, q.id limit 1
+       for update skip locked;
+    exit when it.id is null;
+    v_n := v_n + 1;
+    v_t0 := clock_timestamp();
+    v_ids := it.memory_ids;
+    v_also := '{}';
+    if it.task = 'bind' then  -- other waiting bind items of the tenant go along (one set-based pass)
+      v_also := array(select x.id from (
+                        select q.id, sum(cardinality(q.memory_ids)) over (order by q.id) as total
+                          from (select q.id, q.memory_ids from pgmem.work_queue q
+                                 where q.tenant = it.tenant and q.task = 'bind' and q.id <> it.id and q.not_before <= now()
+                                   and q.attempts = 0
+                                 order by q.id limit 100 for update skip locked) q) x
+                       where x.total + cardinality(it.memory_ids) <= v_coalesce);
+      v_ids := array(select distinct i from (select unnest(it.memory_ids) union all
+                                             select unnest(q.memory_ids) from pgmem.work_queue q where q.id = any(v_also)) x(i)
+                      order by 1);
+    end if;
+    perform set_config('pgmem.tenant', it.tenant, true);
+    v_err := null;
+    begin
+      execute format('select pgmem.%I($1, $2)', (select w.handler from pgmem.work_tasks() w where w.task = it.task))
+        into v_res using v_ids, it.params;
+      if v_res ? 'continue' then  -- a paged task goes on in a new item
+        insert into pgmem.work_queue (tenant, priority, task, params)
+        values (it.tenant, it.priority, it.task, v_res->'continue');
+      end if;
+      delete from pgmem.work_queue q where q.id = it.id or q.id = any(v_also);
+    exception when others then
+      get stacked diagnostics v_err = message_text;
+    end;
+    if v_err is not null then
+      if it.attempts + 1 >= v_max_attempts then
+        delete from pgmem.work_queue q where q.id = it.id;
+      else
+        update pgmem.work_queue q set attempts = q.attempts + 1, last_error = v_err,
+               not_before = now() + make_interval(secs => power(2, q.attempts + 1))
+         where q.id = it.id;
+      end if;
+    else
+      v_done := v_done + 1;
+    end if;
+    perform set_config('pgmem.tenant', coalesce(v_prev, ''), true);
+    item_id := it.id; task := it.task; priority := it.priority; tenant_id := it.tenant;
+    status := case when v_err is null then 'ok' when it.attempts + 1 >= v_max_attempts then 'dropped' else 'retry' end;
+    examined := coalesce((v_res->>'examined')::bigint, 0); changed := coalesce((v_res->>'changed')::bigint, 0);
+    ms := extract(epoch from clock_timestamp() - v_t0) * 1000; error := v_err;
+    v_items := v_items || jsonb_build_object('item', it.id, 'task', it.task, 'priority', it.priority, 'tenant', it.tenant,
+      'status', status, 'examined', examined, 'changed', changed, 'ms', round(ms::numeric, 1), 'error', v_err,
+      'merged_items', to_jsonb(v_also));
+    return next;
+    it := null;
+    v_res := null;
+  end loop;
+  v_more := exists (select 1 from pgmem.work_queue q where (v_tenant is null or q.tenant = v_tenant) and q.not_before <= now());
+  perform pgmem._job_end(v_run, v_n, v_done, jsonb_build_object('items', v_items, 'more', v_more));
+end $$;
+comment on function pgmem.work(integer, text, float8) is
+  'Runs ready work items, highest priority first (QUERY 0, ENCODE 1, REFLECT 2, MAINTENANCE 3, IDLE 4), then oldest first, for the current tenant (no tenant: every tenant, pgmem_admin), until max_items or max_seconds; each in its own subtransaction (a failure is retried with back-off). Records the run in job_runs (job ''work'').';

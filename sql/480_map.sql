@@ -1,0 +1,114 @@
+-- The 3-D memory map (jam-journalistic-agent-memory.md, 3D Visualization Pipeline; issue 17,
+-- item 3): coordinates per memory and method in pgmem.memory_coords. PCA (default,
+-- deterministic) and t-SNE (perplexity 30, max_iter 1000) run here in PL/Python with Debian's
+-- scikit-learn (module python/pgmem/engine/projection.py); UMAP (n_neighbors 15) needs
+-- umap-learn, which Debian does not package, so the client computes it (pgmem map --method
+-- umap) and stores it with pgmem.save_coords. `pgmem map` draws the page (python/pgmem/map.py).
+
+-- Projects the tenant's most recent p_limit active embedded memories; replaces the tenant's
+-- coordinates of that method (one projection is one frame: coordinates of two runs do not mix).
+create or replace function pgmem._project_coords(p_tenant text, p_method text, p_limit integer) returns integer
+  language plpython3u volatile
+  set search_path = pgmem, public, pg_temp
+as $$
+if "pgmem.projection" not in GD:
+    plpy.execute("select pgmem._py_load('projection')")
+mod = GD["pgmem.projection"]
+import numpy as np
+rows = plpy.execute(plpy.prepare(
+    "select m.id, vector_send(m.embedding) b from pgmem.memories m where m.tenant = $1 and m.state = 'active' "
+    "and m.embedding is not null order by m.created_at desc, m.id desc limit $2", ["text", "int4"]), [p_tenant, p_limit])
+plpy.execute(plpy.prepare("delete from pgmem.memory_coords c where c.tenant = $1 and c.method = $2", ["text", "text"]),
+             [p_tenant, p_method])
+if not rows:
+    return 0
+dim = int.from_bytes(rows[0]["b"][:2], "big")
+X = np.vstack([np.frombuffer(r["b"], dtype=">f4", count=dim, offset=4) for r in rows]).astype(np.float64)
+P = mod.project(X, p_method)
+plpy.execute(plpy.prepare(
+    "insert into pgmem.memory_coords (tenant, memory_id, method, x, y, z) "
+    "select $1, u.id, $2, u.x, u.y, u.z from unnest($3::int8[], $4::float8[], $5::float8[], $6::float8[]) u(id, x, y, z)",
+    ["text", "text", "int8[]", "float8[]", "float8[]", "float8[]"]),
+    [p_tenant, p_method, [r["id"] for r in rows], P[:, 0].tolist(), P[:, 1].tolist(), P[:, 2].tolist()])
+return len(rows)
+$$;
+
+-- SECURITY DEFINER (audited, 900_security.sql): the projection is PL/Python, which pgmem_app
+-- may not call; every statement of _project_coords filters on the caller's tenant.
+create or replace function pgmem.project(method text default 'pca', max_points integer default 5000) returns integer
+  language plpgsql volatile security definer
+  set search_path = pgmem, public, pg_temp
+as $$
+declare v_tenant text := pgmem._require_tenant();
+begin
+  perform pgmem._check_between(max_points, 'max_points', 1, 1000000);
+  if method = 'umap' then
+    perform pgmem._bad_input('UMAP is not computed in the database: Debian does not package umap-learn',
+      'run `pgmem map --method umap` (the client computes it with umap-learn and stores it with pgmem.save_coords)');
+  end if;
+  if method is null or method not in ('pca', 'tsne') then
+    perform pgmem._bad_input(format('unknown projection "%s"', method), 'in the database: pca (default) or tsne; umap in the client');
+  end if;
+  if method = 'tsne' and max_points > 20000 then
+    perform pgmem._bad_input(format('t-SNE of %s points would take hours here; use at most 20000 (or pca)', max_points));
+  end if;
+  return pgmem._project_coords(v_tenant, method, max_points);
+end $$;
+comment on function pgmem.project(text, integer) is
+  'Computes 3-D coordinates of the current tenant''s most recent active memories (at most max_points) for the map: pca (deterministic, default) or tsne (perplexity 30, max_iter 1000); replaces that method''s coordinates. Returns how many.';
+
+-- Coordinates computed elsewhere (UMAP in the client); replaces the tenant's coordinates of
+-- that method. Ids of other tenants' memories are ignored.
+-- SECURITY DEFINER (audited, 900_security.sql): the app has no DELETE on tables (it could
+-- LOCK them for every tenant); every statement filters on the caller's tenant.
+create or replace function pgmem.save_coords(method text, ids bigint[], xs float8[], ys float8[], zs float8[]) returns integer
+  language plpgsql volatile security definer
+  set search_path = pgmem, public, pg_temp
+as $$
+declare
+  v_tenant text := pgmem._require_tenant();
+  n integer;
+begin
+  if method is null or method not in ('pca', 'tsne', 'umap') then
+    perform pgmem._bad_input(format('unknown projection "%s"', method), 'pca, tsne or umap');
+  end if;
+  if ids is null or cardinality(ids) <> cardinality(xs) or cardinality(ids) <> cardinality(ys) or cardinality(ids) <> cardinality(zs) then
+    perform pgmem._bad_input('ids, xs, ys and zs must have the same length');
+  end if;
+  if exists (select 1 from unnest(xs || ys || zs) v where v is null or v = 'NaN'::float8 or v in ('Infinity', '-Infinity')) then
+    perform pgmem._bad_input('coordinates must be finite numbers');
+  end if;
+  delete from pgmem.memory_coords c where c.tenant = v_tenant and c.method = save_coords.method;
+  insert into pgmem.memory_coords (tenant, memory_id, method, x, y, z)
+  select distinct on (u.id) v_tenant, u.id, save_coords.method, u.x, u.y, u.z
+    from unnest(ids, xs, ys, zs) with ordinality u(id, x, y, z, o)
+    join pgmem.memories m on m.id = u.id and m.tenant = v_tenant
+   order by u.id, u.o desc;  -- an id given twice: its last coordinates
+  get diagnostics n = row_count;
+  return n;
+end $$;
+comment on function pgmem.save_coords(text, bigint[], float8[], float8[], float8[]) is
+  'Stores 3-D coordinates computed outside the database (UMAP in the client) for the current tenant''s memories; replaces that method''s coordinates. Returns how many were stored.';
+
+-- What the map draws: each projected memory, its cluster and the values it can be coloured by.
+create or replace function pgmem.map_points(method text default 'pca', max_points integer default 5000)
+returns table (memory_id bigint, x float8, y float8, z float8, cluster_id bigint, label text, energy float8,
+               age_days float8, access_count integer, content text, created_at timestamptz)
+  language sql stable
+  set search_path = pgmem, public, pg_temp
+as $$
+  select c.memory_id, c.x, c.y, c.z, m.cluster_id, k.label, k.energy::float8,
+         extract(epoch from (now() - coalesce(m.happened_at, m.created_at))) / 86400.0, m.access_count, m.content,
+         m.created_at
+    from pgmem.memory_coords c
+    join pgmem.memories m on m.id = c.memory_id and m.tenant = c.tenant
+    left join pgmem.clusters k on k.id = m.cluster_id and k.tenant = c.tenant
+   where c.tenant = (select pgmem._require_tenant()) and c.method = map_points.method and m.state = 'active'
+   order by m.created_at desc, c.memory_id desc
+   limit greatest(1, least(coalesce(max_points, 5000), 1000000))
+$$;
+comment on function pgmem.map_points(text, integer) is
+  'The points of the memory map for the current tenant: stored 3-D coordinates of a method (pgmem.project / save_coords), with each memory''s cluster, label, energy, age in days, uses and content.';
+
+create or replace trigger memory_coords_tenant before insert or update on pgmem.memory_coords
+  for each row execute function pgmem._check_memory_tenant('memory_id');
