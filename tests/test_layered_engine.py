@@ -88,6 +88,17 @@ def test_validate_facts_from_an_llm():
     assert profile_facts.validate_facts("not a list") == []
 
 
+def test_merge_facts_llm_first_then_the_heuristic_for_other_keys():
+    llm = [{"key": "location", "value": "Lisbon", "rule": "llm"}]
+    heur = profile_facts.detect_facts("I am based in Porto and I'm allergic to peanuts")
+    assert [(f["key"], f["value"]) for f in heur] == [("location", "Porto"), ("allergies.peanuts", True)]
+    assert [(f["key"], f["value"]) for f in profile_facts.merge_facts(llm, heur)] == [
+        ("location", "Lisbon"), ("allergies.peanuts", True)]
+    assert profile_facts.merge_facts(None, heur) == heur and profile_facts.merge_facts(llm, None) == llm
+    assert [profile_facts.is_user_speaker(s) for s in (None, "user", "maya", "assistant", "tool:search", " System ")] == [
+        True, True, True, False, False, False]
+
+
 # ------------------------------------------------------------------ intent
 @pytest.mark.parametrize("text, history, expected", [
     ("Hi there!", False, ("general", 0.97, "greeting")),

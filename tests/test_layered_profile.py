@@ -17,6 +17,7 @@ import pytest
 from psycopg.types.json import Jsonb
 
 from pgmem.engine.profile_facts import detect_facts
+from test_extraction import completion, llm  # noqa: F401  (the fake OpenAI-compatible server fixture)
 
 DAY = timedelta(days=1)
 
@@ -227,3 +228,36 @@ def test_the_client_extractor_finds_profile_statements(dsn, conn, monkeypatch):
         assert mem.profile("maya")["editor"] == "Neovim"
         mem.remember("I use Emacs now", user_id="maya", who="user")  # extract=False: the caller's fields only
         assert mem.profile("maya")["editor"] == "Neovim"
+
+
+def test_the_llm_extractor_states_profile_facts(dsn, monkeypatch, llm):  # noqa: F811
+    """With an LLM configured, the extractor asks it for the facts too (LLM_FIELD in the prompt):
+    the LLM's facts first, the heuristic's for the keys it does not state, none from an
+    assistant; a real OpenAI-compatible HTTP server on 127.0.0.1 answers."""
+    from pgmem import MemoryClient
+    from pgmem.extraction import LLMExtractor
+
+    monkeypatch.delenv("PGMEM_LLM_BASE_URL", raising=False)
+    for facts in ([{"key": "Primary Language", "value": "Rust", "confidence": 0.85},  # no heuristic rule says this
+                   {"key": "location", "value": "Lisbon", "confidence": 0.8, "statement": "I am based in Lisbon"}],  # over the heuristic's .9
+                  [],                                                                  # the heuristic's Berlin stands
+                  [{"key": "primary_language", "value": "Go", "confidence": 0.9}]):   # an assistant's words: dropped
+        llm.answer(200, completion(json.dumps({"what": "a message", "category": "fact", "facts": facts})))
+    ext = LLMExtractor(llm.base_url, "test-model", timeout=5, backoff=0.01)
+    with MemoryClient(dsn, tenant="acme", embedder=None, extractor=ext) as mem:
+        res = mem.remember_many([
+            {"content": "These days I write mostly Rust, and I am based in Lisbon.", "actor": "user", "user_id": "maya",
+             "ts": "2026-09-01T07:00:00Z"},
+            {"content": "I moved to Berlin last week", "actor": "user", "user_id": "maya", "ts": "2026-10-01T07:00:00Z"},
+            {"content": "Noted: you write Go.", "actor": "assistant", "user_id": "maya", "ts": "2026-10-01T07:01:00Z"}])
+        assert [r.decision for r in res] == ["stored"] * 3
+        assert len(llm.requests) == 3 and '"facts": array of profile facts' in llm.requests[0]["body"]["messages"][0]["content"]
+        first, moved, said = (mem.get(r.id)["metadata"] for r in res)
+        assert [(f["key"], f["value"], f["confidence"], f["rule"]) for f in first["facts"]] == [
+            ("primary_language", "Rust", 0.85, "llm"), ("location", "Lisbon", 0.8, "llm")]
+        assert [(f["key"], f["value"], f["rule"]) for f in moved["facts"]] == [("location", "Berlin", "location")]
+        assert "facts" not in said
+        assert mem.profile("maya") == {"primary_language": "Rust", "location": "Berlin"}
+        assert mem.profile("maya", as_of="2026-09-15T00:00:00Z") == {"primary_language": "Rust", "location": "Lisbon"}
+        lisbon = [h for h in mem.fact_history("maya", "location") if h["value"] == "Lisbon" and h["status"] == "past"]
+        assert lisbon and lisbon[0]["source"] == "llm" and lisbon[0]["statement"] == "I am based in Lisbon"

@@ -113,7 +113,7 @@ class LayeredLLM:
         return cls() if os.environ.get("PGMEM_LLM_BASE_URL", "").strip() else None
 
     def _ask(self, payload: dict[str, Any], what: str) -> dict[str, Any] | None:
-        from .extraction import _Fatal, _Retryable
+        from .extraction.llm import _Fatal, _Retryable
 
         error: Exception | None = None
         for attempt in range(self.http.retries + 1):

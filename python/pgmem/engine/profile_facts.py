@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 from typing import Any, Mapping
 
-__all__ = ["detect_facts", "validate_facts", "fact_key", "LLM_FIELD", "SQL_API"]
+__all__ = ["detect_facts", "validate_facts", "merge_facts", "is_user_speaker", "fact_key", "LLM_FIELD", "SQL_API"]
 
 # Tool and place words that name the key of a "switched to"/"I use" statement.
 CATEGORIES: dict[str, tuple[str, ...]] = {
@@ -144,13 +144,19 @@ def _split_list(value: str) -> list[str]:
     return [p for p in (_clean(x) for x in re.split(r"\s*(?:,|\band\b|\bor\b|&)\s*", value)) if p]
 
 
+def is_user_speaker(speaker: str | None) -> bool:
+    """False for an assistant, a tool (``tool:NAME``) or the system: they state nothing about
+    the user. An unknown speaker (None) counts as the user."""
+    return not (speaker and speaker.strip().lower().split(":")[0] in _NON_USER)
+
+
 def detect_facts(text: str | None, speaker: str | None = None) -> list[dict[str, Any]]:
     """Profile facts stated in ``text`` by the user, in the order the text states them.
     Statements of an assistant, a tool or the system (``speaker``) state nothing about the
     user: []. One fact per key (the rule listed first in RULES wins)."""
     if not text or not text.strip():
         return []
-    if speaker and speaker.strip().lower().split(":")[0] in _NON_USER:
+    if not is_user_speaker(speaker):
         return []
     out: dict[str, dict[str, Any]] = {}
     where: dict[str, int] = {}
@@ -258,6 +264,14 @@ def validate_facts(obj: Any, limit: int = 20) -> list[dict[str, Any]]:
         if len(out) >= limit:
             break
     return out
+
+
+def merge_facts(first: list[dict[str, Any]] | None, then: list[dict[str, Any]] | None) -> list[dict[str, Any]]:
+    """``first``'s facts (an LLM's), then ``then``'s (the heuristic's) for the keys ``first``
+    does not state: one fact per key."""
+    out = list(first or [])
+    keys = {f["key"] for f in out}
+    return out + [f for f in then or [] if f["key"] not in keys]
 
 
 # What pgmem._engine may call from SQL (module 'profile_facts').
