@@ -46,3 +46,50 @@ def test_layered_cli(cli):
     assert code == 0 and json.loads(out)["memories"] == 3
     code, out, _ = cli("mydata", "sam")
     assert json.loads(out)["tiers"]["conversational"]["conversations"] == 0
+
+
+def test_mcp_context_for_and_profile_tools(dsn, monkeypatch):
+    """The MCP server registers context_for and profile when the layered tiers are installed
+    (pgmem.mcp_server.SQL_TOOLS): the agent names the conversation, the server the tenant and user."""
+    import asyncio
+
+    pytest.importorskip("mcp")
+    from mcp import Client
+
+    from pgmem.mcp_server import MemoryTools, Principal, build_server
+
+    monkeypatch.delenv("PGMEM_LLM_BASE_URL", raising=False)
+    tools = MemoryTools(dsn, principal=Principal("acme", "maya"))
+
+    async def call(c, tool, args):
+        r = await c.call_tool(tool, args)
+        assert not r.is_error, r.content[0].text
+        return r.structured_content
+
+    async def go():
+        async with Client(build_server(tools)) as c:
+            listed = {t.name: t for t in (await c.list_tools()).tools}
+            first = await call(c, "context_for", {"query": "Hi! My name is Maya and I live in Lisbon.", "conversation_id": "m1"})
+            kb = await call(c, "context_for", {"query": "How do I tune an HNSW index in pgvector?", "conversation_id": "m1"})
+            prof = await call(c, "profile", {})
+            mine = await call(c, "context_for", {"query": "What do you know about me?", "conversation_id": "m1"})
+            missing = await c.call_tool("context_for", {"query": "no conversation"})
+        await tools.close()
+        return listed, first, kb, prof, mine, missing
+
+    listed, first, kb, prof, mine, missing = asyncio.run(go())
+    schema = listed["context_for"].input_schema
+    assert set(schema["required"]) == {"query", "conversation_id"} and "user_id" not in schema["properties"]
+    assert "tenant" not in json.dumps(schema) and listed["profile"].input_schema.get("required", []) == []
+    doc = first["result"]
+    assert (doc["intent"], doc["user_id"], doc["conversation_id"]) == ("profile", "maya", "m1")
+    stage = lambda d, name: next(s for s in d["stages"] if s["stage"] == name)  # noqa: E731
+    assert doc["stages"][0]["stage"] == "classified" and doc["stages"][0]["confidence"] == 0.92
+    assert doc["context"]["profile"] == {"name": "Maya", "location": "Lisbon"}
+    assert kb["result"]["intent"] == "knowledge_base" and stage(kb["result"], "policy")["inject_rag"]
+    assert {(r["key"], r["value"]) for r in prof["rows"]} == {("name", "Maya"), ("location", "Lisbon")}
+    priv = mine["result"]
+    assert priv["intent"] == "privacy" and stage(priv, "policy")["privacy_mode"]
+    assert priv["context"]["privacy"]["tiers"]["semantic"]["current"] == {"name": "Maya", "location": "Lisbon"}
+    assert priv["context"]["privacy"]["tiers"]["conversational"]["messages"] == 3
+    assert missing.is_error and "conversation_id" in missing.content[0].text
