@@ -68,6 +68,29 @@ on conflict (tenant, name) do update
       description = excluded.description, updated_at = now()
   where pgmem.profiles.builtin;
 
+-- Layered memory (issue 15; layered-memory-architecture.md). The design's constants, one
+-- setting each; a tenant may override any of them.
+insert into pgmem.settings (tenant, key, value, description) values
+  -- "Topic Vector Rolling Average": TOPIC_DECAY_ALPHA
+  ('*', 'topic_alpha', '0.2', 'EMA weight of the newest message in a conversation''s topic vector'),
+  -- Step 4, TOPIC_CONTINUATION_THRESHOLD
+  ('*', 'topic_gate_threshold', '0.35', 'a continuation whose cosine to the topic vector is below this is demoted to general'),
+  -- Step 4c: THREAD_ATTACH_THRESHOLD, THREAD_MAX_ACTIVE, EMA alpha; "Topic Threading": THREAD_SUMMARY_INTERVAL
+  ('*', 'thread_alpha', '0.3', 'EMA weight of the newest message in a thread centroid'),
+  ('*', 'thread_attach_threshold', '0.55', 'a message joins the nearest active thread when its cosine to the centroid is at least this'),
+  ('*', 'thread_max_active', '12', 'active threads per conversation; a new one archives the least recently used'),
+  ('*', 'thread_summary_interval', '8', 'a thread is summarised when its message count reaches a multiple of this'),
+  -- Step 6: RECENCY_WINDOW, SEMANTIC_K
+  ('*', 'history_recency_window', '6', 'history pruning keeps the last this many messages'),
+  ('*', 'history_semantic_k', '3', '...and this many older messages most similar to the query'),
+  -- Step 4b: repetition is Jaccard >= 0.7
+  ('*', 'repetition_jaccard', '0.7', 'a user message repeats an earlier one when the Jaccard similarity of their tokens is at least this'),
+  -- "Research Memory": insights below this confidence are not stored
+  ('*', 'insight_min_confidence', '0.6', 'insights (cue phrases or LLM) with a lower confidence are dropped'),
+  ('*', 'qa_history_min_similarity', '0.5', 'Q&A history: earlier user questions at least this similar to the query are offered with their answers')
+
+on conflict (tenant, key) do nothing;
+
 -- Concept and liquid clusters (jam-journalistic-agent-memory.md; the cluster job, sql/470_cluster.sql)
 insert into pgmem.settings (tenant, key, value, description) values
   ('*', 'cluster_k', '"adaptive"', 'concept clusters: "adaptive" = JAM''s min(max(8, n / 10), 64), or a number (JAM''s Clustering Parameters use 50)'),

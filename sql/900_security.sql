@@ -172,7 +172,8 @@ declare
                     "accesses": "insert", "activation_log": "insert", "feedback": "insert, update",
                     "categories": "insert, update", "profiles": "insert, update",
                     "work_queue": "insert",
-                    "eval_queries": "insert, update", "eval_judgements": "insert, update", "eval_runs": "insert"}';
+                    "eval_queries": "insert, update", "eval_judgements": "insert, update", "eval_runs": "insert",
+                    "behaviour_rules": "insert, update", "policy_rules": "insert, update"}';  -- layered: a tenant's own rules
   cols text;
   w text;
 begin
@@ -301,6 +302,12 @@ end $$;
 --                                   owner). They run as the owner, with the tenant filter in their SQL.
 --   trigger functions (rule 4)      every function returning trigger (made SECURITY DEFINER above): they
 --                                   can only be called as triggers, and touch only NEW's and OLD's tenant
+--   set_fact, end_fact, profile, fact_history, apply_facts, detect_facts, classify_intent, cache_intent,
+--   behaviour_decision, resolve_policy, observe_turn, conversation_state, resolve_thread,
+--   set_thread_summary, conversation_threads, thread_messages, extract_insights, extract_concepts,
+--   add_insight, observe_reply, search_insights, research_context, user_data_summary, context_for
+--                                   the layered tiers (issue 15, sql/6xx): they call the PL/Python engine
+--                                   (pgmem._engine) and write history (profile facts), which pgmem_app may not
 --   spread, search_spread, reconstruct, reconstruction_certainty, refresh_bindings, identity,
 --   identity_at, identity_snapshot, identity_update_trait, identity_update_belief, identity_set_goal,
 --   identity_end_goal, rescore_salience, reflect, work
@@ -310,3 +317,10 @@ end $$;
 --                                   tenant of each item or batch; every tenant only for pgmem_admin, via
 --                                   _job_scope); tests/test_reconstructive_tenancy.py runs each as
 --                                   another tenant
+
+
+-- layered tiers (issue 15): the app role reads its tenant's rows of the tiers (the API functions
+-- are SECURITY DEFINER, audited above); it adds and changes its own behaviour and policy rules
+-- (the writes map above) and switches one off with enabled = false.
+grant select on pgmem.profile_facts, pgmem.conversations, pgmem.messages, pgmem.threads, pgmem.insights,
+  pgmem.concept_mentions, pgmem.intent_cache, pgmem.behaviour_rules, pgmem.policy_rules to pgmem_app;

@@ -290,6 +290,10 @@ def world(cluster, dsn, roles):
         c.close()
 
 
+# layered tiers (issue 15): their functions' isolation is checked by tests/test_layered_tenancy.py
+from test_layered_tenancy import LAYERED_FUNCTIONS  # noqa: E402
+
+
 # ------------------------------------------------------------- per-function checks
 # Each check calls one public function as tenant a (app role unless noted) aiming at tenant
 # b's data (its ids, texts, user id, session id, event keys, query id, category, profile) and
@@ -753,7 +757,7 @@ def public_functions(conn) -> set[str]:
 # ---------------------------------------------------------------------------- tests
 def test_every_public_function_has_an_isolation_check(conn):
     public = public_functions(conn)
-    covered = set(CHECKS) | set(PURE)
+    covered = set(CHECKS) | set(PURE) | LAYERED_FUNCTIONS
     assert public - covered == set(), f"public functions without an isolation check: {sorted(public - covered)}"
     assert covered - public == set(), f"checks for functions that no longer exist: {sorted(covered - public)}"
     assert {CHECKS[n] for n in CHECKS} <= {CHECKS[n] for n in ORDER}, "every check must be in ORDER"
@@ -779,7 +783,7 @@ def test_tenant_isolation_of_every_function_view_and_table(world):
     for name, q in PURE.items():
         w.a.execute(q).fetchall()
     ran_fns = {CHECKS[r] for r in ran}
-    assert public_functions(w.su) <= {n for n in CHECKS if CHECKS[n] in ran_fns} | set(PURE)
+    assert public_functions(w.su) <= {n for n in CHECKS if CHECKS[n] in ran_fns} | set(PURE) | LAYERED_FUNCTIONS
 
     # views: as the reader (documented BI access) and as the app role
     for view in ("memory_health", "category_stats", "tenant_stats", "job_status",
@@ -968,7 +972,8 @@ SECURITY_DEFINER_AUDITED = sorted([
     "sign_tenant_claim", "erase_user", "remember", "remember_many", "surprise", "build_context", "explain_search", "_search", "_activate", "recall",
     "_setting", "_check_category", "claim_embeddings", "complete_embedding", "fail_embedding",
     "assign_cluster", "cluster_confidence", "cluster_top_members", "project", "save_coords"]  # clusters, map
-    + RECONSTRUCTIVE_SECDEF)
+    + RECONSTRUCTIVE_SECDEF
+    + sorted(LAYERED_FUNCTIONS))  # layered tiers (issue 15): tests/test_layered_tenancy.py runs each as another tenant
 
 
 def _unpinned(conn) -> list[dict]:
