@@ -73,7 +73,7 @@ declare
   v_same pgmem.profile_facts;
   v_old pgmem.profile_facts;
   v_new pgmem.profile_facts;
-  v_retired bigint[] := '{}';
+  v_retired bigint[] := '{}'::bigint[];
 begin
   if user_id is null or user_id !~ '\S' then
     perform pgmem._bad_input('set_fact needs a user_id: profile facts belong to a user');

@@ -143,7 +143,7 @@ declare
   v_found jsonb;
   v_items jsonb;
   it jsonb;
-  v_ids jsonb := '[]';
+  v_ids jsonb := '[]'::jsonb;
   v_id bigint;
   v_concepts jsonb;
 begin

@@ -104,8 +104,8 @@ declare
   v_recent int := pgmem._setting_num('history_recency_window', 6)::int;
   v_semk int := pgmem._setting_num('history_semantic_k', 3)::int;
   v_history jsonb;
-  v_memories jsonb := '[]';
-  v_qa jsonb := '[]';
+  v_memories jsonb := '[]'::jsonb;
+  v_qa jsonb := '[]'::jsonb;
   v_profile jsonb;
   v_privacy jsonb;
   v_filters jsonb;
