@@ -312,7 +312,10 @@ ALLOWED_HELPERS = [
     "_require_tenant", "_check_registered", "_is_admin", "_bad_input", "_check_between", "_check_unit", "_check_time", "_check_embedding",
     "_check_category", "_setting", "_setting_num", "_setting_bool", "_words", "_content_key", "_scope_key",
     "_lexeme_query", "_get_for_update", "_snapshot", "_set_op", "_op_details", "_profile", "_effective_weights",
-    "_search", "_activate"]
+    "_search", "_activate",
+    # scaleout (sql/360_replication.sql, app_helpers in 900): touch on a hot standby raises 25006 naming
+    # the primary; they read pg_is_in_recovery() and settings only, no table
+    "_standby_refuses", "_primary_address"]
 
 
 # ============================================================== attacker: the admin role
