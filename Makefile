@@ -29,6 +29,7 @@ test: setup ## the whole test suite against a real cluster (.pgmem/test)
 
 bench: setup ## benchmark (BENCH_N memories) -> bench/results/
 	@$(PY) bench/bench.py --n $(BENCH_N)
+	@$(PY) bench/shard_bench.py  # scale-out (issue 19): search through the PL/Proxy proxy, the hop's cost
 
 eval: setup ## retrieval quality: bench/data, then LoCoMo (LOCOMO=path) -> bench/results/{eval,locomo}-*.json
 	@$(PY) bench/eval.py

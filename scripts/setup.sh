@@ -29,6 +29,8 @@ APT_PACKAGES=(
   # clusters and the 3-D map (issue 17): PL/Python runs Debian's python3, so the k-means, PCA
   # and t-SNE need Debian's scikit-learn; the map's test draws the page in headless chromium
   python3-sklearn chromium
+  # scale-out (issue 19): tenant shards on PL/Proxy, failover automation with pg_auto_failover
+  "postgresql-$PG_MAJOR-plproxy" "postgresql-$PG_MAJOR-auto-failover"
 )
 missing=()
 for p in "${APT_PACKAGES[@]}"; do

@@ -74,22 +74,20 @@ create or replace trigger memories_lexicon_update after update on pgmem.memories
 create or replace trigger memories_lexicon_delete after delete on pgmem.memories
   referencing old table as old_rows for each statement execute function pgmem._lexicon_track();
 
--- Folds the deltas of the current tenant ('*': of every tenant, an administrator's job run)
--- into pgmem.lexicon: at most p_batch delta rows, oldest first; returns how many. It changes no
--- count, only where counts are kept; rows that fall to 0 are removed. The statistics are
--- correct without it: it keeps the deltas that every read adds up short.
-create or replace function pgmem.fold_lexicon(p_batch integer default 100000) returns bigint
+-- Folds at most p_batch delta rows of a tenant (NULL: of every tenant), oldest first, into
+-- pgmem.lexicon; returns how many. It changes no count, only where counts are kept; rows that
+-- fall to 0 are removed. The statistics are correct without it: it keeps the deltas that every
+-- read adds up short.
+create or replace function pgmem._fold_lexicon(p_tenant text, p_batch integer) returns bigint
   language plpgsql volatile
   set search_path = pgmem, public, pg_temp
 as $$
 declare
-  v_tenant text := pgmem._require_tenant();
   n bigint;
 begin
-  perform pgmem._check_between(p_batch, 'batch', 1, 10000000);
   with d as (
     delete from pgmem.lexicon_delta x
-     where x.id in (select y.id from pgmem.lexicon_delta y where v_tenant = '*' or y.tenant = v_tenant
+     where x.id in (select y.id from pgmem.lexicon_delta y where p_tenant is null or y.tenant = p_tenant
                      order by y.id limit p_batch)
     returning x.tenant, x.scope, x.lexeme, x.df, x.len),
   s as (select d.tenant, d.scope, d.lexeme, sum(d.df) as df, sum(d.len) as len, count(*) as rows from d group by 1, 2, 3),
@@ -98,11 +96,33 @@ begin
     select s.tenant, s.scope, s.lexeme, s.df, s.len from s
     on conflict (tenant, scope, lexeme) do update set df = l.df + excluded.df, len = l.len + excluded.len)
   select coalesce(sum(s.rows), 0) into n from s;
-  delete from pgmem.lexicon l where (v_tenant = '*' or l.tenant = v_tenant) and l.df <= 0 and l.len <= 0;
+  delete from pgmem.lexicon l where (p_tenant is null or l.tenant = p_tenant) and l.df <= 0 and l.len <= 0;
   return n;
 end $$;
-comment on function pgmem.fold_lexicon(integer) is
-  'Folds the current tenant''s appended lexicon changes (pgmem.lexicon_delta; tenant * = every tenant''s) into pgmem.lexicon; returns the delta rows folded. Reads are correct before and after.';
+
+-- The job `lexicon` (pgmem._jobs(), every minute): one batch of _fold_lexicon for a tenant, or
+-- for every tenant (an administrator's run, tenant '*' or none set).
+create or replace function pgmem.fold_lexicon(batch integer default 100000, tenant text default null) returns bigint
+  language plpgsql volatile
+  set search_path = pgmem, public, pg_temp
+as $$
+declare
+  v_tenant text := pgmem._job_scope(case when tenant = '*' then null else tenant end);
+  v_run bigint;
+  n bigint;
+begin
+  perform pgmem._check_between(batch, 'batch', 1, 10000000);
+  if tenant = '*' and not pgmem._is_admin() then
+    raise exception 'folding every tenant''s lexicon needs pgmem_admin' using errcode = '42501';
+  end if;
+  v_run := pgmem._job_begin('lexicon', v_tenant, jsonb_build_object('batch', batch));
+  if v_run is null then return 0; end if;
+  n := pgmem._fold_lexicon(v_tenant, batch);
+  perform pgmem._job_end(v_run, n, n, jsonb_build_object('more', n >= batch));
+  return n;
+end $$;
+comment on function pgmem.fold_lexicon(integer, text) is
+  'The job lexicon: folds up to batch of the appended lexicon changes (pgmem.lexicon_delta) of the current tenant (tenant * or none set as an administrator: every tenant''s) into pgmem.lexicon; returns the delta rows folded. Reads are correct before and after.';
 
 -- Recounts the lexicon of the current tenant ('*': of every tenant) from its active memories:
 -- after a bulk load that skipped triggers (session_replication_role = replica, as bench.py's

@@ -24,7 +24,9 @@ comment on function pgmem._eligible(pgmem.memories, pgmem.query) is
 -- The candidate set of search, activate and recall: memory ids from the indexes, never from a
 -- scan of all memories (DESIGN.md, Read path).
 --   1. HNSW: the n nearest active memories by cosine distance (iterative scan, so that filters
---      do not starve it).
+--      do not starve it), over pgmem.memory_vectors (the vectors under the HNSW index, STORAGE
+--      decision; sql/125_vectors.sql), joined to memories for the filters; and the exact
+--      distance of the active memories still queued for indexing (pgmem.vector_queue).
 --   2. recent (search): the recent_n nearest among the memories created since recent_since,
 --      i.e. younger than `recent_window` half-lives of the recency signal. At 1,000,000 memories
 --      the exact top 10 were memories of semantic rank 12 to 929 with recency .62-.99 (recent
@@ -49,17 +51,25 @@ create or replace function pgmem._candidates(q pgmem.query) returns setof bigint
   language sql stable parallel safe
 begin atomic
   with c as (
-  (select m.id from pgmem.memories m
+  (select v.memory_id from pgmem.memory_vectors v join pgmem.memories m on m.id = v.memory_id
     where q.embedding is not null and not q.exact and 'active' = any(q.states)
-      and m.state = 'active' and m.embedding is not null and pgmem._eligible(m, q)
-    order by m.embedding operator(public.<=>) q.embedding
+      and v.tenant = q.tenant and m.state = 'active' and pgmem._eligible(m, q)
+    order by v.embedding operator(public.<=>) q.embedding
     limit q.n)
   union
-  (select m.id from pgmem.memories m
+  (select v.memory_id from pgmem.memory_vectors v join pgmem.memories m on m.id = v.memory_id
     where q.embedding is not null and not q.exact and 'active' = any(q.states) and q.recent_n > 0
-      and m.state = 'active' and m.embedding is not null and m.created_at >= q.recent_since and pgmem._eligible(m, q)
-    order by m.embedding operator(public.<=>) q.embedding
+      and v.tenant = q.tenant and m.state = 'active' and m.created_at >= q.recent_since and pgmem._eligible(m, q)
+    order by v.embedding operator(public.<=>) q.embedding
     limit q.recent_n)
+  union
+  -- the active, embedded memories the `index` job has not moved into memory_vectors yet: their
+  -- exact distance (the queue is short; STORAGE.md)
+  (select m.id from pgmem.vector_queue vq join pgmem.memories m on m.id = vq.memory_id
+    where q.embedding is not null and not q.exact and 'active' = any(q.states)
+      and vq.tenant = q.tenant and m.state = 'active' and m.embedding is not null and pgmem._eligible(m, q)
+    order by m.embedding operator(public.<=>) q.embedding
+    limit q.n)
   union
   (select m.id from pgmem.memories m
     where q.probe is not null and not q.exact and 'active' = any(q.states)

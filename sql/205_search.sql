@@ -112,6 +112,9 @@ as $$
 declare
   hits pgmem.search_hit[];
 begin
+  if touch then  -- scaleout (issue 19): on a hot standby, an error naming the primary, hits or not
+    perform pgmem._standby_refuses('pgmem.search(touch => true)');
+  end if;
   hits := array(select h from pgmem._search(false, query_text, query_embedding, k, actor, location, profile,
                                             weights, filters, as_of, candidates) h);
   if touch and cardinality(hits) > 0 then

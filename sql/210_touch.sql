@@ -11,6 +11,8 @@ declare
   v_dup bigint;
 begin
   if ids is null or cardinality(ids) = 0 then return 0; end if;
+  -- scaleout (issue 19): on a hot standby, an error naming the primary (not "read-only transaction")
+  perform pgmem._standby_refuses('pgmem.touch (search/activate/recall with touch => true)');
   if cardinality(ids) > pgmem._setting_num('touch_max_ids', 1000) then
     perform pgmem._bad_input(format('touch takes at most %s ids at once, got %s',
                                     pgmem._setting_num('touch_max_ids', 1000)::bigint, cardinality(ids)),

@@ -267,7 +267,7 @@ declare
   v_also bigint[];
   v_res jsonb;
   v_err text;
-  v_items jsonb := '[]';
+  v_items jsonb := '[]'::jsonb;
   v_done bigint := 0;
   v_n bigint := 0;
   v_more boolean;

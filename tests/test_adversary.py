@@ -299,14 +299,24 @@ class TestApp:
 
 
 # SECURITY DEFINER functions a view may call: they return the session's own tenant's data only
-VIEW_SAFE_DEFINERS = ["current_tenant", "_setting", "_check_category"]
+VIEW_SAFE_DEFINERS = ["current_tenant", "_setting", "_check_category",
+                      # clusters (sql/340_cluster_views.sql, views cluster_members / cluster_overview): each
+                      # is one SQL statement filtered on `tenant = (select pgmem.current_tenant()) or
+                      # (select pgmem._is_admin())` (as the row-level policies: admins see every row),
+                      # joining memories and clusters on equal tenants; another tenant's memory or cluster
+                      # id gives NULL / '[]' (tests/test_tenancy.py, cluster_confidence check)
+                      "cluster_confidence", "cluster_top_members"]
 
 # the private helpers pgmem_app may execute (sql/900_security.sql, app_helpers, with reasons)
 ALLOWED_HELPERS = [
     "_require_tenant", "_check_registered", "_is_admin", "_bad_input", "_check_between", "_check_unit", "_check_time", "_check_embedding",
     "_check_category", "_setting", "_setting_num", "_setting_bool", "_words", "_content_key", "_scope_key",
     "_lexeme_query", "_get_for_update", "_snapshot", "_set_op", "_op_details", "_profile", "_effective_weights",
-    "_search", "_activate"]
+    "_search", "_activate",
+    # writejobs: pure size checks of update_memory/forget/restore's reason; the constant job registry
+    "_check_reason", "_check_bytes", "_jobs",
+    # scaleout (issue 19): touch/search(touch) on a hot standby raise 25006 naming the primary (reads settings only)
+    "_standby_refuses", "_primary_address"]
 
 
 # ============================================================== attacker: the admin role

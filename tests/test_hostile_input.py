@@ -325,7 +325,7 @@ def _cases() -> list[Case]:
     # --- times
     T = "select * from pgmem.remember(%s, {} => %s::timestamptz, force => true)"
     for col, val, match in [
-        ("created_at", "0001-01-01", "created_at 0001-01-01 00:00:00+00 is out of range (1900 .. now + 200 years)"),
+        ("created_at", "0001-01-01", "created_at 0001-01-01 00:00:00+00 is out of range (1970 .. now + 200 years)"),
         ("created_at", "9999-12-31", "created_at 9999-12-31 00:00:00+00 is out of range"),
         ("created_at", "infinity", "created_at infinity is out of range"),
         ("created_at", "-infinity", "created_at -infinity is out of range"),

@@ -65,6 +65,33 @@ def test_downgrade_one_step_and_back(fresh_db):
         assert c.execute("select to_regprocedure('pgmem.tune_thresholds(integer, float8, float8, text)')").fetchone()[0]
 
 
+# --- downgrades drop the sql/ lane's dependents of what they drop (migrate.drop_dependents) ---
+
+def test_downgrade_drops_the_lanes_views_and_functions_but_never_a_users_view(dsn):
+    # the database of `dsn` is at head; 0008 -> 0007 drops identity_traits, which the views of
+    # sql/ do not read but identity_update_trait returns the row of
+    with connect(dsn, tenant=None) as c:
+        c.execute("create view public.my_clusters as select id, label from pgmem.clusters")
+    with pytest.raises(migrate.MigrationError, match="my_clusters"):
+        migrate.downgrade(dsn, "0008")  # another schema's view is the user's: left alone, the downgrade fails
+    with connect(dsn, tenant=None) as c:
+        # the failed downgrade rolled back whole: the lane's views are still there
+        assert c.execute("select to_regclass('pgmem.cluster_flow')").fetchone()[0] is not None
+        c.execute("drop view public.my_clusters")
+    migrate.downgrade(dsn, "0007")
+    with connect(dsn, tenant=None) as c:
+        gone = ["pgmem.cluster_flow", "pgmem.cluster_members", "pgmem.eval_by_day", "pgmem.work_queue_status",
+                "pgmem.clusters", "pgmem.identity_traits", "pgmem.work_queue"]
+        assert [n for n in gone if c.execute("select to_regclass(%s)", (n,)).fetchone()[0] is not None] == []
+        assert c.execute("select count(*) from pg_proc where proname = 'identity_update_trait'").fetchone()[0] == 0
+        assert c.execute("select to_regclass('pgmem.memory_health')").fetchone()[0] is not None  # others stay
+    migrate.upgrade(dsn, "head")
+    with connect(dsn, tenant=None) as c:
+        assert c.execute("select to_regclass('pgmem.cluster_flow')").fetchone()[0] is not None
+        assert c.execute("select to_regclass('pgmem.work_queue_status')").fetchone()[0] is not None
+        assert c.execute("select count(*) from pg_proc where proname = 'identity_update_trait'").fetchone()[0] == 1
+
+
 def test_every_public_function_and_view_has_a_comment(conn):
     missing = conn.execute("""
         select p.oid::regprocedure::text from pg_proc p join pg_namespace n on n.oid = p.pronamespace

@@ -161,7 +161,8 @@ drop function if exists pgmem._candidates_sql(text);
 drop function if exists pgmem._candidates_sql(text, text);
 drop function if exists pgmem._candidates_sql(text, text, text);
 drop function if exists pgmem._filter_sql(jsonb);
-drop function if exists pgmem._candidate_tsquery(text, vector);   -- lexical_probe reads pgmem.lexicon now
+drop function if exists pgmem._candidate_tsquery(text, vector);
+drop function if exists pgmem.fold_lexicon(integer);          -- the job's signature: (batch, tenant)   -- lexical_probe reads pgmem.lexicon now
 
 -- activate and build_context take the profile, actor and location arguments search takes
 -- (issue 14); their old signatures go

@@ -6,7 +6,7 @@ Revision ID: 0008
 Revises: 0007
 Create Date: 2026-11-24
 """
-from pgmem.migrate import run_sql
+from pgmem.migrate import drop_dependents, run_sql
 
 revision = "0008"
 down_revision = "0007"
@@ -172,4 +172,9 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
+    # views and functions of sql/ depend on these tables and columns (work_queue_status, the
+    # identity_* functions returning a table's row, ...): they go first; the idempotent lane
+    # recreates them on the next upgrade
+    drop_dependents("pgmem.work_queue", "pgmem.identity_snapshots", "pgmem.identity_goals", "pgmem.identity_beliefs",
+                  "pgmem.identity_traits", "pgmem.reconstructions", "pgmem.memories.motor", "pgmem.memories.sensory")
     run_sql(DOWNGRADE)

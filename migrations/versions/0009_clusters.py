@@ -12,7 +12,7 @@ Revision ID: 0009
 Revises: 0008
 Create Date: 2026-11-24
 """
-from pgmem.migrate import run_sql
+from pgmem.migrate import drop_dependents, run_sql
 
 revision = "0009"
 down_revision = "0008"
@@ -162,4 +162,8 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
+    # views and functions of sql/ depend on these tables (cluster_members, cluster_flow,
+    # eval_by_day, ...): they go first; the idempotent lane recreates them on the next upgrade
+    drop_dependents("pgmem.clusters", "pgmem.cluster_state", "pgmem.cluster_moves", "pgmem.cluster_steps",
+                  "pgmem.memory_coords", "pgmem.eval_queries", "pgmem.eval_judgements", "pgmem.eval_runs")
     run_sql(DOWNGRADE)

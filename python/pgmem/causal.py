@@ -33,7 +33,7 @@ not mere succession or a change of topic."""
 
 def _judge(llm, first: dict, second: dict) -> dict | None:
     """The model's verdict on (first, second), or None when it could not give one."""
-    from .extraction import _Fatal, _Retryable
+    from .extraction.llm import _Fatal, _Retryable
 
     user = json.dumps({"A": {"who": first["who"], "text": first["content"]},
                        "B": {"who": second["who"], "text": second["content"]}}, ensure_ascii=False)

@@ -48,8 +48,9 @@ def cmd_db_down(args) -> int:
 def cmd_db_status(args) -> int:
     c = _cluster()
     info = c.info(show_password=args.show_password)
+    info["replication"] = _replication_info(c) if info["running"] else None  # scaleout (issue 19)
     if args.json:
-        print(json.dumps(info, indent=2))
+        print(json.dumps(info, indent=2, default=str))
     else:
         print(f"home:    {info['home']}")
         print(f"running: {'yes' if info['running'] else 'no'}")
@@ -59,6 +60,7 @@ def cmd_db_status(args) -> int:
             print(f"dsn:     {info['dsn']}  (owner role: the client, worker and jobs)")
         if info["admin_dsn"]:
             print(f"admin:   {info['admin_dsn']}  (superuser: migrations)")
+        _print_replication(info["replication"])
     return 0 if info["running"] else 3
 
 
@@ -110,6 +112,198 @@ def _add_map_parser(sub) -> None:
     mp.set_defaults(func=cmd_map)
 
 
+# ------------------------------------------------- scale-out (issue 19): `db replica ...`, `db shards ...`
+def _replication_info(c) -> list[dict] | None:
+    """pgmem.replication_status on the embedded cluster (None when pgmem is not installed)."""
+    import psycopg
+    from psycopg.rows import dict_row
+
+    try:
+        with psycopg.connect(c.dsn(), autocommit=True, connect_timeout=5, row_factory=dict_row) as conn:
+            return conn.execute("select * from pgmem.replication_status").fetchall()
+    except psycopg.Error:
+        return None
+
+
+def _print_replication(rows: list[dict] | None) -> None:
+    for r in rows or []:
+        lag = "?" if r["lag_bytes"] is None else f"{r['lag_bytes']} bytes"
+        secs = "" if r["replay_lag_s"] is None else f", replay lag {r['replay_lag_s']:.3f} s"
+        if r["role"] == "primary":
+            print(f"standby: {r['standby']} {r['state']} ({r['sync_state']}), behind by {lag}{secs}")
+        else:
+            print(f"role:    hot standby ({r['state']}), {lag} received but not replayed{secs}")
+
+
+def _replica_port(args) -> int | None:
+    return args.port or (int(os.environ["PGMEM_REPLICA_PORT"]) if os.environ.get("PGMEM_REPLICA_PORT") else None)
+
+
+def cmd_db_replica_up(args) -> int:
+    from . import replica
+
+    rep, created = replica.replica_up(_cluster(), _replica_port(args), sync=args.sync)
+    st = replica.wait_streaming(_cluster())
+    print(f"hot standby {'created and started' if created else 'running'} on port {rep.port} "
+          f"({st['state']}, {st['sync_state']}): {rep.owner_dsn(mask=True)}")
+    print("use it for reads: MemoryClient(read_dsn=...) or PGMEM_READ_DSN")
+    return 0
+
+
+def cmd_db_replica_down(args) -> int:
+    from . import replica
+
+    rep = replica.replica_cluster(_cluster(), _replica_port(args))
+    c = _cluster()
+    if c.running():  # a primary waiting for a stopped synchronous standby would hang its commits
+        replica.set_synchronous(c, None)
+    print("stopped" if rep.stop() else "not running")
+    return 0
+
+
+def cmd_db_replica_status(args) -> int:
+    from . import replica
+
+    st = replica.status(_cluster())
+    if args.json:
+        print(json.dumps(st, indent=2, default=str))
+        return 0
+    for side in ("primary", "standby"):
+        s = st[side]
+        if s is None:
+            print(f"{side}: not running")
+        elif "error" in s:
+            print(f"{side} (port {s['port']}): {s['error']}")
+        else:
+            print(f"{side} (port {s['port']}):")
+            _print_replication(s["rows"])
+    return 0
+
+
+def cmd_db_replica_promote(args) -> int:
+    from . import replica
+
+    rep = replica.replica_cluster(_cluster(), _replica_port(args))
+    replica.promote(rep)
+    print(f"promoted: port {rep.port} is now a primary ({rep.owner_dsn(mask=True)}); point PGMEM_DSN at it")
+    return 0
+
+
+def _shards_home():
+    from .config import home
+
+    from .shards import shards_home
+
+    return shards_home(home())
+
+
+def _ports(text: str | None, n: int, default_start: int) -> list[int]:
+    if text:
+        return [int(x) for x in text.split(",")]
+    from .cluster import port_in_use
+
+    out, port = [], default_start
+    while len(out) < n:
+        if not port_in_use(port):
+            out.append(port)
+        port += 1
+    return out
+
+
+def cmd_db_shards_up(args) -> int:
+    from . import shards
+
+    proxy, parts = shards.shards_up(_shards_home(), args.shards, _ports(args.ports, args.shards + 1, 54370))
+    print(f"proxy on port {proxy.port}: {proxy.owner_dsn(mask=True)}  (pgmem's functions, routed by tenant)")
+    for p in parts:
+        print(f"partition {p.part}: port {p.cluster.port} ({p.connstr()})")
+    return 0
+
+
+def cmd_db_shards_down(args) -> int:
+    from . import shards
+
+    if args.remove:
+        shards.remove(_shards_home())
+        print("removed")
+        return 0
+    stopped = shards.shards_down(_shards_home())
+    print(f"stopped ports {', '.join(stopped)}" if stopped else "not running")
+    return 0
+
+
+def cmd_db_shards_status(args) -> int:
+    import psycopg
+
+    from . import shards
+
+    proxy, parts = shards.topology(_shards_home())
+    print(f"proxy:       port {proxy.port} ({'running' if proxy.running() else 'stopped'})")
+    for p in parts:
+        n = "?"
+        if p.cluster.running():
+            with psycopg.connect(p.cluster.dsn(p.dbname), autocommit=True) as c:
+                n = c.execute("select count(distinct tenant) from pgmem.memories").fetchone()[0]
+        print(f"partition {p.part}: port {p.cluster.port} ({'running' if p.cluster.running() else 'stopped'}), {n} tenants")
+    return 0
+
+
+def cmd_db_shards_split(args) -> int:
+    from . import shards
+
+    _, parts = shards.topology(_shards_home())
+    shards.split(_shards_home(), _ports(args.ports, len(parts), 54370 + 1 + len(parts)))
+    return 0
+
+
+def cmd_db_shards_refresh(args) -> int:
+    """Re-generate the shard targets and the proxy's wrappers (after an upgrade added functions)."""
+    from . import migrate, shards
+
+    proxy, parts = shards.topology(_shards_home())
+    cat = None
+    for p in parts:
+        migrate.upgrade(p.cluster.dsn(p.dbname))
+        cat = shards.install_shard(p.cluster.dsn(p.dbname), cat)
+    shards.install_proxy(proxy.dsn(), cat, parts)
+    print(f"proxy refreshed: {len(cat.functions)} functions, {len(cat.views)} views over {len(parts)} partitions")
+    return 0
+
+
+def _add_scaleout_parsers(dbs) -> None:
+    sh = dbs.add_parser("shards", help="tenant shards on PL/Proxy: a proxy database and N pgmem clusters")
+    shs = sh.add_subparsers(dest="shards_command", required=True)
+    up = shs.add_parser("up", help="start (creating once) a proxy and N shard clusters under .pgmem/shards")
+    up.add_argument("--shards", type=int, default=2, help="number of shards, a power of two (default 2)")
+    up.add_argument("--ports", help="comma-separated ports: the proxy's, then one per shard (default: free ports from 54370)")
+    up.set_defaults(func=cmd_db_shards_up)
+    dn = shs.add_parser("down", help="stop the proxy and the shards")
+    dn.add_argument("--remove", action="store_true", help="and delete them")
+    dn.set_defaults(func=cmd_db_shards_down)
+    shs.add_parser("status", help="the partition map and the tenants of each partition").set_defaults(func=cmd_db_shards_status)
+    sp = shs.add_parser("split", help="double the partitions (pause writers for the cut-over)")
+    sp.add_argument("--ports", help="comma-separated ports of the new partitions")
+    sp.set_defaults(func=cmd_db_shards_split)
+    shs.add_parser("refresh", help="upgrade the shards and re-generate the proxy from their catalog").set_defaults(
+        func=cmd_db_shards_refresh)
+
+    rp = dbs.add_parser("replica", help="a hot standby of the embedded cluster (streaming replication)")
+    rps = rp.add_subparsers(dest="replica_command", required=True)
+    up = rps.add_parser("up", help="base backup (once) and start a hot standby streaming from the embedded cluster")
+    up.add_argument("--port", type=int, help="its port (default PGMEM_REPLICA_PORT, else 54360)")
+    up.add_argument("--sync", action="store_true", help="synchronous: commits on the primary wait for it (no loss on failover)")
+    up.set_defaults(func=cmd_db_replica_up)
+    dn = rps.add_parser("down", help="stop the standby (and make the primary asynchronous again)")
+    dn.add_argument("--port", type=int)
+    dn.set_defaults(func=cmd_db_replica_down, sync_off=True)
+    st = rps.add_parser("status", help="replication as the primary and the standby see it (pgmem.replication_status)")
+    st.add_argument("--json", action="store_true")
+    st.set_defaults(func=cmd_db_replica_status)
+    pr = rps.add_parser("promote", help="make the standby a primary (after the primary failed)")
+    pr.add_argument("--port", type=int)
+    pr.set_defaults(func=cmd_db_replica_promote)
+
+
 # ----------------------------------------------------------------------- parser
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="pgmem", description="Long-term memory for LLM agents, inside PostgreSQL.")
@@ -128,6 +322,7 @@ def build_parser() -> argparse.ArgumentParser:
     ps = dbs.add_parser("psql", help="open psql on the embedded database")
     ps.add_argument("psql_args", nargs="*", help="arguments for psql (e.g. -c 'select ...')")
     ps.set_defaults(func=cmd_db_psql)
+    _add_scaleout_parsers(dbs)  # scaleout (issue 19)
 
     mg = sub.add_parser("migrate", help="install or upgrade pgmem in the database (PGMEM_DSN or embedded)")
     mg.add_argument("--revision", default="head")

@@ -139,6 +139,15 @@ def event_to_args(event: Mapping[str, Any] | str, extractor=None, *, now: dateti
         if args.get("importance") is None and x.importance is not None and x.source == "llm":
             args["importance"] = x.importance
         args["metadata"].setdefault("extracted_by", x.source)
+        # layered tiers (issue 15): the profile facts a user's statement makes; the database's
+        # memories_profile_facts trigger writes them (pgmem.set_fact) as the memory is stored
+        facts = getattr(x, "facts", None)
+        if facts is None:  # an extractor without profile-statement detection: the heuristic's
+            from .engine.profile_facts import detect_facts
+
+            facts = detect_facts(content, speaker=args.get("who"))
+        if facts and args.get("user_id"):
+            args["metadata"].setdefault("facts", facts)
     return {k: v for k, v in args.items() if v is not None and v != {} or k == "content"}
 
 
@@ -177,16 +186,27 @@ class _Base:
     def __init__(self, dsn: str | None = None, tenant: str | None = "default", *, embedder: Any = "auto",
                  extractor: Any = None, min_size: int = 1, max_size: int = 4, timeout: float = 30.0,
                  retries: int = 3, statement_timeout_ms: int | None = 30000,
-                 idle_in_transaction_ms: int | None = 60000, tenant_claim: str | None = None):
+                 idle_in_transaction_ms: int | None = 60000, tenant_claim: str | None = None,
+                 read_dsn: str | None = None, read_your_writes: bool = False):
         """``tenant``: the tenant this client acts for; the login must be granted it
         (pgmem.grant_tenant). ``tenant_claim``: instead, a signed claim for the tenant (a shared
         application role; pgmem.claims); ``set_tenant_claim`` replaces it when it expires.
         ``statement_timeout_ms`` / ``idle_in_transaction_ms``: the session's timeouts (sessions of
         app and reader logins must have both, at most max_statement_timeout_ms and
-        max_idle_in_transaction_ms of pgmem.settings; None leaves the server's)."""
+        max_idle_in_transaction_ms of pgmem.settings; None leaves the server's).
+        ``read_dsn`` (else PGMEM_READ_DSN): a hot standby (``pgmem db replica up``) that takes the
+        read-only calls (READ_ONLY_CALLS); writes and touch go to ``dsn``. ``read_your_writes``:
+        writes wait until the synchronous standby has applied them (synchronous_commit =
+        remote_apply; the standby must be in synchronous_standby names: ``db replica up --sync``)."""
+        import os
+
         from .db import check_dsn, resolve_dsn
 
         self.dsn = check_dsn(resolve_dsn(dsn))  # a malformed DSN: an error now, without its password
+        # scaleout (issue 19): reads on a replica
+        read_dsn = read_dsn or os.environ.get("PGMEM_READ_DSN") or None
+        self.read_dsn = check_dsn(read_dsn) if read_dsn else None
+        self.read_your_writes = bool(read_your_writes)
         self.tenant_claim = None
         if tenant_claim is not None:
             self.set_tenant_claim(tenant_claim)
@@ -276,10 +296,12 @@ class _Base:
         # options): it is set with set_config() once connected (_session_sql)
         return {"connect_timeout": int(self.timeout)}
 
-    def _session_sql(self) -> tuple[str, tuple]:
+    def _session_sql(self, read: bool = False) -> tuple[str, tuple]:
         """The statement that gives a connection this client's tenant (or claim) and limits."""
         q = ("select set_config('pgmem.tenant', %s, false), set_config('pgmem.tenant_claim', %s, false)")
         params: tuple = ("" if self.tenant_claim else self.tenant, self.tenant_claim or "")
+        if self.read_your_writes and not read:
+            q += ", set_config('synchronous_commit', 'remote_apply', false)"
         for name, v in (("statement_timeout", self.statement_timeout_ms),
                         ("idle_in_transaction_session_timeout", self.idle_in_transaction_ms)):
             if v is not None:
@@ -289,6 +311,12 @@ class _Base:
 
     def _session_key(self) -> tuple:
         return (self.tenant, self.tenant_claim, self.statement_timeout_ms, self.idle_in_transaction_ms)
+
+    def _on_replica(self, fn: str, params: Mapping[str, Any], conn) -> bool:
+        """Whether this call goes to read_dsn: a read-only call, no caller's connection given."""
+        if self.read_dsn is None or conn is not None or fn not in READ_ONLY_CALLS:
+            return False
+        return not ((fn == "search" and params.get("touch")) or (fn == "activate" and params.get("query_id")))
 
     # SQL builders: one SQL function call each ------------------------------------
     @staticmethod
@@ -446,18 +474,151 @@ class _Base:
 
     # jobs ------------------------------------------------------------------------
     def run_job(self, name: str, conn=None, **params) -> list[dict]:
-        """Run a maintenance job now (merge, prune, archive, tune, purge) with its parameters."""
+        """Run a maintenance job now (merge, prune, archive, tune, purge, index) with its parameters."""
         fn = JOBS.get(name)
         if fn is None:
             raise PgmemError(f"unknown job {name!r}: known jobs are {', '.join(sorted(JOBS))}")
         return self._do(fn, {k: (json.dumps(v) if isinstance(v, dict) else v) for k, v in params.items()}, list, conn)
 
 
+    # layered tiers (issue 15, layered-memory-architecture.md): profile facts, intent,
+    # conversation state, threads, insights, and context_for. The methods that may ask the
+    # LLM (context_for, classify_intent, observe_reply) are generators of SQL calls run by
+    # the client's _run (sync or async); the LLM (PGMEM_LLM_BASE_URL) answers what SQL cannot.
+    @property
+    def llm(self):
+        """The LayeredLLM for the intent fallback, thread summaries and insights: from
+        PGMEM_LLM_BASE_URL unless set (``mem.llm = None`` turns it off)."""
+        if not hasattr(self, "_llm"):
+            from .layered import LayeredLLM
+
+            self._llm = LayeredLLM.from_env()
+        return self._llm
+
+    @llm.setter
+    def llm(self, value) -> None:
+        self._llm = value
+
+    def context_for(self, query: str, *, conversation_id: str, user_id: str | None = None, embedding: Any = None,
+                    k: int | None = None, remember: bool = True, filters: dict | None = None,
+                    search_profile: str | None = None, created_at: Any = None, conn=None):
+        """The memory half of the layered pipeline for one user message (pgmem.context_for):
+        classify (asking the LLM when no fast path decides and one is configured), topic gate,
+        remember, state, thread, research, policy, history, retrieval. Returns a
+        :class:`pgmem.layered.ContextResult`; ``result.annotations()`` are the stage events to
+        stream before the first token."""
+        return self._run(self._context_for_steps(query, conversation_id, user_id, embedding, k, remember, filters,
+                                                 search_profile, created_at), conn)
+
+    def _context_for_steps(self, query, conversation_id, user_id, embedding, k, remember, filters, search_profile,
+                           created_at):
+        from .layered import ContextResult
+
+        emb = self._embed_query(query, embedding)
+        llm = self.llm
+        if llm is not None:
+            yield from self._llm_intent_steps(query, conversation_id, user_id, llm)
+        doc = yield ("context_for", dict(query_text=query, query_embedding=emb, conversation_id=conversation_id,
+                                         user_id=user_id, k=k, remember=remember,
+                                         filters=json.dumps(filters, default=_jsonable) if filters else None,
+                                         search_profile=search_profile, created_at=created_at), _scalar, False)
+        result = ContextResult(doc)
+        thread = result.stage("thread")
+        if llm is not None and thread.get("summary_due"):
+            msgs = yield ("thread_messages", dict(thread_id=thread["thread_id"]), list, True)
+            summary, label = llm.summarize(msgs)
+            if summary:
+                t = yield ("set_thread_summary", dict(thread_id=thread["thread_id"], summary=summary, label=label,
+                                                      source="llm"), _first, True)
+                thread.update(summary=t["summary"], summary_source=t["summary_source"], label=t["label"])
+                result.context["thread"] = {"id": t["id"], "label": t["label"], "summary": t["summary"]}
+        return result
+
+    def _llm_intent_steps(self, query, conversation_id, user_id, llm):
+        """classify_intent in SQL; when it needs the LLM, ask it and cache the answer."""
+        from .layered import IntentResult
+
+        got = yield ("classify_intent", dict(query_text=query, conversation_id=conversation_id), _first, True)
+        res = IntentResult(**{k: got[k] for k in ("intent", "confidence", "source", "rule", "needs_llm")},
+                           facts=got.get("facts") or [])
+        if got["needs_llm"] and llm is not None:
+            ans = llm.classify(query)
+            if ans:
+                yield ("cache_intent", dict(query_text=query, intent=ans["intent"], confidence=ans["confidence"],
+                                            model=llm.model, user_id=user_id), _first, True)
+                res = IntentResult(intent=ans["intent"], confidence=ans["confidence"], source="llm", rule="llm")
+        return res
+
+    def classify_intent(self, text: str, conversation_id: str | None = None, *, user_id: str | None = None, conn=None):
+        """The intent of a message (pgmem.classify_intent), asking the LLM and caching its
+        answer when no fast path decides and one is configured: a :class:`IntentResult`."""
+        return self._run(self._llm_intent_steps(text, conversation_id, user_id, self.llm), conn)
+
+    def observe_reply(self, conversation_id: str, content: str, *, embedding: Any = None, insights: list | None = None,
+                      remember: bool = True, created_at: Any = None, conn=None):
+        """Records the assistant's reply (pgmem.observe_reply): it joins its question's thread,
+        is remembered, and its insights (the LLM's when one is configured, else cue phrases)
+        and concepts are stored. Returns the JSON document of observe_reply."""
+        return self._run(self._observe_reply_steps(conversation_id, content, embedding, insights, remember, created_at), conn)
+
+    def _observe_reply_steps(self, conversation_id, content, embedding, insights, remember, created_at):
+        emb = self._embed_query(content, embedding)
+        if insights is None and self.llm is not None:
+            insights = self.llm.insights(content, "assistant")
+        return (yield ("observe_reply", dict(conversation_id=conversation_id, content=content, embedding=emb,
+                                             insights=json.dumps(insights) if insights is not None else None,
+                                             remember=remember, created_at=created_at), _scalar, False))
+
+    def set_fact(self, user_id: str, key: str, value: Any, *, valid_from: Any = None, valid_to: Any = None,
+                 confidence: float = 1.0, source: str = "api", statement: str | None = None, conn=None) -> dict:
+        """Sets a profile fact (pgmem.set_fact): the value in force is superseded, never deleted."""
+        return self._do("set_fact", dict(user_id=user_id, key=key, value=json.dumps(value, default=_jsonable),
+                                         valid_from=valid_from, valid_to=valid_to, confidence=confidence, source=source,
+                                         statement=statement), _first, conn)
+
+    def end_fact(self, user_id: str, key: str, *, valid_to: Any = None, statement: str | None = None, conn=None) -> dict:
+        return self._do("end_fact", dict(user_id=user_id, key=key, valid_to=valid_to, statement=statement), _first, conn)
+
+    def profile(self, user_id: str, *, as_of: Any = None, known_at: Any = None, conn=None) -> dict[str, Any]:
+        """The user's facts in force at ``as_of`` (default now) as pgmem knew them at
+        ``known_at``: ``{key: value}`` (pgmem.profile has the rows with both times)."""
+        return self._do("profile", dict(user_id=user_id, as_of=as_of, known_at=known_at),
+                        lambda rows: {r["key"]: r["value"] for r in rows}, conn)
+
+    def fact_history(self, user_id: str, key: str | None = None, conn=None) -> list[dict]:
+        return self._do("fact_history", dict(user_id=user_id, key=key), list, conn)
+
+    def conversation_state(self, conversation_id: str, conn=None) -> dict | None:
+        return self._do("conversation_state", dict(conversation_id=conversation_id), _scalar, conn, setof=False)
+
+    def conversation_threads(self, conversation_id: str, include_archived: bool = False, conn=None) -> list[dict]:
+        return self._do("conversation_threads", dict(conversation_id=conversation_id, include_archived=include_archived),
+                        list, conn)
+
+    def search_insights(self, query: str | None = None, *, embedding: Any = None, user_id: str | None = None,
+                        k: int = 10, types: Sequence[str] | None = None, conn=None) -> list[dict]:
+        """Research insights across every thread (pgmem.search_insights)."""
+        return self._do("search_insights", dict(query_text=query, query_embedding=self._embed_query(query, embedding),
+                                                user_id=user_id, k=k, types=list(types) if types else None), list, conn)
+
+    def user_data(self, user_id: str, conn=None) -> dict:
+        """What is stored about a user, tier by tier (pgmem.user_data_summary)."""
+        return self._do("user_data_summary", dict(user_id=user_id), _scalar, conn, setof=False)
+
+    def export_user(self, user_id: str, conn=None) -> dict:
+        return self._do("export_user", dict(user_id=user_id), _scalar, conn, setof=False)
+
+    def erase_user(self, user_id: str, conn=None) -> dict:
+        return self._do("erase_user", dict(user_id=user_id), _first, conn)
+
+
 
 _CASTS = {"metadata": "::jsonb", "filters": "::jsonb", "weights": "::jsonb", "changes": "::jsonb",
           "items": "::jsonb", "params": "::jsonb", "embedding": "::vector", "query_embedding": "::vector",
           "ids": "::bigint[]", "topics": "::text[]", "entities": "::text[]", "query_id": "::uuid",
-          "motor": "::jsonb", "sensory": "::jsonb"}  # Fragment content domains (issue 16)
+          "motor": "::jsonb", "sensory": "::jsonb",  # Fragment content domains (issue 16)
+          # layered tiers (issue 15)
+          "value": "::jsonb", "insights": "::jsonb", "types": "::text[]"}
 
 
 class MemoryClient(_Base):
@@ -467,6 +628,7 @@ class MemoryClient(_Base):
     def __init__(self, *a, **kw):
         super().__init__(*a, **kw)
         self._pool = None
+        self._read_pool = None
 
     # connections -----------------------------------------------------------------
     @property
@@ -479,11 +641,25 @@ class MemoryClient(_Base):
                                         configure=self._configure, timeout=self.timeout, open=True)
         return self._pool
 
-    def _configure(self, conn) -> None:
+    @property
+    def read_pool(self):
+        """The pool of the replica (read_dsn) for read-only calls; the primary's without one."""
+        if self.read_dsn is None:
+            return self.pool
+        if self._read_pool is None:
+            from psycopg_pool import ConnectionPool
+
+            self._read_pool = ConnectionPool(self.read_dsn, min_size=self.min_size, max_size=self.max_size,
+                                             kwargs={"autocommit": True, **self._connect_kwargs()},
+                                             configure=lambda c: self._configure(c, read=True), timeout=self.timeout,
+                                             open=True)
+        return self._read_pool
+
+    def _configure(self, conn, read: bool = False) -> None:
         """Per connection: vector types, then this client's tenant (or claim) and limits."""
         _configure(conn)
         if getattr(conn, "_pgmem_session", None) != self._session_key():
-            q, params = self._session_sql()
+            q, params = self._session_sql(read)
             with conn.transaction() if not conn.autocommit else _nullcontext():
                 conn.execute(q, params)
             conn._pgmem_session = self._session_key()
@@ -492,6 +668,9 @@ class MemoryClient(_Base):
         if self._pool is not None:
             self._pool.close()
             self._pool = None
+        if self._read_pool is not None:
+            self._read_pool.close()
+            self._read_pool = None
 
     def __enter__(self):
         return self
@@ -500,22 +679,23 @@ class MemoryClient(_Base):
         self.close()
 
     @contextmanager
-    def connection(self, conn: psycopg.Connection | None = None) -> Iterator[psycopg.Connection]:
-        """The caller's connection (tenant set on it) or one from the pool."""
+    def connection(self, conn: psycopg.Connection | None = None, *, read: bool = False) -> Iterator[psycopg.Connection]:
+        """The caller's connection (tenant set on it) or one from the pool (the replica's when
+        ``read`` and the client has a read_dsn)."""
         if conn is not None:
             _configure(conn)
             conn.execute(*self._session_sql())
             yield conn
             return
-        with self.pool.connection() as c:
-            self._configure(c)  # a claim replaced since the connection was made
+        with (self.read_pool if read else self.pool).connection() as c:
+            self._configure(c, read=read and self.read_dsn is not None)  # a claim replaced since the connection was made
             yield c
 
-    def _rows(self, sql: str, params: dict, conn=None) -> list[dict]:
+    def _rows(self, sql: str, params: dict, conn=None, *, read: bool = False) -> list[dict]:
         attempt = 0
         while True:
             try:
-                with self.connection(conn) as c:
+                with self.connection(conn, read=read) as c:
                     with c.cursor(row_factory=dict_row) as cur:
                         cur.execute(sql, params)
                         return cur.fetchall() if cur.description else []
@@ -540,7 +720,18 @@ class MemoryClient(_Base):
         if self._arg_names is None:
             self._arg_names = {r["proname"]: frozenset(r["array_agg"] or ()) for r in self._rows(self._ARG_NAMES_SQL, {}, conn)}
         self._check_args(fn, params)
-        return post(self._rows(sql, params, conn))
+        return post(self._rows(sql, params, conn, read=self._on_replica(fn, params, conn)))
+
+    def _run(self, steps, conn=None):
+        """Runs a generator of SQL calls (layered methods): each yielded (function, args, post,
+        setof) is called and its result sent back; the generator's return value is returned."""
+        result = None
+        try:
+            while True:
+                fn, args, post, setof = steps.send(result)
+                result = self._do(fn, args, post, conn, setof=setof)
+        except StopIteration as stop:
+            return stop.value
 
     def call(self, fn: str, conn=None, **args) -> list[dict]:
         """Call any pgmem SQL function by name with named arguments (None = SQL default)."""
@@ -570,8 +761,14 @@ class MemoryClient(_Base):
             bar.close()
         return out
 
+# scaleout (issue 19): the calls a client with read_dsn sends to the replica (they write nothing;
+# search with touch => true and activate with a query_id write, and go to the primary)
+READ_ONLY_CALLS = frozenset({"search", "search_exact", "explain_search", "activate", "recall", "build_context",
+                             "query_embedding_text",
+                             "get_memory", "history", "export_user"})
+
 JOBS = {"merge": "merge_duplicates", "prune": "prune", "archive": "archive_stale", "tune": "tune_thresholds",
-        "purge": "purge", "cluster": "cluster"}
+        "purge": "purge", "index": "index_vectors", "cluster": "cluster"}
 
 
 def _remember_result(row: Mapping[str, Any]) -> RememberResult:
@@ -607,6 +804,11 @@ def _default_extractor():
 
 def _first(rows: list[dict]) -> dict:
     return rows[0]
+
+
+def _scalar(rows: list[dict]) -> Any:
+    """The value of a one-column, one-row result (a function returning jsonb)."""
+    return next(iter(rows[0].values())) if rows else None
 
 
 P = ParamSpec("P")
@@ -650,6 +852,20 @@ class AsyncMemoryClient(_Base):
     build_context = _coroutine(_Base.build_context)
     touch = _coroutine(_Base.touch)
     run_job = _coroutine(_Base.run_job)
+    # layered tiers (issue 15)
+    context_for = _coroutine(_Base.context_for)
+    classify_intent = _coroutine(_Base.classify_intent)
+    observe_reply = _coroutine(_Base.observe_reply)
+    set_fact = _coroutine(_Base.set_fact)
+    end_fact = _coroutine(_Base.end_fact)
+    profile = _coroutine(_Base.profile)
+    fact_history = _coroutine(_Base.fact_history)
+    conversation_state = _coroutine(_Base.conversation_state)
+    conversation_threads = _coroutine(_Base.conversation_threads)
+    search_insights = _coroutine(_Base.search_insights)
+    user_data = _coroutine(_Base.user_data)
+    export_user = _coroutine(_Base.export_user)
+    erase_user = _coroutine(_Base.erase_user)
 
     async def _get_pool(self):
         if self._pool is None:
@@ -661,16 +877,34 @@ class AsyncMemoryClient(_Base):
             await self._pool.open()
         return self._pool
 
-    async def _aconfigure(self, conn) -> None:
+    async def _get_read_pool(self):
+        if self.read_dsn is None:
+            return await self._get_pool()
+        if getattr(self, "_read_pool", None) is None:
+            from psycopg_pool import AsyncConnectionPool
+
+            async def configure(conn):
+                await self._aconfigure(conn, read=True)
+
+            self._read_pool = AsyncConnectionPool(self.read_dsn, min_size=self.min_size, max_size=self.max_size,
+                                                  kwargs={"autocommit": True, **self._connect_kwargs()},
+                                                  configure=configure, timeout=self.timeout, open=False)
+            await self._read_pool.open()
+        return self._read_pool
+
+    async def _aconfigure(self, conn, read: bool = False) -> None:
         await _aconfigure(conn)
         if getattr(conn, "_pgmem_session", None) != self._session_key():
-            await conn.execute(*self._session_sql())
+            await conn.execute(*self._session_sql(read))
             conn._pgmem_session = self._session_key()
 
     async def close(self) -> None:
         if self._pool is not None:
             await self._pool.close()
             self._pool = None
+        if getattr(self, "_read_pool", None) is not None:
+            await self._read_pool.close()
+            self._read_pool = None
 
     async def __aenter__(self):
         return self
@@ -678,7 +912,7 @@ class AsyncMemoryClient(_Base):
     async def __aexit__(self, *exc):
         await self.close()
 
-    async def _rows(self, sql: str, params: dict, conn=None) -> list[dict]:
+    async def _rows(self, sql: str, params: dict, conn=None, *, read: bool = False) -> list[dict]:
         import asyncio
 
         attempt = 0
@@ -690,9 +924,9 @@ class AsyncMemoryClient(_Base):
                     async with conn.cursor(row_factory=dict_row) as cur:
                         await cur.execute(sql, params)
                         return await cur.fetchall() if cur.description else []
-                pool = await self._get_pool()
+                pool = await (self._get_read_pool() if read else self._get_pool())
                 async with pool.connection() as c:
-                    await self._aconfigure(c)  # a claim replaced since the connection was made
+                    await self._aconfigure(c, read=read and self.read_dsn is not None)  # a claim replaced since it was made
                     async with c.cursor(row_factory=dict_row) as cur:
                         await cur.execute(sql, params)
                         return await cur.fetchall() if cur.description else []
@@ -714,10 +948,20 @@ class AsyncMemoryClient(_Base):
             self._arg_names = {r["proname"]: frozenset(r["array_agg"] or ())
                                for r in await self._rows(self._ARG_NAMES_SQL, {}, conn)}
         self._check_args(fn, params)
-        out = post(await self._rows(sql, params, conn))
+        out = post(await self._rows(sql, params, conn, read=self._on_replica(fn, params, conn)))
         while inspect.isawaitable(out):  # a method that chains two calls (search: embedding text, then search)
             out = await out
         return out
+
+    async def _run(self, steps, conn=None):
+        """MemoryClient._run, awaiting each SQL call."""
+        result = None
+        try:
+            while True:
+                fn, args, post, setof = steps.send(result)
+                result = await self._do(fn, args, post, conn, setof=setof)
+        except StopIteration as stop:
+            return stop.value
 
     async def call(self, fn: str, conn=None, **args) -> list[dict]:
         return await self._do(fn, args, list, conn)

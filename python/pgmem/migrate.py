@@ -171,6 +171,63 @@ def run_sql(sql: str) -> None:
     op.get_bind().connection.driver_connection.execute(sql)
 
 
+# The views and functions of schema pgmem that depend on any of the given tables or columns:
+# views reading them, functions taking or returning a table's row type or reading it in a
+# SQL-standard body; then, transitively, what depends on those. Deepest first (drop order).
+_DEPENDENTS = r"""
+with recursive target as (
+  select c.oid, coalesce(a.attnum, 0) as attnum
+    from unnest(%(targets)s::text[]) t(name)
+    join pg_class c on c.oid = to_regclass(case when t.name ~ '^\w+\.\w+\.\w+$'
+                                                then regexp_replace(t.name, '\.\w+$', '') else t.name end)
+    left join pg_attribute a on t.name ~ '^\w+\.\w+\.\w+$' and a.attrelid = c.oid
+                            and a.attname = substring(t.name from '\.(\w+)$')),
+-- dependencies between relations (a view's rule stands for the view; a row type for its relation)
+-- and functions
+edge as (
+  select case when d.classid = 'pg_rewrite'::regclass then 'pg_class'::regclass else d.classid end as classid,
+         coalesce(w.ev_class, d.objid) as objid,
+         case when d.refclassid = 'pg_type'::regclass then 'pg_class'::regclass else d.refclassid end as refclassid,
+         coalesce(rt.oid, d.refobjid) as refobjid,
+         case when d.refclassid = 'pg_type'::regclass then 0 else d.refobjsubid end as refobjsubid
+    from pg_depend d
+    left join pg_rewrite w on d.classid = 'pg_rewrite'::regclass and w.oid = d.objid
+    left join pg_class rt on d.refclassid = 'pg_type'::regclass and rt.reltype = d.refobjid
+   where d.deptype = 'n' and d.classid in ('pg_rewrite'::regclass, 'pg_proc'::regclass)
+     and d.refclassid in ('pg_class'::regclass, 'pg_type'::regclass, 'pg_proc'::regclass)
+     and (d.refclassid <> 'pg_type'::regclass or rt.oid is not null)),
+node(classid, objid, depth) as (
+  select e.classid, e.objid, 1 from target t
+    join edge e on e.refclassid = 'pg_class'::regclass and e.refobjid = t.oid
+               and (t.attnum = 0 or e.refobjsubid = t.attnum)
+  union
+  select e.classid, e.objid, n.depth + 1 from node n
+    join edge e on e.refclassid = n.classid and e.refobjid = n.objid
+   where n.depth < 50)
+select coalesce(c.oid::regclass::text, p.oid::regprocedure::text) as name,
+       case when p.oid is not null then 'routine' when c.relkind = 'm' then 'materialized view' else 'view' end as kind
+  from node n
+  left join pg_class c on n.classid = 'pg_class'::regclass and c.oid = n.objid and c.relkind in ('v', 'm')
+  left join pg_proc p on n.classid = 'pg_proc'::regclass and p.oid = n.objid
+  join pg_namespace s on s.oid = coalesce(c.relnamespace, p.pronamespace) and s.nspname = 'pgmem'
+ group by 1, 2 order by max(n.depth) desc, 1"""
+
+
+def drop_dependents(*targets: str) -> list[str]:
+    """In a downgrade, before dropping tables (``pgmem.t``) or columns (``pgmem.t.col``): drop
+    the views and functions of schema pgmem that depend on them (see ``_DEPENDENTS``). They
+    belong to the idempotent lane (sql/), which recreates them on the next upgrade. Objects of
+    other schemas are left alone (the drop of the table then fails, naming them). Returns
+    what was dropped."""
+    from alembic import op
+
+    raw = op.get_bind().connection.driver_connection
+    found = raw.execute(_DEPENDENTS, {"targets": list(targets)}).fetchall()
+    for name, kind in found:
+        raw.execute(f"drop {kind} if exists {name}")
+    return [name for name, _ in found]
+
+
 def idempotent_files() -> list[Path]:
     return sorted(p for p in sql_dir().glob("*.sql"))
 
