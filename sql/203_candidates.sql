@@ -51,13 +51,13 @@ create or replace function pgmem._candidates(q pgmem.query) returns setof bigint
   language sql stable parallel safe
 begin atomic
   with c as (
-  (select v.memory_id from pgmem.memory_vectors v join pgmem.memories m on m.id = v.memory_id
+  (select v.memory_id as id from pgmem.memory_vectors v join pgmem.memories m on m.id = v.memory_id
     where q.embedding is not null and not q.exact and 'active' = any(q.states)
       and v.tenant = q.tenant and m.state = 'active' and pgmem._eligible(m, q)
     order by v.embedding operator(public.<=>) q.embedding
     limit q.n)
   union
-  (select v.memory_id from pgmem.memory_vectors v join pgmem.memories m on m.id = v.memory_id
+  (select v.memory_id as id from pgmem.memory_vectors v join pgmem.memories m on m.id = v.memory_id
     where q.embedding is not null and not q.exact and 'active' = any(q.states) and q.recent_n > 0
       and v.tenant = q.tenant and m.state = 'active' and m.created_at >= q.recent_since and pgmem._eligible(m, q)
     order by v.embedding operator(public.<=>) q.embedding
