@@ -89,6 +89,7 @@ EXAMPLES: list[tuple[str, str]] = [
     ("archive_stale", f"select memory_id, round(age_days::numeric, 1) as age_days, applied from pgmem.archive_stale(retention => '20 days', dry_run => true, as_of => '{AS_OF}')"),
     ("purge", "select * from pgmem.purge(older_than => '0 seconds', dry_run => true)"),
     ("run_job", "call pgmem.run_job('prune', '{\"mode\": \"gentle\"}')"),
+    ("index_vectors", "select * from pgmem.index_vectors(batch => 100)"),
     ("job_schedule_commands", "select * from pgmem.job_schedule_commands()"),
     ("schedule_jobs", "select * from pgmem.schedule_jobs()"),
     ("unschedule_jobs", "select pgmem.unschedule_jobs()"),

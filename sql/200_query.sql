@@ -254,8 +254,7 @@ declare
   today date := (p_as_of at time zone 'UTC')::date;
   n int;
   unit text;
-  shift int := 0;
-  nums constant jsonb := '{"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10, "few": 3, "couple of": 2}';
+  nums constant jsonb := jsonb '{"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10, "few": 3, "couple of": 2}';
 begin
   -- a day: "7 July, 2023", "July 7th, 2023", "on 2023-07-07"
   m := regexp_match(t, '\m(\d{1,2})(?:st|nd|rd|th)?\s+' || months || '\.?,?\s+(\d{4})\M');
