@@ -15,6 +15,7 @@ from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 
 from conftest import connect
+from sqlhelpers import scalar
 
 DIM = 384
 
@@ -67,10 +68,6 @@ def counts(conn) -> tuple[int, int]:
 
 def rarity(n: int) -> float:
     return 1.0 / math.log2(2 + n)
-
-
-def scalar(conn, sql, params=()):
-    return conn.execute(sql, params).fetchone()[0]
 
 
 def hist_ops(conn, memory_id) -> list[str]:
