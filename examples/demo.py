@@ -27,6 +27,33 @@ def banner(text: str) -> None:
     print(f"\n\033[1m== {text}\033[0m" if sys.stdout.isatty() else f"\n== {text}")
 
 
+# ------------------------------------------------------------------ layered tiers (issue 15)
+LAYERED_CHAT = ["Hi again!", "I moved to Lisbon last month.", "What do you know about me?",
+                "How should I tune the HNSW index for the order search?", "Tell me more about it"]
+
+
+def layered_demo(mem, user: str = "maya") -> None:
+    """One short chat through pgmem.context_for: each message's stages as a server would
+    stream them, the selected context, and the profile before and after the move."""
+    before = mem.profile(user)
+    for text in LAYERED_CHAT:
+        r = mem.context_for(text, conversation_id="demo-layered", user_id=user)
+        c, th, pol = r.stage("classified"), r.stage("thread"), r.policy
+        flags = [k for k in ("inject_rag", "inject_qa_history", "inject_profile", "privacy_mode") if pol[k]]
+        print(f"\n{text!r}\n  intent {c['intent']} ({c['confidence']:.2f}, {c['source']})"
+              + (f", demoted from {c['demoted_from']}" if c.get("demoted_from") else "")
+              + f"; behaviour {r.stage('behaviour')['mode']}; thread {th['decision']} #{th['thread_id']}"
+              + f"; policy {', '.join(flags) or 'no retrieval'}; retrieved {r.stage('retrieved')['retrieval_info']}")
+        for line in r.annotations()[:2]:
+            print(f"  stream {line}")
+        if r.context.get("privacy"):
+            for tier, v in r.context["privacy"]["tiers"].items():
+                print(f"  stored ({tier}): " + ", ".join(f"{k}={json.dumps(x)[:60]}" for k, x in v.items() if k != "table"))
+        for m in (r.context.get("memories") or [])[:2]:
+            print(f"  memory {m['id']}: {m['content'][:80]}")
+    print(f"\nprofile before: {before}\nprofile now:    {mem.profile(user)}")
+
+
 def main() -> int:
     t0 = time.monotonic()
     banner("1. embedded PostgreSQL (pgvector, plpython3u, pg_cron) under .pgmem/")
@@ -109,11 +136,16 @@ def main() -> int:
         print(f"\ntenant {TENANT!r}: {st['memories']} memories ({st['active']} active), {st['users']} users, "
               f"{st['sessions']} sessions, embedding queue {st['embedding_queue']}")
 
+    banner("7. layered pipeline (pgmem.context_for): intent, topic gate, state, thread, policy, selective retrieval")
+    layered_demo(mem)
+
     banner(f"done in {time.monotonic() - t0:.1f}s; the cluster keeps running with the data")
     print(f"""  .venv/bin/pgmem search "what editor does maya use" --explain
   .venv/bin/pgmem activate "trip to japan" --context-type task
   .venv/bin/pgmem history {results[0].id}
-  psql '{c.dsn()}' -c "select * from pgmem.search('peanut allergy', k => 3)"
+  .venv/bin/pgmem context "Where do I live?" --conversation demo-layered --user maya
+  .venv/bin/pgmem profile maya --history
+  psql '{c.dsn(mask=True)}' -c "select * from pgmem.search('peanut allergy', k => 3)"
   .venv/bin/pgmem db down      # stop it""")
     return 0
 

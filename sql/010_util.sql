@@ -541,10 +541,19 @@ begin
     perform pgmem._bad_input(format('%s is all zeros: cosine similarity is undefined for it', p_what),
       'pass NULL to have the worker embed the text, or a non-zero vector');
   end if;
+  -- pgvector computes distances in float32 (norms included): a norm whose square over- or
+  -- underflows float32 gives NaN similarities (all 1e30: inf/inf; all 1e-30: 0/0) that rank
+  -- first everywhere. The norm is taken in double precision above; 1e-6 .. 1e6 keeps every
+  -- square, and every dot product of two accepted vectors, inside float32's normal range.
+  if n < 1e-6 or n > 1e6 then
+    perform pgmem._bad_input(format('%s has norm %s: float32 distances of a vector this %s are NaN or infinite',
+                                    p_what, btrim(to_char(n, '9.99EEEE')), case when n < 1e-6 then 'small' else 'large' end),
+      'pass the model''s normalised vector (norm 1), or NULL to have the worker embed the text');
+  end if;
   return p_embedding;
 end $$;
 comment on function pgmem._check_embedding(vector, text) is
-  'Returns the vector if it has the installed dimension and a finite, non-zero norm; else raises a clear error.';
+  'Returns the vector if it has the installed dimension and a finite norm between 1e-6 and 1e6 (float32 distances stay defined); else raises a clear error.';
 
 -- SECURITY DEFINER for the reason _setting is: it reads '*' rows and the checked tenant's only.
 create or replace function pgmem._check_category(p_category text) returns real
@@ -602,11 +611,18 @@ create or replace function pgmem._check_time(p_value timestamptz, p_name text, p
   language plpgsql stable parallel safe
   set search_path = pgmem, public, pg_temp
 as $$
+declare
+  -- an observation time (created_at: never in the future) starts at the Unix epoch: a memory
+  -- observed in 1901 is a data error (issue 14: its decay underflowed), and an old event
+  -- time belongs in happened_at, which goes back to 1900
+  v_min timestamptz := case when p_allow_future then '1900-01-01'::timestamptz else '1970-01-01'::timestamptz end;
 begin
   if p_value is null then return null; end if;
   if p_value = 'infinity'::timestamptz or p_value = '-infinity'::timestamptz
-     or p_value < '1900-01-01'::timestamptz or p_value > now() + interval '200 years' then
-    perform pgmem._bad_input(format('%s %s is out of range (1900 .. now + 200 years)', p_name, p_value));
+     or p_value < v_min or p_value > now() + interval '200 years' then
+    perform pgmem._bad_input(format('%s %s is out of range (%s .. now + 200 years)', p_name, p_value,
+                                    to_char(v_min, 'YYYY')),
+      case when not p_allow_future then 'created_at is when the memory was observed; put an old event time in happened_at (the 5W1H "when")' end);
   end if;
   if not p_allow_future and p_value > now() + interval '5 minutes' then
     perform pgmem._bad_input(format('%s %s is in the future', p_name, p_value),

@@ -23,6 +23,20 @@ insert into pgmem.settings (tenant, key, value, description) values
   ('*', 'max_idle_in_transaction_ms', '60000', 'sessions of pgmem_app and pgmem_reader logins must run with idle_in_transaction_session_timeout on and at most this (ms; 0 = no ceiling)')
 on conflict (tenant, key) do nothing;
 
+-- Write-path limits and job locks (concern: write path and jobs, issue 14 "No time limits" and
+-- "Job denial by advisory lock"): each limit is a clear 22023 error naming the setting.
+insert into pgmem.settings (tenant, key, value, description) values
+  ('*', 'max_batch_items', '1000', 'remember_many(): most items in one call (split larger batches; the client does)'),
+  ('*', 'max_metadata_bytes', '65536', 'largest metadata object of a memory (bytes of its JSON text)'),
+  ('*', 'max_summary_bytes', '16384', 'largest summary of a memory (bytes)'),
+  ('*', 'max_field_bytes', '8192', 'largest 5W1H field (who, what, location, why, how) of a memory (bytes)'),
+  ('*', 'max_id_bytes', '256', 'largest user_id, agent_id, session_id, event_key, embedding_model, topic or entity (bytes; they are indexed)'),
+  ('*', 'max_tags', '256', 'most topics, and most entities, of one memory'),
+  ('*', 'max_reason_bytes', '2048', 'largest reason given to forget, restore or update_memory (bytes)'),
+  ('*', 'job_lock_timeout_ms', '30000', 'how long a job batch waits for another job that changes memories (merge, prune, archive, purge) before it is recorded as skipped'),
+  ('*', 'merge_text_candidates', '200', 'merge_duplicates without embeddings: how many memories sharing words with one (most shared first) it compares by Jaccard')
+on conflict (tenant, key) do nothing;
+
 -- engram.md, Category Importance Weights
 insert into pgmem.categories (tenant, category, weight, description) values
   ('*', 'fact', 0.8, 'factual information'),
@@ -53,6 +67,29 @@ on conflict (tenant, name) do update
   set method = excluded.method, weights = excluded.weights, params = excluded.params,
       description = excluded.description, updated_at = now()
   where pgmem.profiles.builtin;
+
+-- Layered memory (issue 15; layered-memory-architecture.md). The design's constants, one
+-- setting each; a tenant may override any of them.
+insert into pgmem.settings (tenant, key, value, description) values
+  -- "Topic Vector Rolling Average": TOPIC_DECAY_ALPHA
+  ('*', 'topic_alpha', '0.2', 'EMA weight of the newest message in a conversation''s topic vector'),
+  -- Step 4, TOPIC_CONTINUATION_THRESHOLD
+  ('*', 'topic_gate_threshold', '0.35', 'a continuation whose cosine to the topic vector is below this is demoted to general'),
+  -- Step 4c: THREAD_ATTACH_THRESHOLD, THREAD_MAX_ACTIVE, EMA alpha; "Topic Threading": THREAD_SUMMARY_INTERVAL
+  ('*', 'thread_alpha', '0.3', 'EMA weight of the newest message in a thread centroid'),
+  ('*', 'thread_attach_threshold', '0.55', 'a message joins the nearest active thread when its cosine to the centroid is at least this'),
+  ('*', 'thread_max_active', '12', 'active threads per conversation; a new one archives the least recently used'),
+  ('*', 'thread_summary_interval', '8', 'a thread is summarised when its message count reaches a multiple of this'),
+  -- Step 6: RECENCY_WINDOW, SEMANTIC_K
+  ('*', 'history_recency_window', '6', 'history pruning keeps the last this many messages'),
+  ('*', 'history_semantic_k', '3', '...and this many older messages most similar to the query'),
+  -- Step 4b: repetition is Jaccard >= 0.7
+  ('*', 'repetition_jaccard', '0.7', 'a user message repeats an earlier one when the Jaccard similarity of their tokens is at least this'),
+  -- "Research Memory": insights below this confidence are not stored
+  ('*', 'insight_min_confidence', '0.6', 'insights (cue phrases or LLM) with a lower confidence are dropped'),
+  ('*', 'qa_history_min_similarity', '0.5', 'Q&A history: earlier user questions at least this similar to the query are offered with their answers')
+
+on conflict (tenant, key) do nothing;
 
 -- Concept and liquid clusters (jam-journalistic-agent-memory.md; the cluster job, sql/470_cluster.sql)
 insert into pgmem.settings (tenant, key, value, description) values

@@ -1,15 +1,317 @@
 -- remember(): store one memory behind Engram's surprise gate, with Fragment salience.
--- remember_many(): the same rules for a batch in one call.
+-- remember_many(): the same rules for a batch in one call, set-based.
+-- surprise(): the gate's verdict on a candidate, without storing it.
+--
+-- All three run one implementation, pgmem._remember_core, over a batch (of one, for
+-- remember and surprise):
+--   1. what every item finds among the stored memories, in ONE statement: exact duplicate
+--      (content hash), event_key replay, the 10 nearest neighbours (HNSW, one lateral index
+--      scan per item), the best keyword match among index-driven candidates, the count of
+--      its category (once per scope and category), its session's previous memory;
+--   2. the decisions, in batch order (python/pgmem/engine/gate.py, PL/Python): what an item
+--      finds among the EARLIER items of its batch depends on which of them were kept, exactly
+--      as with one remember() call after the other;
+--   3. ONE INSERT ... SELECT of the kept items (history of the new memories: one statement,
+--      040's statement-level trigger), ONE INSERT of the history rows of the duplicates and
+--      rejected candidates, ONE INSERT of the session links.
+-- SECURITY DEFINER, audited: every statement filters on v_tenant = pgmem._require_tenant().
+-- (Under row-level security the HNSW and GIN index paths would be lost: see 900_security.sql.)
 
 create or replace function pgmem._scope_key(p_user_id text) returns text
   language sql immutable parallel safe
   return coalesce(p_user_id, '');
 
--- Engram's surprise gate (engram.md, Surprise Detection). Returns the components; the
--- decision is taken by the caller. "Existing memories" are the active memories of the same
--- tenant and user. Semantic novelty uses the HNSW nearest neighbour (not a scan); keyword
--- novelty compares with the lexical (GIN) and semantic neighbours, at most
--- surprise_lexical_pool of them; category rarity counts at most rarity_count_cap memories.
+-- Step 2 (see above): Engram's gate over a batch, in order. Arrays by item, in batch order;
+-- tokens are space-joined (tokens never contain a space); vectors in pgvector's binary format.
+create or replace function pgmem._gate_decide(
+  p_scope text[], p_hash text[], p_event_key text[], p_category text[], p_force boolean[], p_vector bytea[],
+  p_tokens text[], p_session text[], p_created_at float8[],
+  p_replay_id bigint[], p_dup_id bigint[], p_any boolean[], p_nn_id bigint[], p_nn_sim float8[], p_nn_tokens text[],
+  p_kw_id bigint[], p_kw_sim float8[], p_kw_tokens text[], p_cat_count integer[],
+  p_prev_id bigint[], p_prev_seq integer[], p_prev_at float8[],
+  p_threshold float8, p_weights jsonb, p_weights_no_embedding jsonb, p_rarity_cap integer)
+returns table (ord integer, decision text, memory_id bigint, memory_ord integer, surprise float8,
+               semantic_novelty float8, keyword_novelty float8, rarity float8, nearest_id bigint, nearest_ord integer,
+               nearest_similarity float8, new_numbers text[], forced boolean, seq integer, prev_id bigint, prev_ord integer)
+  language plpython3u stable
+  set search_path = pgmem, public, pg_temp
+as $$
+import json
+mod = GD.get("pgmem.gate")
+if mod is None:
+    import sys, types
+    src = plpy.execute("select source from pgmem.py_modules where name = 'gate'")[0]["source"]
+    mod = types.ModuleType("pgmem_gate"); sys.modules["pgmem_gate"] = mod  # (dataclasses look their module up)
+    exec(src, mod.__dict__); GD["pgmem.gate"] = mod
+if not p_scope:
+    return []
+split = lambda s: s.split(" ") if s else []
+items = [dict(scope=p_scope[i], hash=p_hash[i], event_key=p_event_key[i], category=p_category[i], force=p_force[i],
+              vector=mod.vector_from_send(p_vector[i]), tokens=split(p_tokens[i]), session=p_session[i],
+              created_at=p_created_at[i], replay_id=p_replay_id[i], dup_id=p_dup_id[i], any=p_any[i],
+              nn_id=p_nn_id[i], nn_sim=p_nn_sim[i], nn_tokens=split(p_nn_tokens[i]), kw_id=p_kw_id[i],
+              kw_sim=p_kw_sim[i], kw_tokens=split(p_kw_tokens[i]), cat_count=p_cat_count[i],
+              prev_id=p_prev_id[i], prev_seq=p_prev_seq[i], prev_at=p_prev_at[i])
+         for i in range(len(p_scope))]
+out = mod.decide(items, threshold=p_threshold, weights=json.loads(p_weights),
+                 weights_no_embedding=json.loads(p_weights_no_embedding), rarity_cap=p_rarity_cap)
+ref = lambda r: (None, None) if r is None else (r.id, None if r.ord is None else r.ord + 1)
+rows = []
+for i, d in enumerate(out):
+    m, n, p = ref(d.memory), ref(d.nearest), ref(d.prev)
+    rows.append((i + 1, d.decision, m[0], m[1], d.surprise, d.semantic_novelty, d.keyword_novelty, d.rarity,
+                 n[0], n[1], d.nearest_similarity, d.new_numbers, d.forced, d.seq, p[0], p[1]))
+return rows
+$$;
+comment on function pgmem._gate_decide(text[], text[], text[], text[], boolean[], bytea[], text[], text[], float8[], bigint[], bigint[], boolean[], bigint[], float8[], text[], bigint[], float8[], text[], integer[], bigint[], integer[], float8[], float8, jsonb, jsonb, integer) is
+  'Engram''s surprise gate over a batch in order (PL/Python, module gate): what each item finds among the earlier kept items of its batch, added to what it found among the stored memories. Internal to remember, remember_many and surprise.';
+
+create or replace function pgmem._remember_core(p_rows pgmem.memories[], p_force boolean[], p_labels text[],
+                                                p_dry_run boolean default false, p_exclude_id bigint default null)
+returns setof pgmem.remember_outcome
+  language plpgsql volatile
+  set search_path = pgmem, public, pg_temp
+  set hnsw.iterative_scan = strict_order
+as $$
+#variable_conflict use_column
+declare
+  v_tenant text := pgmem._require_tenant();
+  v_limits jsonb := pgmem._write_limits();
+  v_pool int := pgmem._setting_num('surprise_lexical_pool', 20)::int;
+  v_cap int := pgmem._setting_num('rarity_count_cap', 1024)::int;
+  v_threshold float8 := pgmem._setting_num('surprise_threshold', 0.15);
+  v_salience_w jsonb := pgmem._setting('salience_weights');
+  v_n int := coalesce(cardinality(p_rows), 0);
+  v_out pgmem.remember_outcome[];
+  f record;  -- the facts of step 1, as arrays in batch order
+begin
+  if v_n = 0 then return; end if;
+  -- validation with messages for people, naming the item of a batch (the trigger checks again)
+  if not p_dry_run then
+    perform pgmem._check_memory(u.m, null, v_limits, p_labels[u.i]), pgmem._check_embedding((u.m).embedding, p_labels[u.i] || 'embedding')
+       from (select g.i::int as i, p_rows[g.i] as m from generate_subscripts(p_rows, 1) g(i)) u;
+    perform pgmem._check_category(c) from (select distinct (u.m).category as c from (select g.i::int as i, p_rows[g.i] as m from generate_subscripts(p_rows, 1) g(i)) u) x;
+    -- one writer at a time per (tenant, user scope): the gate of a concurrent batch must see what
+    -- this one keeps. Row locks of pgmem.write_locks, which only pgmem's functions can take.
+    insert into pgmem.write_locks (tenant, scope)
+    select distinct v_tenant, pgmem._scope_key((u.m).user_id) from (select g.i::int as i, p_rows[g.i] as m from generate_subscripts(p_rows, 1) g(i)) u order by 2
+    on conflict do nothing;
+    perform 1 from pgmem.write_locks w
+     where w.tenant = v_tenant and w.scope in (select pgmem._scope_key((u.m).user_id) from (select g.i::int as i, p_rows[g.i] as m from generate_subscripts(p_rows, 1) g(i)) u)
+     order by w.scope for update;
+  else
+    perform pgmem._check_embedding((u.m).embedding) from (select g.i::int as i, p_rows[g.i] as m from generate_subscripts(p_rows, 1) g(i)) u;
+  end if;
+  perform set_config('hnsw.ef_search', greatest(40, pgmem._setting_num('hnsw_ef_search', 100)::int)::text, true);
+
+  -- 1. what every item finds among the stored memories of its tenant and user scope
+  with it as (
+    select u.i::int as i, u.m, pgmem._scope_key((u.m).user_id) as scope, md5(pgmem._content_key((u.m).content))::uuid as h,
+           pgmem.tokens((u.m).content) as toks, plainto_tsquery('english', (u.m).content) as q
+      from (select g.i::int as i, p_rows[g.i] as m from generate_subscripts(p_rows, 1) g(i)) u),
+  cat as (  -- category counts, once per scope and category
+    select g.scope, g.category, c.n
+      from (select distinct it.scope, (it.m).category as category from it) g
+     cross join lateral (select count(*)::int as n from (
+              select 1 from pgmem.memories m
+               where m.tenant = v_tenant and coalesce(m.user_id, '') = g.scope and m.category = g.category
+                 and m.state = 'active' and m.id is distinct from p_exclude_id
+               limit v_cap) x) c),
+  recent as (  -- the scope's most recent memories: keyword candidates of every item of that scope
+    select g.scope, array_agg(r.id) as ids, array_agg(r.content) as contents
+      from (select distinct it.scope from it) g
+     cross join lateral (select m.id, m.content from pgmem.memories m
+                          where m.tenant = v_tenant and coalesce(m.user_id, '') = g.scope and m.state = 'active'
+                            and m.id is distinct from p_exclude_id
+                          order by m.created_at desc limit v_pool) r
+     group by g.scope),
+  per_item as (
+    select it.i, it.scope, it.h, it.toks, it.m,
+      (select m.id from pgmem.memories m where m.tenant = v_tenant and m.event_key = (it.m).event_key
+        and (it.m).event_key is not null) as replay_id,
+      (select m.id from pgmem.memories m
+        where m.tenant = v_tenant and coalesce(m.user_id, '') = it.scope and m.content_hash = it.h
+          and m.state in ('active', 'archived') and m.id is distinct from p_exclude_id
+        order by m.id limit 1) as dup_id,
+      r.ids is not null as any_memory,
+      nn.ids as nn_ids, nn.contents as nn_contents, nn.d as nn_d,
+      kw.id as kw_id, kw.j as kw_sim, kw.content as kw_content,
+      cat.n as cat_count, prev.id as prev_id, prev.seq as prev_seq, prev.created_at as prev_at
+    from it
+    left join recent r on r.scope = it.scope
+    left join cat on cat.scope = it.scope and cat.category = (it.m).category
+    -- 2. the 10 nearest neighbours by embedding (HNSW, and the memories not indexed yet:
+    --    pgmem._neighbours): the nearest, and semantic keyword candidates
+    left join lateral (
+      select array_agg(n.id order by n.distance, n.id) as ids, array_agg(m.content order by n.distance, n.id) as contents,
+             min(n.distance) as d
+        from pgmem._neighbours(v_tenant, (it.m).embedding, case when p_exclude_id is null then 10 else 11 end, it.scope) n
+        join pgmem.memories m on m.id = n.id and m.tenant = v_tenant
+       where (it.m).embedding is not null and r.ids is not null and n.id is distinct from p_exclude_id) nn on true
+    -- 3. keyword novelty: Jaccard with the semantic neighbours, with the scope's most recent
+    --    memories and, for an item without an embedding (the neighbours are then its only
+    --    other source), with up to surprise_lexical_pool memories holding every lexeme of the
+    --    item (GIN, AND query: a repeat or near-repeat; an OR query would visit nearly every
+    --    row). With an embedding a near-repeat is a near vector: the GIN query (27 ms per item
+    --    for a paragraph at 1,000,000 memories, measured: every lexeme's posting list is read)
+    --    would only find what the neighbours already hold.
+    left join lateral (
+      select c.id, c.content, pgmem.jaccard(it.toks, pgmem.tokens(c.content)) as j
+        from (select u.id, u.content from unnest(nn.ids, nn.contents) u(id, content)
+              union
+              (select m.id, m.content from pgmem.memories m
+                where r.ids is not null and (it.m).embedding is null and numnode(it.q) > 0 and m.tsv @@ it.q
+                  and m.tenant = v_tenant
+                  and coalesce(m.user_id, '') = it.scope and m.state = 'active' and m.id is distinct from p_exclude_id
+                limit v_pool)
+              union
+              select u.id, u.content from unnest(r.ids, r.contents) u(id, content)) c
+       order by 3 desc, 1 limit 1) kw on true
+    -- the session's previous memory, for seq and the temporal link
+    left join lateral (
+      select m.id, m.seq, m.created_at from pgmem.memories m
+       where (it.m).session_id is not null and m.tenant = v_tenant and m.session_id = (it.m).session_id
+         and m.state in ('active', 'archived') and m.created_at <= coalesce((it.m).created_at, now())
+       order by m.created_at desc, m.id desc limit 1) prev on true)
+  select array_agg(p.scope order by p.i) as scope, array_agg(p.h::text order by p.i) as h,
+         array_agg((p.m).event_key order by p.i) as event_key, array_agg((p.m).category order by p.i) as category,
+         array_agg(coalesce(p_force[p.i], false) order by p.i) as force,
+         array_agg(case when (p.m).embedding is not null then public.vector_send((p.m).embedding) end order by p.i) as vec,
+         array_agg(array_to_string(p.toks, ' ') order by p.i) as toks, array_agg((p.m).session_id order by p.i) as session,
+         array_agg(extract(epoch from coalesce((p.m).created_at, now()))::float8 order by p.i) as created_at,
+         array_agg(p.replay_id order by p.i) as replay_id, array_agg(p.dup_id order by p.i) as dup_id,
+         array_agg(p.any_memory order by p.i) as any_memory, array_agg(p.nn_ids[1] order by p.i) as nn_id,
+         array_agg(1 - p.nn_d order by p.i) as nn_sim,
+         array_agg(array_to_string(pgmem.tokens(p.nn_contents[1]), ' ') order by p.i) as nn_tokens,
+         array_agg(p.kw_id order by p.i) as kw_id, array_agg(p.kw_sim order by p.i) as kw_sim,
+         array_agg(array_to_string(pgmem.tokens(p.kw_content), ' ') order by p.i) as kw_tokens,
+         array_agg(coalesce(p.cat_count, 0) order by p.i) as cat_count, array_agg(p.prev_id order by p.i) as prev_id,
+         array_agg(p.prev_seq order by p.i) as prev_seq,
+         array_agg(extract(epoch from p.prev_at)::float8 order by p.i) as prev_at
+    into f
+    from per_item p;
+
+  -- 2. the decisions, in batch order (gate.py); 3. the writes, one statement each
+  with d as materialized (
+    select d.*, u.m,
+           -- the ids of the kept memories, in batch order, taken before they are written: an item
+           -- can name an earlier item of its batch (its nearest, its duplicate, its session's previous)
+           case when d.decision = 'stored' and not p_dry_run
+                then nextval(pg_get_serial_sequence('pgmem.memories', 'id')) end as new_id
+      from pgmem._gate_decide(f.scope, f.h, f.event_key, f.category, f.force, f.vec, f.toks, f.session, f.created_at,
+                              f.replay_id, f.dup_id, f.any_memory, f.nn_id, f.nn_sim, f.nn_tokens, f.kw_id, f.kw_sim,
+                              f.kw_tokens, f.cat_count, f.prev_id, f.prev_seq, f.prev_at, v_threshold,
+                              pgmem._setting('surprise_weights'), pgmem._setting('surprise_weights_no_embedding'), v_cap) d
+      join (select g.i::int as i, p_rows[g.i] as m from generate_subscripts(p_rows, 1) g(i)) u on u.i = d.ord),
+  g as (
+    select d.ord, d.m, d.decision, d.new_id, d.memory_ord, d.surprise, d.semantic_novelty, d.keyword_novelty, d.rarity,
+           d.nearest_similarity, d.new_numbers, d.forced, d.seq,
+           coalesce(d.memory_id, (select x.new_id from d x where x.ord = d.memory_ord)) as memory_id,
+           coalesce(d.nearest_id, (select x.new_id from d x where x.ord = d.nearest_ord)) as nearest_id,
+           coalesce(d.prev_id, (select x.new_id from d x where x.ord = d.prev_ord)) as prev_id
+      from d),
+  res as (
+    select g.ord, g.m, g.decision, g.new_id, g.memory_id, g.surprise, g.semantic_novelty, g.keyword_novelty, g.rarity,
+           g.nearest_id, g.nearest_similarity, g.seq, g.prev_id, g.memory_ord, g.forced, g.new_numbers, c.weight,
+           -- engram.md step 6: importance = surprise × category weight (unless the caller knows better)
+           case when (g.m).importance is not null then (g.m).importance
+                else least(1.0, g.surprise * c.weight) end as importance,
+           -- Fragment salience (fragment-reconstructive-memory.md, Salience Formula); novelty is
+           -- the gate's semantic novelty (keyword novelty without an embedding); goal relevance is
+           -- the max cosine to the active goals (pgmem.goal_relevance, 700_identity.sql; NULL
+           -- without goals or embedding)
+           e.emotion, coalesce(g.semantic_novelty, g.keyword_novelty) as novelty,
+           pgmem.salience(e.emotion, coalesce(g.semantic_novelty, g.keyword_novelty),
+                          pgmem.goal_relevance((g.m).embedding, (g.m).agent_id),
+                          pgmem.processing_depth((g.m).who, (g.m).what, (g.m).happened_at, (g.m).location, (g.m).why, (g.m).how),
+                          v_salience_w) as salience,
+           jsonb_build_object(
+             'surprise', round(g.surprise::numeric, 6), 'semantic_novelty', round(g.semantic_novelty::numeric, 6),
+             'keyword_novelty', round(g.keyword_novelty::numeric, 6), 'rarity', round(g.rarity::numeric, 6),
+             'nearest_id', g.nearest_id, 'nearest_similarity', round(g.nearest_similarity::numeric, 6),
+             'threshold', v_threshold, 'category_weight', c.weight, 'with_embedding', (g.m).embedding is not null) as gate
+      from g
+      -- the category's weight (checked above, before any write; surprise() of an unknown one has none)
+      left join lateral (select c.weight from pgmem.categories c
+                          where c.category = (g.m).category and c.tenant in (v_tenant, '*')
+                          order by (c.tenant = '*') limit 1) c on true
+      cross join lateral (select case when (g.m).valence is null and (g.m).arousal is null then null
+                                      else pgmem.emotional_intensity((g.m).valence, (g.m).arousal) end as emotion) e),
+  out as (
+    select r.*, case r.decision
+      when 'duplicate' then r.gate || jsonb_build_object('decision', 'duplicate')
+      when 'rejected' then r.gate || jsonb_build_object('decision', 'rejected',
+        'reason', format('surprise %s is below the threshold %s', round(r.surprise::numeric, 4), v_threshold))
+      when 'stored' then r.gate || jsonb_build_object('importance_source', case when (r.m).importance is null then 'surprise' else 'caller' end,
+                                                      'emotion', r.emotion, 'novelty', r.novelty)
+                        || case when cardinality(r.new_numbers) > 0
+                                then jsonb_build_object('kept_because', 'new numbers: ' || array_to_string(r.new_numbers, ' '))
+                                else '{}' end
+                        || jsonb_build_object('decision', 'stored', 'forced', r.forced)
+      end as details
+    from res r),
+  ins as (
+    insert into pgmem.memories as m (id, tenant, user_id, agent_id, session_id, tier, category, content, summary,
+        who, what, happened_at, location, why, how, topics, entities, valence, arousal, dominance,
+        importance, salience, surprise, gate, embedding, embedding_model, metadata, token_count, created_at,
+        expires_at, event_key, seq, motor, sensory)
+    overriding system value
+    select o.new_id, v_tenant, (o.m).user_id, (o.m).agent_id, (o.m).session_id, coalesce((o.m).tier, 'episodic'),
+           (o.m).category, (o.m).content, (o.m).summary, (o.m).who, (o.m).what, (o.m).happened_at, (o.m).location,
+           (o.m).why, (o.m).how, coalesce((o.m).topics, '{}'), coalesce((o.m).entities, '{}'), (o.m).valence,
+           (o.m).arousal, (o.m).dominance, o.importance, o.salience, o.surprise, o.details, (o.m).embedding,
+           case when (o.m).embedding is not null then (o.m).embedding_model end, coalesce((o.m).metadata, '{}'),
+           (o.m).token_count, coalesce((o.m).created_at, now()), (o.m).expires_at, (o.m).event_key,
+           case when (o.m).session_id is not null then o.seq end, (o.m).motor, (o.m).sensory
+      from out o where o.decision = 'stored' and not p_dry_run
+     order by o.ord
+    returning m.id),
+  hist as (  -- duplicates and rejected candidates: in the history of the memory they were compared with
+    insert into pgmem.history (tenant, memory_id, op, after, details)
+    select v_tenant, coalesce(o.memory_id, o.nearest_id), case o.decision when 'duplicate' then 'duplicate' else 'reject' end,
+           case o.decision
+             when 'duplicate' then jsonb_build_object('content', (o.m).content, 'who', (o.m).who, 'session_id', (o.m).session_id,
+                                                      'event_key', (o.m).event_key, 'created_at', coalesce((o.m).created_at, now()))
+             else jsonb_build_object('content', (o.m).content, 'who', (o.m).who, 'what', (o.m).what, 'category', (o.m).category,
+                                     'user_id', (o.m).user_id, 'session_id', (o.m).session_id, 'event_key', (o.m).event_key,
+                                     'created_at', coalesce((o.m).created_at, now())) end,
+           o.details
+      from out o where o.decision in ('duplicate', 'rejected') and not p_dry_run
+     order by o.ord
+    returning 1)
+  select array_agg(row(o.ord, case o.decision when 'stored' then o.new_id else o.memory_id end, o.decision,
+                        case when o.decision = 'replayed' then coalesce(x.surprise::float8, y.surprise) else o.surprise end,
+                        o.semantic_novelty, o.keyword_novelty, o.rarity,
+                        case when o.decision in ('replayed', 'duplicate') then coalesce(x.importance, y.importance::real)
+                             else o.importance::real end,
+                        case when o.decision in ('replayed', 'duplicate') then coalesce(x.salience, y.salience::real)
+                             else o.salience::real end,
+                        o.nearest_id, o.nearest_similarity, case when o.decision = 'duplicate' then o.memory_id end,
+                        case when o.decision = 'replayed' then jsonb_build_object('event_key', (o.m).event_key) else o.details end,
+                        case when o.decision = 'stored' and not p_dry_run then o.prev_id end)::pgmem.remember_outcome
+                   order by o.ord)
+    into v_out
+    from out o
+    left join pgmem.memories x on x.id = o.memory_id and x.tenant = v_tenant and o.memory_ord is null
+    left join out y on y.ord = o.memory_ord;
+
+  -- temporal binding to the previous memory of the same session (Fragment bindings); after the
+  -- INSERT above, so that the links' tenant check (045) sees the new memories
+  insert into pgmem.links (tenant, src_id, dst_id, kind, weight)
+  select v_tenant, o.link_from, o.memory_id, 'temporal', 1.0 from unnest(v_out) o
+   where o.link_from is not null order by o.ord
+  on conflict do nothing;
+  return query select * from unnest(v_out) o order by o.ord;
+end $$;
+comment on function pgmem._remember_core(pgmem.memories[], boolean[], text[], boolean, bigint) is
+  'The surprise gate and the writes of remember, remember_many and surprise, for a batch (see the head of 100_remember.sql). Internal.';
+
+-- Engram's surprise gate (engram.md, Surprise Detection) for one candidate, nothing stored:
+-- its components and the memory it is nearest to. "Existing memories" are the active
+-- memories of the same tenant and user. Semantic novelty uses the HNSW nearest neighbour (not
+-- a scan); keyword novelty compares with the lexical (GIN) and semantic neighbours and the
+-- most recent memories, at most surprise_lexical_pool of each; category rarity counts at most
+-- rarity_count_cap memories.
 create or replace function pgmem.surprise(
   content text,
   embedding vector default null,
@@ -20,123 +322,19 @@ returns table (surprise float8, semantic_novelty float8, keyword_novelty float8,
                nearest_id bigint, nearest_similarity float8, duplicate_id bigint)
   language plpgsql volatile security definer
   set search_path = pgmem, public, pg_temp
-  set hnsw.iterative_scan = strict_order
 as $$
 #variable_conflict use_variable
 declare
-  v_tenant text := pgmem._require_tenant();
-  v_scope text := pgmem._scope_key(user_id);
-  v_tokens text[] := pgmem.tokens(content);
-  v_pool int := pgmem._setting_num('surprise_lexical_pool', 20)::int;
-  v_cap int := pgmem._setting_num('rarity_count_cap', 1024)::int;
-  v_w jsonb;
-  v_kw_sim float8 := 0;
-  v_count int;
-  v_any boolean;
-  v_query tsquery;
-  v_ids bigint[];
-  v_contents text[];
-  v_dist float8;
-  v_kw_id bigint;
-  v_kw_best float8;
+  v_row pgmem.memories;
 begin
-  -- 1. exact duplicate (fast path): case- and whitespace-insensitive content hash
-  select m.id into duplicate_id from pgmem.memories m
-   where m.tenant = v_tenant and coalesce(m.user_id, '') = v_scope
-     and m.content_hash = md5(pgmem._content_key(content))::uuid
-     and m.state in ('active', 'archived') and m.id is distinct from exclude_id
-   order by m.id limit 1;
-  if duplicate_id is not null then
-    surprise := 0; semantic_novelty := 0; keyword_novelty := 0; rarity := null;
-    nearest_id := duplicate_id; nearest_similarity := 1;
-    return next; return;
-  end if;
-
-  select exists (select 1 from pgmem.memories m where m.tenant = v_tenant and coalesce(m.user_id, '') = v_scope
-                  and m.state = 'active' and m.id is distinct from exclude_id) into v_any;
-
-  -- 2. semantic novelty = 1 - max cosine similarity (first memory: 1.0). One HNSW query
-  --    gives the nearest neighbour and the 10 semantic candidates for keyword novelty.
-  if embedding is not null and v_any then
-    perform set_config('hnsw.ef_search', greatest(40, pgmem._setting_num('hnsw_ef_search', 100)::int)::text, true);
-    select array_agg(n.id order by n.d, n.id), array_agg(n.content order by n.d, n.id), min(n.d)
-      into v_ids, v_contents, v_dist
-      from (select m.id, m.content, m.embedding <=> embedding as d from pgmem.memories m
-             where m.tenant = v_tenant and coalesce(m.user_id, '') = v_scope and m.state = 'active'
-               and m.embedding is not null and m.id is distinct from exclude_id
-             order by m.embedding <=> embedding limit 10) n;
-    nearest_id := v_ids[1];
-    nearest_similarity := 1 - v_dist;
-    semantic_novelty := case when nearest_id is null then 1.0
-                             else 1.0 - greatest(0.0, least(1.0, nearest_similarity)) end;
-  elsif embedding is not null then
-    semantic_novelty := 1.0;
-  end if;
-
-  -- 3. keyword novelty = 1 - max Jaccard (first memory: 1.0). Engram takes the max over all
-  --    memories; pgmem over bounded, index-driven candidates that hold the high-Jaccard ones:
-  --    the 10 semantic neighbours, up to surprise_lexical_pool memories containing every
-  --    lexeme of the candidate (GIN, AND query: a repeat or near-repeat), and the scope's
-  --    surprise_lexical_pool most recent memories. (An OR query would make GIN visit nearly
-  --    every row: O(n) per write.)
-  if v_any then
-    v_query := plainto_tsquery('english', content);
-    select max(x.j), (array_agg(x.id order by x.j desc, x.id))[1], (array_agg(x.j order by x.j desc, x.id))[1]
-      into v_kw_sim, v_kw_id, v_kw_best
-      from (select c.id, pgmem.jaccard(v_tokens, pgmem.tokens(c.content)) as j
-              from (select u.id, u.content from unnest(coalesce(v_ids, '{}'), coalesce(v_contents, '{}')) u(id, content)
-                    union
-                    (select m.id, m.content from pgmem.memories m
-                      where numnode(v_query) > 0 and m.tsv @@ v_query and m.tenant = v_tenant
-                        and coalesce(m.user_id, '') = v_scope and m.state = 'active' and m.id is distinct from exclude_id
-                      limit v_pool)
-                    union
-                    (select m.id, m.content from pgmem.memories m
-                      where m.tenant = v_tenant and coalesce(m.user_id, '') = v_scope and m.state = 'active'
-                        and m.id is distinct from exclude_id
-                      order by m.created_at desc limit v_pool)) c) x;
-    keyword_novelty := 1.0 - coalesce(v_kw_sim, 0);
-    if nearest_id is null then
-      -- without an embedding, the nearest memory is the best keyword match
-      nearest_id := v_kw_id;
-      nearest_similarity := v_kw_best;
-    end if;
-  else
-    keyword_novelty := 1.0;
-  end if;
-
-  -- 4. category rarity = 1 / log2(2 + count of the category)
-  select count(*) into v_count from (
-    select 1 from pgmem.memories m
-     where m.tenant = v_tenant and coalesce(m.user_id, '') = v_scope and m.category = category
-       and m.state = 'active' and m.id is distinct from exclude_id
-     limit v_cap) x;
-  rarity := 1.0 / log(2.0, (2 + v_count)::numeric)::float8;
-
-  -- 5. combine
-  if embedding is not null then
-    v_w := pgmem._setting('surprise_weights');
-    surprise := (v_w->>'semantic')::float8 * semantic_novelty + (v_w->>'keyword')::float8 * keyword_novelty
-              + (v_w->>'rarity')::float8 * rarity;
-  else
-    v_w := pgmem._setting('surprise_weights_no_embedding');
-    surprise := (v_w->>'keyword')::float8 * keyword_novelty + (v_w->>'rarity')::float8 * rarity;
-  end if;
-  surprise := greatest(0.0, least(1.0, surprise));
-  return next;
+  embedding := pgmem._check_embedding(embedding);
+  v_row.content := content; v_row.embedding := embedding; v_row.category := category; v_row.user_id := user_id;
+  return query
+  select c.surprise, c.semantic_novelty, c.keyword_novelty, c.rarity, c.nearest_id, c.nearest_similarity, c.duplicate_id
+    from pgmem._remember_core(array[v_row], array[false], array[''], p_dry_run => true, p_exclude_id => exclude_id) c;
 end $$;
 comment on function pgmem.surprise(text, vector, text, text, bigint) is
-  'Engram surprise of a candidate memory against the current tenant''s memories of the same user: exact duplicate, semantic novelty (HNSW nearest neighbour), keyword novelty (Jaccard), category rarity, combined 0.6/0.3/0.1 (0.8/0.2 without an embedding).';
-
-do $$ begin
-  if to_regtype('pgmem.remember_result') is null then
-    create type pgmem.remember_result as (memory_id bigint, decision text, surprise real, importance real,
-      salience real, nearest_id bigint, nearest_similarity real, details jsonb);
-  end if;
-end $$;
-comment on type pgmem.remember_result is 'What remember() returns for one memory.';
-
-drop function if exists pgmem.remember(text, vector, text, text, timestamptz, text, text, text, text, real, jsonb, text, text, text, text, text, text[], text[], real, real, real, timestamptz, timestamptz, text, integer, text, boolean);
+  'Engram surprise of a candidate memory against the current tenant''s memories of the same user: exact duplicate, semantic novelty (HNSW nearest neighbour), keyword novelty (Jaccard), category rarity, combined 0.6/0.3/0.1 (0.8/0.2 without an embedding). Nothing is stored.';
 
 create or replace function pgmem.remember(
   content text,
@@ -176,222 +374,86 @@ returns setof pgmem.remember_result
 as $$
 #variable_conflict use_variable
 declare
-  v_tenant text := pgmem._require_tenant();
-  v_weight real;
-  g record;
-  v_threshold float8 := pgmem._setting_num('surprise_threshold', 0.15);
-  v_novelty float8;
-  v_emotion float8;
-  v_prev record;
-  v_gate jsonb;
-  v_importance_source text := 'surprise';
-  v_new pgmem.memories;
-  v_new_numbers text[];
-  res pgmem.remember_result;
+  m pgmem.memories;
 begin
-  select null::bigint as id, null::integer as seq into v_prev;
-  -- validation with messages for people (the triggers check again for plain INSERTs)
-  if content is null or content !~ '\S' then
-    perform pgmem._bad_input('content is empty: a memory needs some text', 'pass the event text as content');
-  end if;
-  if octet_length(content) > pgmem._setting_num('max_content_bytes', 262144) then
-    perform pgmem._bad_input(format('content is %s bytes, more than max_content_bytes (%s)', octet_length(content),
-                                    pgmem._setting_num('max_content_bytes', 262144)::bigint),
-      'store a summary and keep the full text elsewhere (metadata can hold a reference), or raise max_content_bytes in pgmem.settings');
-  end if;
-  embedding := pgmem._check_embedding(embedding);
-  v_weight := pgmem._check_category(category);
-  perform pgmem._check_unit(importance, 'importance'), pgmem._check_unit(valence, 'valence'),
-          pgmem._check_unit(arousal, 'arousal'), pgmem._check_unit(dominance, 'dominance');
-  perform pgmem._check_time(created_at, 'created_at'), pgmem._check_time(happened_at, 'happened_at (when)', true);
-  if metadata is not null and jsonb_typeof(metadata) <> 'object' then
-    perform pgmem._bad_input(format('metadata must be a JSON object, got %s', jsonb_typeof(metadata)));
-  end if;
-  if (motor is not null and jsonb_typeof(motor) <> 'object') or (sensory is not null and jsonb_typeof(sensory) <> 'object') then
-    perform pgmem._bad_input(format('motor and sensory content must be JSON objects, got %s and %s',
-                                    coalesce(jsonb_typeof(motor), 'NULL'), coalesce(jsonb_typeof(sensory), 'NULL')),
-      'e.g. motor => ''{"action": "grasp", "effector": "right hand"}'', sensory => ''{"visual": "red mug"}''');
-  end if;
-
-  -- one writer at a time per (tenant, user, content): concurrent equal writes cannot both pass
-  perform pg_advisory_xact_lock(hashtextextended(v_tenant || chr(31) || coalesce(user_id, '') || chr(31)
-                                                 || pgmem._content_key(content), 0));
-
-  -- idempotent replay: the same event_key returns the memory it created before
-  if event_key is not null then
-    select m.id into res.memory_id from pgmem.memories m where m.tenant = v_tenant and m.event_key = event_key;
-    if res.memory_id is not null then
-      res.decision := 'replayed';
-      select m.surprise, m.importance, m.salience into res.surprise, res.importance, res.salience from pgmem.memories m where m.id = res.memory_id;
-      res.details := jsonb_build_object('event_key', event_key);
-      return next res; return;
-    end if;
-  end if;
-
-  select * into g from pgmem.surprise(content, embedding, category, user_id);
-  v_gate := jsonb_build_object(
-    'surprise', round(g.surprise::numeric, 6), 'semantic_novelty', round(g.semantic_novelty::numeric, 6),
-    'keyword_novelty', round(g.keyword_novelty::numeric, 6), 'rarity', round(g.rarity::numeric, 6),
-    'nearest_id', g.nearest_id, 'nearest_similarity', round(g.nearest_similarity::numeric, 6),
-    'threshold', v_threshold, 'category_weight', v_weight, 'with_embedding', embedding is not null);
-
-  res.nearest_id := g.nearest_id;
-  res.nearest_similarity := g.nearest_similarity;
-
-  -- exact duplicate: nothing new is stored; the existing memory's history says it was seen again
-  if g.duplicate_id is not null and not force then
-    res.memory_id := g.duplicate_id;
-    res.decision := 'duplicate';
-    res.surprise := 0;
-    select m.importance, m.salience into res.importance, res.salience from pgmem.memories m where m.id = g.duplicate_id;
-    res.details := v_gate || jsonb_build_object('decision', 'duplicate');
-    insert into pgmem.history (tenant, memory_id, op, after, details)
-    values (v_tenant, g.duplicate_id, 'duplicate',
-            jsonb_build_object('content', content, 'who', who, 'session_id', session_id, 'event_key', event_key,
-                               'created_at', coalesce(created_at, now())), res.details);
-    return next res; return;
-  end if;
-
-  res.surprise := g.surprise;
-  -- engram.md step 6: importance = surprise × category weight (unless the caller knows better)
-  if importance is null then
-    importance := least(1.0, g.surprise * v_weight);
-  else
-    v_importance_source := 'caller';
-  end if;
-  res.importance := importance;
-
-  -- Fragment salience (fragment-reconstructive-memory.md, Salience Formula); novelty is the
-  -- gate's semantic novelty (keyword novelty without an embedding); goal relevance is the
-  -- max cosine to the active goals (pgmem.goal_relevance, 700_identity.sql; NULL without goals).
-  v_novelty := coalesce(g.semantic_novelty, g.keyword_novelty);
-  v_emotion := case when valence is null and arousal is null then null
-                    else pgmem.emotional_intensity(valence, arousal) end;
-  res.salience := pgmem.salience(v_emotion, v_novelty, pgmem.goal_relevance(embedding, agent_id),
-                             pgmem.processing_depth(who, what, happened_at, location, why, how),
-                             pgmem._setting('salience_weights'));
-  v_gate := v_gate || jsonb_build_object('importance_source', v_importance_source,
-                                         'emotion', v_emotion, 'novelty', v_novelty);
-
-  -- A restatement with different numbers (a moved date, a new price) is an update, not a
-  -- repeat: the gate keeps it (pgmem's addition to Engram; bench/EVAL.md found the gate
-  -- rejecting "Sat 29 Aug 08:00 -> Sat 05 Sep" at surprise .149 against the old entry).
-  if g.surprise < v_threshold and not force and g.nearest_id is not null then
-    select array(select t from unnest(pgmem.tokens(content)) t where t ~ '[0-9]'
-                 except
-                 select t from unnest(pgmem.tokens(m.content)) t)
-      into v_new_numbers from pgmem.memories m where m.id = g.nearest_id;
-    if cardinality(v_new_numbers) > 0 then
-      v_gate := v_gate || jsonb_build_object('kept_because', 'new numbers: ' || array_to_string(v_new_numbers, ' '));
-      force := true;
-    end if;
-  end if;
-
-  if g.surprise < v_threshold and not force then
-    res.memory_id := null;
-    res.decision := 'rejected';
-    res.details := v_gate || jsonb_build_object('decision', 'rejected',
-      'reason', format('surprise %s is below the threshold %s', round(g.surprise::numeric, 4), v_threshold));
-    insert into pgmem.history (tenant, memory_id, op, after, details)
-    values (v_tenant, g.nearest_id, 'reject',
-            jsonb_build_object('content', content, 'who', who, 'what', what, 'category', category,
-                               'user_id', user_id, 'session_id', session_id, 'event_key', event_key,
-                               'created_at', coalesce(created_at, now())), res.details);
-    return next res; return;
-  end if;
-
-  res.decision := 'stored';
-  -- the previous memory of the same session: its successor gets seq + 1 and a temporal link
-  if session_id is not null then
-    select m.id, m.seq into v_prev from pgmem.memories m
-     where m.tenant = v_tenant and m.session_id = session_id
-       and m.state in ('active', 'archived') and m.created_at <= coalesce(created_at, now())
-     order by m.created_at desc, m.id desc limit 1;
-  end if;
-  res.details := v_gate || jsonb_build_object('decision', 'stored',
-    'forced', force and g.surprise < v_threshold and not v_gate ? 'kept_because');
-  perform pgmem._set_op('add', res.details);
-  insert into pgmem.memories as m (tenant, user_id, agent_id, session_id, tier, category, content, summary,
-      who, what, happened_at, location, why, how, topics, entities, valence, arousal, dominance,
-      importance, salience, surprise, gate, embedding, embedding_model, metadata, token_count, created_at,
-      expires_at, event_key, seq, motor, sensory)
-  values (v_tenant, user_id, agent_id, session_id, coalesce(tier, 'episodic'), category, content, summary,
-      who, what, happened_at, location, why, how, coalesce(topics, '{}'), coalesce(entities, '{}'),
-      valence, arousal, dominance, importance, res.salience, res.surprise, v_gate, embedding,
-      case when embedding is not null then embedding_model end, coalesce(metadata, '{}'),
-      token_count, coalesce(created_at, now()), expires_at, event_key,
-      case when session_id is not null then coalesce(v_prev.seq, 0) + 1 end, motor, sensory)
-  returning m.* into v_new;
-  perform pgmem._set_op(null);
-  res.memory_id := v_new.id;
-
-  -- temporal binding to the previous memory of the same session (Fragment bindings)
-  if v_prev.id is not null then
-    insert into pgmem.links (tenant, src_id, dst_id, kind, weight)
-    values (v_tenant, v_prev.id, v_new.id, 'temporal', 1.0) on conflict do nothing;
-  end if;
-  return next res;
+  embedding := pgmem._check_embedding(embedding);  -- (before the vector(n) field would refuse it less clearly)
+  m.content := content; m.embedding := embedding; m.who := who; m.what := what; m.happened_at := happened_at;
+  m.location := location; m.why := why; m.how := how; m.category := coalesce(category, 'episode');
+  m.importance := importance; m.metadata := coalesce(metadata, '{}'); m.user_id := user_id; m.agent_id := agent_id;
+  m.session_id := session_id; m.tier := tier; m.summary := summary; m.topics := topics; m.entities := entities;
+  m.valence := valence; m.arousal := arousal; m.dominance := dominance; m.created_at := created_at;
+  m.expires_at := expires_at; m.event_key := event_key; m.token_count := token_count; m.embedding_model := embedding_model;
+  m.motor := motor; m.sensory := sensory;  -- reconstructive (issue 16)
+  return query
+  select c.memory_id, c.decision, c.surprise::real, c.importance, c.salience, c.nearest_id, c.nearest_similarity::real, c.details
+    from pgmem._remember_core(array[m], array[coalesce(force, false)], array['']) c;
 end $$;
 comment on function pgmem.remember(text, vector, text, text, timestamptz, text, text, text, text, float8, jsonb, text, text, text, text, text, text[], text[], float8, float8, float8, timestamptz, timestamptz, text, integer, text, boolean, jsonb, jsonb) is
   'Stores one memory behind Engram''s surprise gate. decision: stored | duplicate (exact duplicate in scope: existing id returned, nothing stored) | rejected (surprise below the threshold: nothing stored, recorded in history) | replayed (event_key seen before). Without an embedding the memory is queued for the worker and lexical search finds it at once.';
 
 -- remember_many: one call for a batch (a JSON array of objects with remember()'s argument
--- names). Items are processed in order, so duplicates inside the batch are caught too.
+-- names; "when"/"where" for happened_at/location). The decisions are those of one remember()
+-- call per item, in order: duplicates inside the batch are caught too. At most
+-- max_batch_items items (pgmem.settings).
 create or replace function pgmem.remember_many(items jsonb)
 returns table (ord integer, memory_id bigint, decision text, surprise real, importance real, salience real,
                nearest_id bigint, nearest_similarity real, details jsonb)
-  language plpgsql volatile
+  language plpgsql volatile security definer
   set search_path = pgmem, public, pg_temp
 as $$
 #variable_conflict use_column
 declare
-  it jsonb;
-  i integer := 0;
-  r record;
-  k text;
+  v_max int := pgmem._setting_num('max_batch_items', 1000)::int;
+  v_n int;
+  v_bad record;
   allowed text[] := array['content', 'embedding', 'who', 'what', 'happened_at', 'when', 'location', 'where',
     'why', 'how', 'category', 'importance', 'metadata', 'user_id', 'agent_id', 'session_id', 'tier', 'summary',
     'topics', 'entities', 'valence', 'arousal', 'dominance', 'created_at', 'expires_at', 'event_key',
-    'token_count', 'embedding_model', 'force', 'motor', 'sensory'];
+    'token_count', 'embedding_model', 'force', 'motor', 'sensory'];  -- motor, sensory: reconstructive (issue 16)
+  v_rows pgmem.memories[];
+  v_force boolean[];
+  v_labels text[];
 begin
   if items is null or jsonb_typeof(items) <> 'array' then
     perform pgmem._bad_input('remember_many expects a JSON array of objects');
   end if;
-  for it in select value from jsonb_array_elements(items) loop
-    i := i + 1;
-    if jsonb_typeof(it) <> 'object' then
-      perform pgmem._bad_input(format('item %s of remember_many is %s, not an object', i, jsonb_typeof(it)));
-    end if;
-    for k in select jsonb_object_keys(it) loop
-      if not k = any(allowed) then
-        perform pgmem._bad_input(format('item %s of remember_many has an unknown key "%s"', i, k),
-          format('known keys: %s', array_to_string(allowed, ', ')));
-      end if;
-    end loop;
-    select * into r from pgmem.remember(
-      content => it->>'content',
-      embedding => (it->>'embedding')::vector,
-      who => it->>'who', what => it->>'what',
-      happened_at => coalesce(it->>'happened_at', it->>'when')::timestamptz,
-      location => coalesce(it->>'location', it->>'where'),
-      why => it->>'why', how => it->>'how',
-      category => coalesce(it->>'category', 'episode'),
-      importance => (it->>'importance')::float8,
-      metadata => coalesce(it->'metadata', '{}'),
-      user_id => it->>'user_id', agent_id => it->>'agent_id', session_id => it->>'session_id',
-      tier => coalesce(it->>'tier', 'episodic'), summary => it->>'summary',
-      topics => coalesce(array(select jsonb_array_elements_text(it->'topics')), '{}'),
-      entities => coalesce(array(select jsonb_array_elements_text(it->'entities')), '{}'),
-      valence => (it->>'valence')::float8, arousal => (it->>'arousal')::float8, dominance => (it->>'dominance')::float8,
-      created_at => (it->>'created_at')::timestamptz, expires_at => (it->>'expires_at')::timestamptz,
-      event_key => it->>'event_key', token_count => (it->>'token_count')::int,
-      embedding_model => it->>'embedding_model', force => coalesce((it->>'force')::boolean, false),
-      motor => it->'motor', sensory => it->'sensory');
-    ord := i; memory_id := r.memory_id; decision := r.decision; surprise := r.surprise;
-    importance := r.importance; salience := r.salience; nearest_id := r.nearest_id;
-    nearest_similarity := r.nearest_similarity; details := r.details;
-    return next;
-  end loop;
+  v_n := jsonb_array_length(items);
+  if v_n > v_max then
+    perform pgmem._bad_input(format('remember_many got %s items, more than max_batch_items (%s)', v_n, v_max),
+      'split the batch (MemoryClient.remember_many does, batch_size), or raise max_batch_items in pgmem.settings');
+  end if;
+  select e.i, jsonb_typeof(e.v) as t into v_bad from jsonb_array_elements(items) with ordinality e(v, i)
+   where jsonb_typeof(e.v) <> 'object' order by e.i limit 1;
+  if v_bad.i is not null then
+    perform pgmem._bad_input(format('item %s of remember_many is %s, not an object', v_bad.i, v_bad.t));
+  end if;
+  select e.i, k into v_bad from jsonb_array_elements(items) with ordinality e(v, i), jsonb_object_keys(e.v) k
+   where not k = any(allowed) order by e.i limit 1;
+  if v_bad.i is not null then
+    perform pgmem._bad_input(format('item %s of remember_many has an unknown key "%s"', v_bad.i, v_bad.k),
+      format('known keys: %s', array_to_string(allowed, ', ')));
+  end if;
+  -- a vector of the wrong dimension is _check_embedding's clear error (not the column type's)
+  perform pgmem._check_embedding((e.v->>'embedding')::vector, format('item %s of remember_many: embedding', e.i))
+     from jsonb_array_elements(items) with ordinality e(v, i) where e.v->>'embedding' is not null;
+  -- each item as a memories row: remember()'s defaults, then the item's keys that are not null
+  -- ("when"/"where" renamed)
+  select array_agg(jsonb_populate_record(null::pgmem.memories,
+                     '{"category": "episode", "tier": "episodic", "metadata": {}, "topics": [], "entities": []}'::jsonb
+                     || (select coalesce(jsonb_object_agg(case x.k when 'when' then 'happened_at' when 'where' then 'location'
+                                                                    else x.k end, x.v), '{}')
+                           from jsonb_each(e.v - 'force') x(k, v)
+                          where jsonb_typeof(x.v) <> 'null'
+                            and not (x.k = 'when' and e.v ? 'happened_at') and not (x.k = 'where' and e.v ? 'location')))
+                   order by e.i),
+         array_agg(coalesce((e.v->>'force')::boolean, false) order by e.i),
+         array_agg(format('item %s of remember_many: ', e.i) order by e.i)
+    into v_rows, v_force, v_labels
+    from jsonb_array_elements(items) with ordinality e(v, i);
+  return query
+  select c.ord, c.memory_id, c.decision, c.surprise::real, c.importance, c.salience, c.nearest_id,
+         c.nearest_similarity::real, c.details
+    from pgmem._remember_core(v_rows, v_force, v_labels) c;
 end $$;
 comment on function pgmem.remember_many(jsonb) is
-  'remember() for a JSON array of items (same keys as remember()''s arguments; "when"/"where" accepted for happened_at/location). Returns one row per item with its position (ord).';
+  'remember() for a JSON array of items (same keys as remember()''s arguments; "when"/"where" accepted for happened_at/location), set-based: one neighbour query, one INSERT and one history statement per batch, with the decisions of one remember() call per item in order (duplicates inside the batch included). At most max_batch_items items. Returns one row per item with its position (ord).';

@@ -1,6 +1,16 @@
 -- Reading, changing, forgetting and restoring single memories. Every change goes through
 -- the triggers of 040, so it is in pgmem.history with before/after.
 
+-- A reason given to forget, restore or update_memory: at most max_reason_bytes (it is kept in history).
+create or replace function pgmem._check_reason(p_reason text) returns void
+  language plpgsql stable
+  set search_path = pgmem, public, pg_temp
+as $$
+begin
+  perform pgmem._check_bytes(p_reason, 'reason', jsonb_build_object('max_reason_bytes', pgmem._setting_num('max_reason_bytes', 2048)),
+                             'max_reason_bytes');
+end $$;
+
 create or replace function pgmem.get_memory(memory_id bigint) returns setof pgmem.memories
   language sql stable
   set search_path = pgmem, public, pg_temp
@@ -29,7 +39,14 @@ create or replace function pgmem.forget(memory_id bigint, reason text default nu
 as $$
 declare m pgmem.memories := pgmem._get_for_update(forget.memory_id);
 begin
+  perform pgmem._check_reason(reason);
   if m.state = 'deleted' then return m; end if;
+  -- a merged memory lives on in its survivor (its access count was added there): forgetting
+  -- it alone and restoring it later would bring it back active beside the survivor
+  if m.state = 'merged' then
+    raise exception 'memory % was merged into memory %: forget memory % instead, or split it out first with pgmem.unmerge(%)',
+      m.id, m.merged_into, m.merged_into, m.id using errcode = '22023';
+  end if;
   perform pgmem._set_op('delete', jsonb_build_object('reason', reason, 'previous_state', m.state));
   update pgmem.memories x set state = 'deleted' where x.id = m.id returning * into m;
   perform pgmem._set_op(null);
@@ -44,13 +61,17 @@ create or replace function pgmem.restore(memory_id bigint, reason text default n
 as $$
 declare m pgmem.memories := pgmem._get_for_update(restore.memory_id);
 begin
+  perform pgmem._check_reason(reason);
   if m.state = 'active' then return m; end if;
   if m.state = 'merged' then
     raise exception 'memory % was merged into memory %: use pgmem.unmerge(%) to split it out again', m.id, m.merged_into, m.id
       using errcode = '22023';
   end if;
   perform pgmem._set_op('restore', jsonb_build_object('reason', reason, 'previous_state', m.state));
-  update pgmem.memories x set state = 'active' where x.id = m.id returning * into m;
+  -- a deleted memory that still points at a survivor was merged when it was forgotten (before
+  -- forget refused merged memories): it goes back to merged, and unmerge splits it out
+  update pgmem.memories x set state = case when x.merged_into is not null then 'merged' else 'active' end
+   where x.id = m.id returning * into m;
   perform pgmem._set_op(null);
   return m;
 end $$;
@@ -70,6 +91,7 @@ declare
     'motor', 'sensory'];  -- motor, sensory: reconstructive (issue 16)
   r jsonb;
 begin
+  perform pgmem._check_reason(reason);
   if changes is null or jsonb_typeof(changes) <> 'object' or changes = '{}' then
     perform pgmem._bad_input('changes must be a non-empty JSON object of column: new value',
       'e.g. pgmem.update_memory(42, ''{"importance": 0.9, "content": "..."}'')');
@@ -131,6 +153,12 @@ begin
   select * into h from pgmem.history x where x.id = revert.history_id and x.tenant = pgmem._require_tenant();
   if h.id is null or h.before is null or h.memory_id is null then
     perform pgmem._bad_input(format('history entry %s does not exist for this tenant or has no "before" state to return to', history_id));
+  end if;
+  if h.op in ('merge', 'unmerge') then
+    perform pgmem._bad_input(format('history entry %s is a %s: reverting it field by field would leave the survivor''s access count and links as they are',
+                                    history_id, h.op),
+      case when h.op = 'merge' then format('use pgmem.unmerge(%s) to undo a merge', coalesce((h.details->>'merged_id')::bigint, h.memory_id))
+           else 'run pgmem.merge_duplicates() to merge them again if they are still duplicates' end);
   end if;
   m := pgmem._get_for_update(h.memory_id);
   b := h.before;

@@ -50,16 +50,18 @@ create or replace function pgmem.complete_embedding(memory_id bigint, embedding 
 returns pgmem.memories
   language plpgsql volatile security definer
   set search_path = pgmem, public, pg_temp
-  set hnsw.iterative_scan = strict_order
 as $$
 #variable_conflict use_variable
 declare
   m pgmem.memories;
+  near pgmem.memories;
   v_sim float8;
   v_sem float8;
   v_w jsonb;
   v_surprise float8;
+  v_threshold float8;
   v_gate jsonb;
+  v_new_numbers text[];
   v_prev_tenant text := current_setting('pgmem.tenant', true);
 begin
   select * into m from pgmem.memories x where x.id = memory_id
@@ -72,12 +74,15 @@ begin
   end if;
   perform set_config('pgmem.tenant', m.tenant, true);
   embedding := pgmem._check_embedding(embedding);
-  select max(1 - (x.embedding <=> embedding)) into v_sim from (
-    select x.embedding from pgmem.memories x
-     where x.tenant = m.tenant and coalesce(x.user_id, '') = coalesce(m.user_id, '') and x.state = 'active'
-       and x.embedding is not null and x.id <> m.id and x.created_at <= m.created_at
-     order by x.embedding <=> embedding limit 1) x;
-  v_sem := 1.0 - greatest(0.0, least(1.0, coalesce(v_sim, 0.0)));
+  -- the nearest memory of its user that existed when it was written (as the gate would have seen it)
+  select x.* into near from pgmem._neighbours(m.tenant, embedding, 20, coalesce(m.user_id, '')) nb
+    join pgmem.memories x on x.id = nb.id and x.tenant = m.tenant
+   where x.id <> m.id and x.created_at <= m.created_at
+   order by nb.distance, nb.id limit 1;
+  if near.id is not null then
+    v_sim := pgmem.cosine_sim(near.embedding, embedding);
+  end if;
+  v_sem := 1.0 - coalesce(v_sim, 0.0);
   v_gate := m.gate;
   if v_gate ? 'keyword_novelty' and v_gate ? 'rarity' and v_gate->>'rarity' is not null then
     v_w := pgmem._setting('surprise_weights');
@@ -85,6 +90,25 @@ begin
       + (v_w->>'keyword')::float8 * (v_gate->>'keyword_novelty')::float8 + (v_w->>'rarity')::float8 * (v_gate->>'rarity')::float8));
     v_gate := v_gate || jsonb_build_object('semantic_novelty', round(v_sem::numeric, 6), 'surprise', round(v_surprise::numeric, 6),
                                            'with_embedding', true, 'completed_by_worker', true, 'novelty', v_sem);
+    -- The surprise gate, late (issue 14): remember() without an embedding gated the memory on
+    -- its words alone. With its vector the verdict is taken again, as remember() would have
+    -- taken it: below the threshold (and neither forced at write nor bringing new numbers),
+    -- the memory is a near-duplicate of its nearest memory and is merged into it below
+    -- (pgmem.unmerge splits it out again); else it stays. The verdict is in the gate
+    -- (late_decision) and in history.
+    v_threshold := pgmem._setting_num('surprise_threshold', 0.15);
+    if v_surprise < v_threshold and near.id is not null
+       and not coalesce((v_gate->>'forced')::boolean, false) and not v_gate ? 'kept_because' then
+      select array(select t from unnest(pgmem.tokens(m.content)) t where t ~ '[0-9]'
+                   except select t from unnest(pgmem.tokens(near.content)) t) into v_new_numbers;
+    end if;
+    v_gate := v_gate || case
+      when v_threshold is null or v_new_numbers is null then jsonb_build_object('late_decision', 'stored')
+      when cardinality(v_new_numbers) > 0 then jsonb_build_object('late_decision', 'stored',
+                                                'kept_because', 'new numbers: ' || array_to_string(v_new_numbers, ' '))
+      else jsonb_build_object('late_decision', 'merged', 'nearest_id', near.id, 'nearest_similarity', round(v_sim::numeric, 6),
+                              'reason', format('surprise %s with its embedding is below the threshold %s',
+                                               round(v_surprise::numeric, 4), v_threshold)) end;
   end if;
   perform pgmem._set_op('embed', jsonb_build_object('model', model, 'semantic_novelty', v_sem));
   update pgmem.memories x set
@@ -101,11 +125,22 @@ begin
   returning x.* into m;
   perform pgmem._set_op(null);
   delete from pgmem.embedding_queue e where e.memory_id = m.id;
+  if v_gate->>'late_decision' = 'merged' then
+    -- lock both in id order, as the merge job does, and look again
+    perform 1 from pgmem.memories x where x.id in (m.id, near.id) order by x.id for update;
+    select * into near from pgmem.memories x where x.id = near.id;
+    select * into m from pgmem.memories x where x.id = m.id;
+    if near.state = 'active' and m.state = 'active' then
+      perform pgmem._merge_pair(near, m, v_sim, 'late_gate',
+                                jsonb_build_object('reason', 'the surprise gate, taken again with the embedding'));
+      select * into m from pgmem.memories x where x.id = m.id;
+    end if;
+  end if;
   perform set_config('pgmem.tenant', coalesce(v_prev_tenant, ''), true);
   return m;
 end $$;
 comment on function pgmem.complete_embedding(bigint, vector, text) is
-  'Stores a worker-computed embedding for a queued memory, completes its surprise/novelty/salience, and removes it from the queue.';
+  'Stores a worker-computed embedding for a queued memory, completes its surprise/novelty/salience, and removes it from the queue. The surprise gate is taken again with the vector: a memory now below the threshold (not forced, no new numbers) is merged into its nearest memory (pgmem.unmerge undoes it).';
 
 create or replace function pgmem.fail_embedding(memory_id bigint, error text) returns void
   language sql volatile security definer

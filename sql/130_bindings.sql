@@ -149,18 +149,14 @@ begin
 end $$;
 
 -- The nearest neighbours of an embedding among the active memories of a tenant and user scope
--- (HNSW). The one place the semantic bindings ask the index: when pgmem._neighbours (the
--- shared helper over pgmem.memory_vectors, STORAGE.md) lands, its body becomes a call of it.
+-- (HNSW). The one place the semantic bindings ask the index: pgmem._neighbours, the shared
+-- helper over pgmem.memory_vectors and the memories still queued for it (STORAGE.md, 125_vectors.sql).
 create or replace function pgmem._semantic_neighbours(p_tenant text, p_embedding vector, p_n integer, p_scope text)
 returns table (id bigint, distance float8)
   language sql stable
   set search_path = pgmem, public, pg_temp
 as $$
-  select y.id, y.embedding operator(public.<=>) p_embedding
-    from pgmem.memories y
-   where y.tenant = p_tenant and coalesce(y.user_id, '') = p_scope and y.state = 'active' and y.embedding is not null
-   order by y.embedding operator(public.<=>) p_embedding
-   limit p_n
+  select n.id, n.distance from pgmem._neighbours(p_tenant, p_embedding, p_n, p_scope) n
 $$;
 
 -- semantic: HNSW neighbours; a pair is stored once, (least id, greatest id).

@@ -141,12 +141,14 @@ returns table (id bigint, score float8, fused float8, activation float8, depth i
 as $$
 #variable_conflict use_column
 declare
-  v_tenant text := pgmem._require_tenant();
   v_hits bigint[];
   v_scores float8[];
   v_act jsonb;
   v_cand bigint[];
 begin
+  -- the session's tenant, checked first (42501 without one); search, spread and search_exact
+  -- each resolve it and filter every statement on it
+  perform pgmem._require_tenant();
   perform pgmem._check_between(k, 'k', 1, 1000);
   perform pgmem._check_between(seeds, 'seeds', 1, 200);
   if spread_weight is null or spread_weight <> spread_weight or spread_weight < 0 or spread_weight > 1 then

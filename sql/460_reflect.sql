@@ -86,7 +86,6 @@ declare
   v_run bigint;
   v_cursor record;
   v_horizon timestamptz;
-  v_rows record;
   v_last record;
   v_total bigint := 0;
   v_changed bigint := 0;
@@ -108,6 +107,8 @@ begin
    where a.datname = current_database() and a.pid <> pg_backend_pid() and a.xact_start is not null;
   v_horizon := coalesce(v_horizon, now());
 
+  -- declares the temporary table to plpgsql_check (a no-op at run time)
+  perform 'PRAGMA:TABLE: _pgmem_reflect (tenant text, id bigint, at timestamptz)';
   create temp table if not exists _pgmem_reflect (tenant text, id bigint, at timestamptz) on commit drop;
   truncate _pgmem_reflect;
   insert into _pgmem_reflect

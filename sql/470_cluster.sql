@@ -601,7 +601,7 @@ declare
   v_more boolean := false;
   v_examined bigint := 0;
   v_changed bigint := 0;
-  v_details jsonb := '{}';
+  v_details jsonb := '{}'::jsonb;
   -- the run's time budget counts from the start of the top-level statement (the CALL of
   -- run_job that pg_cron makes, or this select): past it the run stops between two batches and
   -- the next run goes on from the tenant's phase and cursor (pgmem.cluster_state)

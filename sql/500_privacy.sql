@@ -39,9 +39,26 @@ as $$
                                 where c.tenant = t.tenant and c.memory_id in (select id from mem)), '[]'),
     'eval_judgements', coalesce((select jsonb_agg(to_jsonb(j)) from pgmem.eval_judgements j, t
                                   where j.tenant = t.tenant and j.memory_id in (select id from mem)), '[]'))
+    -- layered tiers (issue 15): profile facts, conversations, messages, threads, insights, concepts, cached intents
+    || (with conv as (select c.* from pgmem.conversations c, t where c.tenant = t.tenant and c.user_id = export_user.user_id)
+        select jsonb_build_object(
+          'profile_facts', coalesce((select jsonb_agg(to_jsonb(f) order by f.key, f.valid_from, f.id) from pgmem.profile_facts f, t
+                                      where f.tenant = t.tenant and f.user_id = export_user.user_id), '[]'),
+          'conversations', coalesce((select jsonb_agg(to_jsonb(c) - 'topic_vector' order by c.conversation_start) from conv c), '[]'),
+          'messages', coalesce((select jsonb_agg(to_jsonb(m) - 'embedding' order by m.conversation_id, m.seq) from pgmem.messages m, t
+                                 where m.tenant = t.tenant and m.conversation_id in (select conversation_id from conv)), '[]'),
+          'threads', coalesce((select jsonb_agg(to_jsonb(h) - 'centroid' order by h.id) from pgmem.threads h, t
+                                where h.tenant = t.tenant and (h.user_id = export_user.user_id
+                                      or h.conversation_id in (select conversation_id from conv))), '[]'),
+          'insights', coalesce((select jsonb_agg(to_jsonb(i) - 'embedding' - 'tsv' order by i.id) from pgmem.insights i, t
+                                 where i.tenant = t.tenant and i.user_id = export_user.user_id), '[]'),
+          'concept_mentions', coalesce((select jsonb_agg(to_jsonb(cm) order by cm.id) from pgmem.concept_mentions cm, t
+                                         where cm.tenant = t.tenant and cm.user_id = export_user.user_id), '[]'),
+          'intent_cache', coalesce((select jsonb_agg(to_jsonb(ic) order by ic.created_at) from pgmem.intent_cache ic, t
+                                     where ic.tenant = t.tenant and ic.user_id = export_user.user_id), '[]')))
 $$;
 comment on function pgmem.export_user(text) is
-  'Everything stored about a user in the current tenant, as one JSON document: memories (all states), their history, links, accesses, feedback, the reconstructions of the user''s queries or memories, the identity beliefs with the user''s memories as evidence, their clusters, cluster moves, map coordinates and retrieval judgements.';
+  'Everything stored about a user in the current tenant, as one JSON document: memories (all states), their history, links, accesses, feedback, the reconstructions of the user''s queries or memories, the identity beliefs with the user''s memories as evidence, their clusters, cluster moves, map coordinates and retrieval judgements, and the layered tiers (profile facts, conversations, messages, threads, insights, concept mentions, cached intents).';
 
 -- SECURITY DEFINER, audited: history is append-only for pgmem_app, so erasing content from
 -- it needs the owner's rights. Every statement below filters on v_tenant, the caller's
@@ -97,7 +114,8 @@ begin
   delete from pgmem.memories m where m.tenant = v_tenant and m.id = any(v_ids);  -- links, accesses, feedback cascade
   get diagnostics memories = row_count;
   perform pgmem._set_op(null);
+  perform pgmem._erase_layered(v_tenant, user_id);  -- layered tiers (issue 15): sql/330_tier_views.sql
   return next;
 end $$;
 comment on function pgmem.erase_user(text) is
-  'Deletes everything stored about a user in the current tenant for good (memories, links, accesses, feedback, reconstructions, beliefs resting only on the user''s memories; queued ids and snapshot beliefs citing them) and removes the content from history, leaving content-free tombstones; returns the counts. SECURITY DEFINER, tenant-filtered.';
+  'Deletes everything stored about a user in the current tenant for good (memories, links, accesses, feedback, reconstructions, beliefs resting only on the user''s memories; queued ids and snapshot beliefs citing them; the layered tiers: profile facts, conversations, messages, threads, insights, concept mentions, cached intents) and removes the content from history, leaving content-free tombstones; returns the counts. SECURITY DEFINER, tenant-filtered.';

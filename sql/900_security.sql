@@ -172,7 +172,8 @@ declare
                     "accesses": "insert", "activation_log": "insert", "feedback": "insert, update",
                     "categories": "insert, update", "profiles": "insert, update",
                     "work_queue": "insert",
-                    "eval_queries": "insert, update", "eval_judgements": "insert, update", "eval_runs": "insert"}';
+                    "eval_queries": "insert, update", "eval_judgements": "insert, update", "eval_runs": "insert",
+                    "behaviour_rules": "insert, update", "policy_rules": "insert, update"}';  -- layered: a tenant's own rules
   cols text;
   w text;
 begin
@@ -193,7 +194,7 @@ end $$;
 do $$
 declare
   r record;
-  admin_only text[] := array['merge_duplicates', 'unmerge', 'prune', 'purge', 'archive_stale', 'tune_thresholds',
+  admin_only text[] := array['merge_duplicates', 'unmerge', 'prune', 'purge', 'archive_stale', 'tune_thresholds', 'index_vectors',
                              'schedule_jobs', 'unschedule_jobs', 'run_job', 'grant_tenant', 'revoke_tenant', 'set_session_limits',
                              'add_claim_key', 'drop_claim_key', 'sign_tenant_claim', 'cluster'];
   app_helpers text[] := array[
@@ -207,6 +208,10 @@ declare
     '_profile', '_effective_weights',
     -- SECURITY DEFINER entry points of the read path: they check every argument themselves
     '_search', '_activate',
+    -- writejobs: the size limit of the reason of forget/restore/update_memory (110): pure checks
+    '_check_reason', '_check_bytes',
+    -- writejobs: the job registry (400), constant: job_schedule_commands lists the jobs from it
+    '_jobs',
     -- scaleout (issue 19): touch on a hot standby raises 25006 naming the primary; reads settings only
     '_standby_refuses', '_primary_address'];
 begin
@@ -275,7 +280,9 @@ end $$;
 --                                   pgmem_admin only (_require_admin); the keys are the owner's alone
 --   (grant_tenant, revoke_tenant and set_session_limits are SECURITY INVOKER: the admin's own rights)
 --   erase_user                      history is written by pgmem only (500_privacy.sql)
---   remember, surprise              history rows of rejected/duplicate candidates; the read path's reason below
+--   remember, remember_many, surprise
+--                                   history rows of rejected/duplicate candidates; the read path's reason below
+--                                   (writejobs: all three run pgmem._remember_core, 100_remember.sql)
 --   build_context                   calls pgmem._pack, which pgmem_app may not call
 --   explain_search                  builds the query record (pgmem._query and its helpers) for the weights;
 --                                   reads through pgmem.search, which filters on the tenant
@@ -295,6 +302,12 @@ end $$;
 --                                   owner). They run as the owner, with the tenant filter in their SQL.
 --   trigger functions (rule 4)      every function returning trigger (made SECURITY DEFINER above): they
 --                                   can only be called as triggers, and touch only NEW's and OLD's tenant
+--   set_fact, end_fact, profile, fact_history, apply_facts, detect_facts, classify_intent, cache_intent,
+--   behaviour_decision, resolve_policy, observe_turn, conversation_state, resolve_thread,
+--   set_thread_summary, conversation_threads, thread_messages, extract_insights, extract_concepts,
+--   add_insight, observe_reply, search_insights, research_context, user_data_summary, context_for
+--                                   the layered tiers (issue 15, sql/6xx): they call the PL/Python engine
+--                                   (pgmem._engine) and write history (profile facts), which pgmem_app may not
 --   spread, search_spread, reconstruct, reconstruction_certainty, refresh_bindings, identity,
 --   identity_at, identity_snapshot, identity_update_trait, identity_update_belief, identity_set_goal,
 --   identity_end_goal, rescore_salience, reflect, work
@@ -304,3 +317,10 @@ end $$;
 --                                   tenant of each item or batch; every tenant only for pgmem_admin, via
 --                                   _job_scope); tests/test_reconstructive_tenancy.py runs each as
 --                                   another tenant
+
+
+-- layered tiers (issue 15): the app role reads its tenant's rows of the tiers (the API functions
+-- are SECURITY DEFINER, audited above); it adds and changes its own behaviour and policy rules
+-- (the writes map above) and switches one off with enabled = false.
+grant select on pgmem.profile_facts, pgmem.conversations, pgmem.messages, pgmem.threads, pgmem.insights,
+  pgmem.concept_mentions, pgmem.intent_cache, pgmem.behaviour_rules, pgmem.policy_rules to pgmem_app;

@@ -313,6 +313,8 @@ ALLOWED_HELPERS = [
     "_check_category", "_setting", "_setting_num", "_setting_bool", "_words", "_content_key", "_scope_key",
     "_lexeme_query", "_get_for_update", "_snapshot", "_set_op", "_op_details", "_profile", "_effective_weights",
     "_search", "_activate",
+    # writejobs: pure size checks of update_memory/forget/restore's reason; the constant job registry
+    "_check_reason", "_check_bytes", "_jobs",
     # scaleout (issue 19): touch/search(touch) on a hot standby raise 25006 naming the primary (reads settings only)
     "_standby_refuses", "_primary_address"]
 

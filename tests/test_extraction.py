@@ -378,6 +378,7 @@ def test_full_extraction_record():
         "arousal": 0.4,
         "dominance": 0.7,
         "importance": None,
+        "facts": [],  # no profile statement (layered tiers, issue 15)
         "source": "heuristic",
     }
     assert got.to_dict(iso=True)["when"] == "2024-05-15T09:30:00+00:00"
@@ -507,7 +508,10 @@ def test_llm_good_answer_is_used(llm, caplog):
     llm.answer(200, completion(json.dumps(GOOD)))
     got = make_llm(llm).extract(TEXT, now=NOW)
     assert got.source == "llm"
-    assert got.to_dict() == {**GOOD, "when": datetime(2024, 5, 1, tzinfo=UTC), "source": "llm"}
+    # the LLM stated no profile facts, so the heuristic's stand (layered tiers, issue 15)
+    facts = [{"key": "location", "value": "Oslo", "confidence": 0.9, "statement": "I moved from Berlin to Oslo",
+              "rule": "location", "previous": "Berlin"}]
+    assert got.to_dict() == {**GOOD, "when": datetime(2024, 5, 1, tzinfo=UTC), "facts": facts, "source": "llm"}
     assert len(llm.requests) == 1 and not warnings_of(caplog)
 
 

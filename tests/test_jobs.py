@@ -140,6 +140,14 @@ def add_link(conn, src: int, dst: int, kind: str, weight: float = 1.0, count: in
                  (tenant, src, dst, kind, weight, count))
 
 
+def wait_gone(conn, pid: int, seconds: float = 10.0) -> None:
+    """Wait until backend pid has left pg_stat_activity (a closed connection's backend exits a moment later)."""
+    deadline = time.monotonic() + seconds
+    while conn.execute("select count(*) from pg_stat_activity where pid = %s", (pid,)).fetchone()[0]:
+        assert time.monotonic() < deadline, f"backend {pid} still alive"
+        time.sleep(0.02)
+
+
 def now(conn) -> datetime:
     return scalar(conn, "select now()")
 
@@ -424,8 +432,10 @@ def test_merge_full_scan_in_batches_without_embeddings(conn):
 
 def test_merge_cursor_does_not_skip_late_commits(conn, dsn):
     with connect(dsn, autocommit=False) as slow:
-        # the slow writer's transaction starts first ...
-        p = remember(slow, "Parking is on level -2", e(40), category="fact", importance=0.6)
+        # the slow writer's transaction starts first (a plain INSERT: remember() would make the
+        # second writer of the same user scope wait for it, pgmem.write_locks) ...
+        p = scalar(slow, "insert into pgmem.memories (content, embedding, category, importance) "
+                         "values ('Parking is on level -2', %s, 'fact', 0.6) returning id", (e(40),))
         time.sleep(0.05)
         # ... a later one commits its near duplicate at once, and merge runs
         q = remember(conn, "The car park is level -2", at_cos(40, 41, 0.92), category="fact", importance=0.5)
@@ -470,6 +480,21 @@ def test_merge_without_embeddings_uses_jaccard(conn):
     # the text cursor: nothing left to examine
     merge(conn)
     assert job_runs(conn, "merge")[-1]["examined"] == 0
+
+
+def test_merge_without_embeddings_finds_a_pair_behind_many_weak_matches(conn):
+    """Issue 14: the Jaccard candidates were an unordered `limit 50` of the memories sharing
+    any word, so a duplicate pair behind 60 memories that share one common word was never
+    compared. Candidates now come most shared words first (setting merge_text_candidates)."""
+    g1, _, _ = _jaccard_texts()
+    for i in range(60):
+        remember(conn, f"alpha filler{i} note{i} about thing{i}", importance=0.5, category="fact")
+    p = remember(conn, " ".join(g1), importance=0.6, category="fact")
+    q = remember(conn, " ".join(g1 + ["uniform"]), importance=0.5, category="fact")
+    res = merge(conn)
+    assert pairs_of(res) == {(p, q)}
+    assert res[0]["similarity"] == pytest.approx(20 / 21)
+    assert scalar(conn, "select value::text::int from pgmem.settings where tenant = '*' and key = 'merge_text_candidates'") == 200
 
 
 # ============================================================================ prune
@@ -784,6 +809,54 @@ def test_archive_stale(conn):
     assert stale in search()
 
 
+def test_archive_by_activation_reads_what_activate_records(conn):
+    """Issue 14: archive by activation read pgmem.accesses.score, a column nothing writes, so
+    activation_threshold > 0 archived every old memory however strongly it was activated.
+    The scores are in pgmem.activation_log (what activate(query_id => ...) records)."""
+    t = now(conn)
+    old = t - timedelta(days=200)
+    strong = remember(conn, "The staging database is db-stage.example", e(1), created_at=old)
+    weak = remember(conn, "The staging cache is cache-stage.example", e(2), created_at=old)
+    silent = remember(conn, "The staging queue is mq-stage.example", e(3), created_at=old)
+    qid = uuid.uuid4()
+    conn.execute(
+        "insert into pgmem.activation_log (tenant, query_id, memory_id, context_type, score, threshold, activated, logged_at)"
+        " select m.tenant, %s, m.id, 'general', s.score, .3, s.score >= .3, %s - interval '5 days'"
+        " from pgmem.memories m join (values (%s::bigint, .7::real), (%s, .2)) s(id, score) on s.id = m.id",
+        (qid, t, strong, weak))
+    # an activation older than the retention window does not count
+    conn.execute(
+        "insert into pgmem.activation_log (tenant, query_id, memory_id, context_type, score, threshold, activated, logged_at)"
+        " select m.tenant, %s, m.id, 'general', .9, .3, true, %s - interval '120 days' from pgmem.memories m where m.id = %s",
+        (uuid.uuid4(), t, silent))
+    res = call(conn, "archive_stale", activation_threshold=0.5, as_of=t)
+    got = {r["memory_id"]: r["best_recent_score"] for r in res}
+    assert set(got) == {weak, silent}
+    assert got[weak] == pytest.approx(0.2, abs=1e-6) and got[silent] is None
+    assert mem(conn, strong)["state"] == "active"
+    # threshold 0: activation is not looked at, all three are old and not accessed
+    assert {r["memory_id"] for r in call(conn, "archive_stale", as_of=t)} == {strong}
+
+
+def test_archive_in_small_batches_archives_what_one_batch_archives(conn):
+    """A run of batches walks the old memories once by (created_at, id) at one as_of: the same
+    set as one big batch, each memory once, and one history statement per batch."""
+    t = now(conn)
+    ids = [remember(conn, f"Archived note number {i} about server rack {i}", e(i % 50),
+                    created_at=t - timedelta(days=100 + i % 7)) for i in range(23)]
+    touch(conn, ids[:5])
+    expected = {r["memory_id"] for r in call(conn, "archive_stale", dry_run=True, as_of=t)}
+    assert expected == set(ids[5:])
+    conn.execute("CALL pgmem.run_job('archive', %s)", (Jsonb({"batch": 4, "as_of": t.isoformat()}),))
+    archived = {r["id"] for r in rows(conn, "select id from pgmem.memories where state = 'archived'")}
+    assert archived == expected
+    runs = [r for r in job_runs(conn, "archive") if not r["params"]["dry_run"]]
+    assert [r["changed"] for r in runs] == [4, 4, 4, 4, 2]
+    assert sum(r["examined"] for r in runs) == 23  # every old active memory walked past once
+    # the run is over: its cursor is gone
+    assert rows(conn, "select * from pgmem.job_state where job like 'archive%%'") == []
+
+
 # ============================================================================ feedback and thresholds
 def _activation_memories(conn) -> dict[str, list[int]]:
     """hi: cosine 1 with the query (score .65, activated at .3); lo: orthogonal (score .05);
@@ -988,35 +1061,54 @@ def test_concurrent_run_is_skipped_and_job_status_shows_the_latest(conn, dsn):
     remember(conn, "one", e(1))
     merge(conn)
     first = job_runs(conn, "merge")[-1]
-    with connect(dsn) as other:
-        other.execute("select pg_advisory_lock(pgmem._job_lock_key('merge', 'acme'))")
+    with connect(dsn, autocommit=False) as other:
+        # a batch of merge for acme is under way in another session (its transaction is open)
+        other.execute("select count(*) from pgmem.merge_duplicates()")
+        other_pid = other.info.backend_pid
         assert merge(conn) == []
         skipped = job_runs(conn, "merge")[-1]
-        assert skipped["status"] == "skipped" and skipped["error"] == "skipped: already running"
+        assert skipped["status"] == "skipped"
+        assert skipped["error"].startswith(f"skipped: a batch of merge for acme is running in backend pid {other_pid} "
+                                           "(transaction since ")
+        assert skipped["error"].endswith("last statement: select count(*) from pgmem.merge_duplicates())")
         assert skipped["tenant"] == "acme" and skipped["finished_at"] is not None
-        st = one(conn, "select * from pgmem.job_status where job = 'merge'")
+        st = one(conn, "select * from pgmem.job_status where job = 'merge' and tenant = 'acme'")
         assert st["last_run_id"] == first["id"] and st["last_status"] == "ok"
-        # another tenant's merge is not blocked
+        # another tenant's merge is not blocked... except by the maintenance lock the batch holds:
+        # it waits job_lock_timeout_ms, then is skipped naming the holder
+        conn.execute("insert into pgmem.settings (tenant, key, value) values ('*', 'job_lock_timeout_ms', '300') "
+                     "on conflict (tenant, key) do update set value = excluded.value")
         with connect(dsn, tenant="other") as o2:
             merge(o2)
-            assert job_runs(conn, "merge")[-1]["status"] == "ok"
+            r = job_runs(conn, "merge")[-1]
+            assert (r["tenant"], r["status"]) == ("other", "skipped")
+            assert r["error"].startswith("skipped: waited 300 ms (job_lock_timeout_ms) for another job that changes "
+                                         f"memories, held by backend pid {other_pid} (transaction since ")
         # run_job: its batch is skipped too
         conn.execute("CALL pgmem.run_job('merge')")
         assert job_runs(conn, "merge")[-1]["status"] == "skipped"
-        other.execute("select pg_advisory_unlock(pgmem._job_lock_key('merge', 'acme'))")
-        # a whole run_job holds its own session lock: a second run_job is skipped
-        other.execute("select pg_advisory_lock(pgmem._job_lock_key('merge:run', 'acme'))")
+        other.rollback()
+        # a whole run_job holds the job between its transactions: while the backend that runs it
+        # lives, a second run_job, or a batch by hand, is skipped
+        other.execute("update pgmem.job_locks set holder_pid = pg_backend_pid(), holder_since = "
+                      "(select backend_start from pg_stat_activity where pid = pg_backend_pid()) "
+                      "where tenant = 'acme' and job = 'merge'")
+        other.commit()
         n = len(job_runs(conn, "merge"))
         conn.execute("CALL pgmem.run_job('merge')")
+        merge(conn)
         new = job_runs(conn, "merge")[n:]
-        assert [(r["status"], r["error"]) for r in new] == [("skipped", "skipped: already running")]
-        other.execute("select pg_advisory_unlock_all()")
+        assert [r["status"] for r in new] == ["skipped", "skipped"]
+        assert new[0]["error"].startswith(f"skipped: run_job('merge') for acme is running in backend pid {other_pid}")
+    # the holder is gone: the job runs again
+    wait_gone(conn, other_pid)
     merge(conn)
     last = job_runs(conn, "merge")[-1]
     assert last["status"] == "ok"
     st = one(conn, "select * from pgmem.job_status where job = 'merge' and tenant = 'acme'")
     assert st["last_run_id"] == last["id"]
     # one row per tenant (a superuser, like pgmem_admin, sees every tenant's)
+    conn.execute("CALL pgmem.run_job('merge', '{\"tenant\": \"other\"}')")
     assert [r["tenant"] for r in rows(conn, "select * from pgmem.job_status where job = 'merge'")] == ["acme", "other"]
 
 
@@ -1071,7 +1163,7 @@ def test_run_job_errors(conn):
     st = {r["job"]: r for r in rows(conn, "select * from pgmem.job_status")}
     assert st["merge"]["last_status"] == "failed" and st["merge"]["failures_7d"] == 1
     assert "threshold" in st["merge"]["last_error"]
-    # the advisory lock was released: the next run works
+    # the run's hold on the job was released: the next run works
     conn.execute("CALL pgmem.run_job('merge')")
     assert job_runs(conn, "merge")[-1]["status"] == "ok"
 
@@ -1137,10 +1229,17 @@ def test_job_schedule_commands(conn, dsn):
         (f"pgmem-prune-{db}", "15 3 * * *", """CALL pgmem.run_job('prune', '{"tenant": "*"}')""", db),
         (f"pgmem-archive-{db}", "30 3 * * *", """CALL pgmem.run_job('archive', '{"tenant": "*"}')""", db),
         (f"pgmem-tune-{db}", "45 3 * * *", """CALL pgmem.run_job('tune', '{"tenant": "*"}')""", db),
+        # the index job (440_index.sql): every minute, from its row in the job registry
+        (f"pgmem-index-{db}", "* * * * *", """CALL pgmem.run_job('index', '{"tenant": "*"}')""", db),
+        # reconstructive's work queue and reflection, clusters' cluster job: their registry rows
+        (f"pgmem-work-{db}", "* * * * *", """CALL pgmem.run_job('work', '{"tenant": "*"}')""", db),
+        (f"pgmem-reflect-{db}", "40 * * * *", """CALL pgmem.run_job('reflect', '{"tenant": "*"}')""", db),
+        (f"pgmem-cluster-{db}", "20 * * * *", """CALL pgmem.run_job('cluster', '{"tenant": "*"}')""", db),
     ]
     got = rows(conn, "select * from pgmem.job_schedule_commands(merge => null, purge => '0 4 * * 0', database => 'elsewhere')")
     assert [r["job_name"] for r in got] == ["pgmem-prune-elsewhere", "pgmem-archive-elsewhere",
-                                           "pgmem-tune-elsewhere", "pgmem-purge-elsewhere"]
+                                           "pgmem-tune-elsewhere", "pgmem-purge-elsewhere", "pgmem-index-elsewhere",
+                                           "pgmem-work-elsewhere", "pgmem-reflect-elsewhere", "pgmem-cluster-elsewhere"]
     # each command is valid as it stands
     for r in rows(conn, "select * from pgmem.job_schedule_commands()"):
         conn.execute(r["command"])
@@ -1152,6 +1251,9 @@ def _cli(dsn: str, *args: str) -> subprocess.CompletedProcess:
                           env=env, capture_output=True, text=True, timeout=120)
 
 
+JOBS_SCHEDULED = ("merge", "prune", "archive", "tune", "index", "work", "reflect", "cluster")
+
+
 def test_cli_jobs_schedule_status_unschedule(cluster, conn, dsn):
     db = _dbname(dsn)
     q = "select jobname, schedule, command, database from cron.job where database = %s order by jobname"
@@ -1161,23 +1263,25 @@ def test_cli_jobs_schedule_status_unschedule(cluster, conn, dsn):
             assert p.returncode == 0, p.stderr
             got = rows(cron, q, (db,))
             assert [(r["jobname"], r["schedule"]) for r in got] == [
-                (f"pgmem-archive-{db}", "30 3 * * *"), (f"pgmem-merge-{db}", "0 5 * * *"),
-                (f"pgmem-prune-{db}", "15 3 * * *"), (f"pgmem-tune-{db}", "45 3 * * *")]
+                (f"pgmem-archive-{db}", "30 3 * * *"), (f"pgmem-cluster-{db}", "20 * * * *"),
+                (f"pgmem-index-{db}", "* * * * *"), (f"pgmem-merge-{db}", "0 5 * * *"),
+                (f"pgmem-prune-{db}", "15 3 * * *"), (f"pgmem-reflect-{db}", "40 * * * *"),
+                (f"pgmem-tune-{db}", "45 3 * * *"), (f"pgmem-work-{db}", "* * * * *")]
             assert {r["command"] for r in got} == {f"""CALL pgmem.run_job('{j}', '{{"tenant": "*"}}')"""
-                                                   for j in ("merge", "prune", "archive", "tune")}
-            assert p.stdout.count("scheduled pgmem-") == 4
+                                                   for j in JOBS_SCHEDULED}
+            assert p.stdout.count("scheduled pgmem-") == 8
 
             conn.execute("select * from pgmem.prune('gentle')")
             p = _cli(dsn, "jobs", "status")
             assert p.returncode == 0, p.stderr
             assert "prune" in p.stdout and "ok" in p.stdout
             assert "schedules:" in p.stdout
-            for j in ("merge", "prune", "archive", "tune"):
+            for j in JOBS_SCHEDULED:
                 assert f"pgmem-{j}-{db}" in p.stdout
 
             p = _cli(dsn, "jobs", "unschedule")
             assert p.returncode == 0, p.stderr
-            assert "removed 4 schedule(s)" in p.stdout
+            assert "removed 8 schedule(s)" in p.stdout
             assert rows(cron, q, (db,)) == []
             p = _cli(dsn, "jobs", "status")
             assert p.returncode == 0 and "no pg_cron schedules" in p.stdout

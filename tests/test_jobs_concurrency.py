@@ -290,23 +290,43 @@ class Background:
         return self
 
 
-def test_merge_and_prune_do_not_deadlock(dsn):
+def test_prune_leaves_a_memory_another_transaction_holds_for_the_next_run(dsn):
+    """Set-based prune (one UPDATE per reason, FOR UPDATE SKIP LOCKED) neither waits for a row
+    another transaction holds (no lock chain through the whole page, so no deadlock with a
+    writer) nor prunes it under that transaction: the next run does."""
     with connect(dsn) as c:
-        lo = remember(c, "Deploy window is Tuesday morning", e(0), 0.3)          # merged into hi, pruned first
+        lo = remember(c, "Deploy window is Tuesday morning", e(0), 0.3)
         mid = remember(c, "Unrelated memory pruned in between", e(5), 0.4)
-        hi = remember(c, "Deploys happen on Tuesday mornings", at_cos(0, 1, 0.9), 0.5)  # survivor, pruned last
+        hi = remember(c, "Deploys happen on Tuesday mornings", at_cos(0, 1, 0.9), 0.5)
         with connect(dsn, autocommit=False) as holder:
             holder.execute("select 1 from pgmem.memories where id = %s for update", (mid,))
+            got = c.execute("select memory_id from pgmem.prune('normal', min_importance => 0.99)").fetchall()
+            assert {r[0] for r in got} == {lo, hi}
+            holder.commit()
+        assert state(c, mid)["state"] == "active"
+        got = c.execute("select memory_id from pgmem.prune('normal', min_importance => 0.99)").fetchall()
+        assert [r[0] for r in got] == [mid]
+        assert {state(c, i)["state"] for i in (lo, mid, hi)} == {"deleted"}
+
+
+def test_merge_and_prune_take_turns(dsn):
+    """The jobs that change memories share one lock row ('*', 'maintenance'): a prune started
+    while a merge is uncommitted waits for it, then sees the merge's result (no deadlock)."""
+    with connect(dsn) as c:
+        lo = remember(c, "Deploy window is Tuesday morning", e(0), 0.3)          # merged into hi
+        mid = remember(c, "Unrelated memory pruned in between", e(5), 0.4)
+        hi = remember(c, "Deploys happen on Tuesday mornings", at_cos(0, 1, 0.9), 0.5)  # survivor, pruned
+        with connect(dsn, autocommit=False) as tx:
+            assert len(tx.execute("select * from pgmem.merge_duplicates()").fetchall()) == 1
             prune = Background(dsn, "select * from pgmem.prune('normal', min_importance => 0.99)")
-            prune.wait_blocked(c)          # prune has deleted lo and waits for mid
-            merge = Background(dsn, "select * from pgmem.merge_duplicates()")
-            merge.wait_blocked(c)          # merge has locked hi and waits for lo
-            holder.commit()                # prune goes on to hi
-        prune.join(), merge.join()
-    errors = [x.error for x in (prune, merge) if x.error]
-    assert not errors, errors
-    with connect(dsn) as c:  # whichever went first, all three end up pruned or merged-then-pruned
-        assert {state(c, i)["state"] for i in (lo, mid, hi)} <= {"deleted", "merged"}
+            prune.wait_blocked(c)
+            tx.commit()
+        prune.join()
+    assert prune.error is None, prune.error
+    assert sorted(r[0] for r in prune.result) == sorted([mid, hi])
+    with connect(dsn) as c:
+        assert (state(c, lo)["state"], state(c, lo)["merged_into"]) == ("merged", hi)
+        assert state(c, mid)["state"] == state(c, hi)["state"] == "deleted"
 
 
 @pytest.mark.parametrize("side", ["loser", "survivor"])
@@ -350,16 +370,117 @@ def test_prune_and_archive_leave_a_memory_merged_meanwhile_alone(dsn, job):
 
 
 def test_purge_does_not_destroy_a_memory_restored_meanwhile(dsn):
+    """purge skips (FOR UPDATE SKIP LOCKED) a deleted memory another transaction holds, e.g.
+    one being restored: it is not destroyed, and purge does not wait."""
     with connect(dsn) as c:
         m = remember(c, "A memory deleted by mistake", e(0), 0.5)
         c.execute("select pgmem.forget(%s)", (m,))
         time.sleep(1.2)
         with connect(dsn, autocommit=False) as tx:
             tx.execute("select pgmem.restore(%s, 'it was a mistake')", (m,))
-            purge = Background(dsn, "select * from pgmem.purge(older_than => '1 second')")
-            purge.wait_blocked(c)
+            assert c.execute("select * from pgmem.purge(older_than => '1 second')").fetchall() == []
             tx.commit()
-        purge.join()
-        assert purge.error is None
         row = state(c, m)
         assert row is not None and row["state"] == "active"
+
+
+# ---------------------------------------------------------------------------- job locks (issue 14)
+@pytest.fixture
+def app_login(cluster, dsn):
+    """A login role granted pgmem_app, connected to the test database (no tenant needed to take locks)."""
+    import secrets
+
+    from psycopg import sql
+    from psycopg.conninfo import conninfo_to_dict
+
+    name, pw = f"app_user_{uuid.uuid4().hex[:10]}", secrets.token_urlsafe(18)
+    with connect(cluster.dsn("postgres"), tenant=None) as su:
+        su.execute(sql.SQL("create role {} login password {}").format(sql.Identifier(name), sql.Literal(pw)))
+        su.execute(sql.SQL("grant pgmem_app to {}").format(sql.Identifier(name)))
+    c = psycopg.connect(host="127.0.0.1", port=cluster.port, user=name, password=pw,
+                        dbname=conninfo_to_dict(dsn)["dbname"], autocommit=True)
+    yield c
+    c.close()
+    with connect(cluster.dsn("postgres"), tenant=None) as su:
+        su.execute("select pg_terminate_backend(pid) from pg_stat_activity where usename = %s", (name,))
+        su.execute(sql.SQL("drop role if exists {}").format(sql.Identifier(name)))
+
+
+def test_the_app_role_cannot_starve_the_jobs(dsn, app_login):
+    """Before: pg_advisory_lock(hashtextextended('pgmem-maintenance', 0)) as pgmem_app blocked merge, prune,
+    archive and purge of every tenant. The jobs now lock rows of pgmem.job_locks, which the app cannot touch."""
+    app = app_login
+    # every advisory lock key the jobs ever used, held by the app's session
+    app.execute("select pg_advisory_lock(hashtextextended('pgmem-maintenance', 0))")
+    for job in ("merge", "prune", "archive", "purge", "merge:run", "prune:run"):
+        for scope in ("acme", "*"):
+            app.execute("select pg_advisory_lock(hashtextextended(%s, 0))", (f"pgmem-job:{job}:{scope}",))
+    for stmt in ("select * from pgmem.job_locks for update", "lock table pgmem.job_locks in exclusive mode",
+                 "update pgmem.job_locks set holder_pid = pg_backend_pid()",
+                 "insert into pgmem.job_locks (tenant, job) values ('*', 'maintenance')"):
+        with pytest.raises(psycopg.errors.InsufficientPrivilege), app.transaction():
+            app.execute(stmt)
+    with connect(dsn, tenant=None) as admin:
+        admin.execute("insert into pgmem.settings (tenant, key, value) values ('*', 'job_lock_timeout_ms', '500') "
+                      "on conflict (tenant, key) do update set value = excluded.value")
+        with connect(dsn) as c:
+            a = remember(c, "Deploys happen on Tuesday mornings", e(0), 0.6)
+            b = remember(c, "Deploy window is Tuesday morning", at_cos(0, 1, 0.95), 0.3)
+        for job in ("merge", "prune", "archive", "purge"):
+            admin.execute(f"""CALL pgmem.run_job('{job}', '{{"tenant": "*"}}')""")
+        runs = admin.execute("select job, status from pgmem.job_runs order by id").fetchall()
+        assert runs == [("merge", "ok"), ("prune", "ok"), ("archive", "ok"), ("purge", "ok")]
+        assert state(admin, b)["merged_into"] == a
+
+
+def test_a_killed_batch_leaves_a_record(dsn):
+    """Before: a batch killed with its backend rolled back its own job_runs row: no trace. run_job now
+    writes the row first, in its own transaction."""
+    with connect(dsn) as c:
+        remember(c, "a memory for the merge to look at", e(3), 0.5)
+        c.execute("insert into pgmem.settings (tenant, key, value) values ('*', 'job_lock_timeout_ms', '60000') "
+                  "on conflict (tenant, key) do update set value = excluded.value")
+        with connect(dsn, autocommit=False) as holder:
+            # a prune batch holds the maintenance lock: the merge batch below waits for it
+            holder.execute("select count(*) from pgmem.prune('gentle')")
+            victim = Background(dsn, "CALL pgmem.run_job('merge')")
+            victim.wait_blocked(c)
+            running = c.execute("select id, status, pid from pgmem.job_runs where job = 'merge'").fetchall()
+            assert [(r[1], r[2]) for r in running] == [("running", victim.pid)]
+            st = c.cursor(row_factory=dict_row).execute("select * from pgmem.job_status where job = 'merge'").fetchone()
+            assert st["last_status"] == "running"
+            c.execute("select pg_terminate_backend(%s)", (victim.pid,))
+            victim.thread.join(10)
+            assert isinstance(victim.error, psycopg.OperationalError)
+            holder.rollback()
+        deadline = time.monotonic() + 10
+        while c.execute("select count(*) from pg_stat_activity where pid = %s", (victim.pid,)).fetchone()[0]:
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+        st = c.cursor(row_factory=dict_row).execute("select * from pgmem.job_status where job = 'merge'").fetchone()
+        assert (st["last_run_id"], st["last_status"]) == (running[0][0], "interrupted")
+        # the next run marks it failed, says why, and runs
+        c.execute("CALL pgmem.run_job('merge')")
+        runs = c.execute("select id, status, error from pgmem.job_runs where job = 'merge' order by id").fetchall()
+        assert runs[0][:2] == (running[0][0], "failed")
+        assert runs[0][2].startswith("interrupted: the backend running this batch ended before the batch did")
+        assert [r[1] for r in runs[1:]] == ["ok"]
+
+
+def test_run_job_puts_the_session_tenant_back_when_skipped(dsn):
+    """Before: run_job(..., '{"tenant": "*"}') left pgmem.tenant = '' when it was skipped, and the next
+    admin call ran over all tenants."""
+    with connect(dsn) as c, connect(dsn, autocommit=False) as holder:
+        holder.execute("set pgmem.tenant = ''")
+        holder.execute("select count(*) from pgmem.merge_duplicates()")  # a batch for all tenants, left open
+        c.execute("""CALL pgmem.run_job('merge', '{"tenant": "*"}')""")
+        r = c.execute("select status, error from pgmem.job_runs where job = 'merge' and status = 'skipped'").fetchone()
+        assert r[0] == "skipped" and r[1].startswith("skipped: a batch of merge for all tenants is running in backend pid")
+        assert c.execute("select pgmem.current_tenant()").fetchone()[0] == "acme"
+        # and after a failure, and after an error in the arguments
+        c.execute("""CALL pgmem.run_job('prune', '{"tenant": "*", "mode": "brutal"}')""")
+        assert c.execute("select pgmem.current_tenant()").fetchone()[0] == "acme"
+        with pytest.raises(psycopg.errors.InvalidParameterValue):
+            c.execute("""CALL pgmem.run_job('prune', '{"tenant": "*", "bogus": 1}')""")
+        assert c.execute("select pgmem.current_tenant(), current_setting('search_path')").fetchone() == \
+            ("acme", '"$user", public')

@@ -477,6 +477,111 @@ def test_remember_many_batch(conn):
     assert scalar(conn, "select count(*) from pgmem.embedding_queue") == 48
 
 
+def _mixed_batch() -> tuple[list[dict], list[dict]]:
+    """(stored before, the batch): every kind of decision, and every way an item of a batch
+    depends on the items before it. Fewer than 20 memories per scope, so that the scope's most
+    recent memories (keyword candidates) are the same whether the batch is one call or many."""
+    u = lambda *p: unit(*p).tolist()  # noqa: E731
+    before = [
+        {"content": "Maya is allergic to peanuts", "category": "fact", "embedding": u((0, 1.0)), "session_id": "s1"},
+        {"content": "The team meets every Monday at 9", "category": "context", "embedding": u((1, 1.0))},
+        {"content": "Ola likes hiking in the fjords", "category": "preference", "user_id": "ola",
+         "embedding": u((2, 1.0))},
+        {"content": "Release 4.2 shipped on Friday", "event_key": "ev-old"},
+    ]
+    batch = [
+        {"content": "Tom is vegetarian", "category": "fact", "embedding": u((10, 1.0)), "session_id": "s1"},  # 1 new
+        {"content": "  tom IS vegetarian ", "category": "fact"},                      # 2 exact dup of item 1
+        {"content": "Tom is a vegetarian", "category": "fact",                       # 3 near item 1 by vector
+         "embedding": u((10, 0.995), (11, math.sqrt(1 - 0.995 ** 2)))},
+        {"content": "maya is allergic to peanuts"},                                    # 4 dup of a stored memory
+        {"content": "The team meets every Monday at 10", "category": "context",        # 5 near stored, new number
+         "embedding": u((1, 0.99), (12, math.sqrt(1 - 0.99 ** 2)))},
+        {"content": "Release 4.2 shipped on Friday again", "event_key": "ev-old"},     # 6 replay of stored
+        {"content": "A brand new fact about the garden", "event_key": "ev-new", "session_id": "s1",
+         "embedding": u((20, 1.0)), "category": "fact"},                              # 7 new, session s1
+        {"content": "Something else entirely", "event_key": "ev-new"},                 # 8 replay of item 7
+        {"content": "Tom is vegetarian", "category": "fact", "user_id": "ola"},        # 9 other scope: new
+        {"content": "Ola likes hiking in the fjords a lot", "category": "preference",  # 10 near stored in scope ola
+         "user_id": "ola", "embedding": u((2, 0.999), (13, math.sqrt(1 - 0.999 ** 2)))},
+        {"content": "Ola likes hiking in the fjords a lot!", "category": "preference",  # 11 forced copy of 10
+         "user_id": "ola", "force": True, "embedding": u((2, 0.999), (13, math.sqrt(1 - 0.999 ** 2)))},
+        {"content": "lunch menu kale salad soup bread", "session_id": "s1"},         # 12 text only, new
+        {"content": "Lunch menu: kale, salad, soup, bread."},                         # 13 text only, same words as 12
+        {"content": "Garden notes: tomatoes need water", "category": "fact", "session_id": "s1",
+         "embedding": u((20, 0.6), (21, 0.8)), "valence": 0.9, "arousal": 0.4},    # 14 new, session s1
+        {"content": "  tom IS vegetarian ", "category": "fact", "force": True},       # 15 forced dup of item 1
+    ]
+    return before, batch
+
+
+def _one_by_one(conn, items) -> list[dict]:
+    """remember() once per item, each call its own transaction."""
+    out = []
+    for it in items:
+        kw = {k: v for k, v in it.items() if k != "content"}
+        if "embedding" in kw:
+            kw["embedding"] = np.asarray(kw["embedding"], dtype=np.float32)
+        out.append(remember(conn, it["content"], **kw))
+    return out
+
+
+def _state(conn) -> dict:
+    cur = conn.cursor(row_factory=dict_row)
+    mems = cur.execute(
+        "select id, content, user_id, session_id, seq, category, event_key, embedding is not null as has_embedding, "
+        "gate->>'decision' as decision, gate->>'forced' as forced, gate->>'kept_because' as kept_because, "
+        "gate->>'nearest_id' as nearest_id from pgmem.memories order by id").fetchall()
+    nums = cur.execute("select id, importance, salience, surprise from pgmem.memories order by id").fetchall()
+    links = cur.execute("select src_id, dst_id, kind from pgmem.links order by 1, 2").fetchall()
+    hist = cur.execute("select memory_id, op, after->>'content' as content, details->>'decision' as decision "
+                       "from pgmem.history where op in ('duplicate', 'reject') order by memory_id, op, 3").fetchall()
+    queued = [r[0] for r in conn.execute("select memory_id from pgmem.embedding_queue order by 1")]
+    return {"memories": mems, "numbers": nums, "links": links, "history": hist, "queued": queued}
+
+
+def test_remember_many_decides_as_one_remember_per_item(fresh_db):
+    """The set-based batch (one neighbour query, one INSERT, one history statement) makes the
+    decisions of one remember() call per item, in order: duplicates, near-duplicates, replays
+    and session order of earlier items of the same batch included."""
+    before, batch = _mixed_batch()
+    with connect(fresh_db()) as a, connect(fresh_db()) as b:
+        for c in (a, b):
+            _one_by_one(c, before)
+        got = a.cursor(row_factory=dict_row).execute("select * from pgmem.remember_many(%s)", (Jsonb(batch),)).fetchall()
+        want = _one_by_one(b, batch)
+        assert [r["decision"] for r in got] == [
+            "stored", "duplicate", "rejected", "duplicate", "stored", "replayed", "stored", "replayed", "stored",
+            "rejected", "stored", "stored", "rejected", "stored", "stored"]
+        assert [r["decision"] for r in want] == [r["decision"] for r in got]
+        for g, w in zip(got, want):
+            assert (g["memory_id"], g["nearest_id"]) == (w["memory_id"], w["nearest_id"]), (g, w)
+            for k in ("surprise", "importance", "salience", "nearest_similarity"):
+                assert g[k] == pytest.approx(w[k], abs=1e-6), (k, g, w)
+            assert set(g["details"]) == set(w["details"]), (g["details"], w["details"])
+            for k, v in w["details"].items():
+                if isinstance(v, float):
+                    assert g["details"][k] == pytest.approx(v, abs=1e-6), k
+                else:
+                    assert g["details"][k] == v, (k, g["details"][k], v)
+        sa, sb = _state(a), _state(b)
+        for k in ("memories", "links", "history", "queued"):
+            assert sa[k] == sb[k], k
+        for x, y in zip(sa["numbers"], sb["numbers"]):
+            assert x["id"] == y["id"] and x == pytest.approx(y, abs=1e-6)
+        # what the batch found: spot checks of the cases of _mixed_batch
+        ids = [r["memory_id"] for r in got]
+        assert ids[1] == ids[0] and ids[14] != ids[0]                       # in-batch duplicate; forced copy stored
+        assert got[2]["nearest_id"] == ids[0] and got[2]["surprise"] < 0.15  # near item 1 of the same batch
+        assert got[7]["memory_id"] == ids[6]                                # event_key of item 7
+        assert "kept_because" in got[4]["details"] and got[4]["details"]["kept_because"] == "new numbers: 10"
+        assert got[12]["nearest_id"] == ids[11] and got[12]["details"]["keyword_novelty"] == 0
+        assert got[10]["details"]["forced"] is True
+        seqs = {m["content"]: m["seq"] for m in sa["memories"] if m["session_id"] == "s1"}
+        assert seqs == {"Maya is allergic to peanuts": 1, "Tom is vegetarian": 2, "A brand new fact about the garden": 3,
+                        "lunch menu kale salad soup bread": 4, "Garden notes: tomatoes need water": 5}
+
+
 def test_remember_many_rejects_unknown_key(conn):
     m0, h0 = counts(conn)
     items = [{"content": "first"}, {"content": "second"}, {"content": "third", "colour": "red"}]

@@ -290,6 +290,10 @@ def world(cluster, dsn, roles):
         c.close()
 
 
+# layered tiers (issue 15): their functions' isolation is checked by tests/test_layered_tenancy.py
+from test_layered_tenancy import LAYERED_FUNCTIONS  # noqa: E402
+
+
 # ------------------------------------------------------------- per-function checks
 # Each check calls one public function as tenant a (app role unless noted) aiming at tenant
 # b's data (its ids, texts, user id, session id, event keys, query id, category, profile) and
@@ -534,6 +538,18 @@ def _archive(w: World):
     w.no_b(res, "archive_stale")
 
 
+@check("index_vectors")
+def _index(w: World):
+    # (writejobs) the index job run for tenant a moves only a's queued vectors under the HNSW index
+    count = lambda t, x: scalar(w.su, f"select count(*) from pgmem.{t} where tenant = %s", (x,))
+    b_queued, b_indexed = count("vector_queue", "b"), count("memory_vectors", "b")
+    assert b_queued > 0 and count("vector_queue", "a") > 0
+    r = one(w.a_admin, "select * from pgmem.index_vectors()")
+    assert r["queued"] == 0 and r["indexed"] > 0, r
+    assert count("vector_queue", "a") == 0
+    assert (count("vector_queue", "b"), count("memory_vectors", "b")) == (b_queued, b_indexed)
+
+
 @check("tune_thresholds")
 def _tune(w: World):
     res = rows(w.a_admin, "select * from pgmem.tune_thresholds(min_feedback => 1)")
@@ -720,14 +736,14 @@ PURE = {
     "ndcg": "select pgmem.ndcg(array[1, 0]::float8[], 2)",
     "ild": "select pgmem.ild(array['[1,0]', '[0,1]']::vector[])",
 }
-ADMIN_ONLY = {"merge_duplicates", "unmerge", "prune", "purge", "archive_stale", "tune_thresholds", "schedule_jobs",
+ADMIN_ONLY = {"merge_duplicates", "unmerge", "prune", "purge", "archive_stale", "index_vectors", "tune_thresholds", "schedule_jobs",
               "unschedule_jobs", "run_job", "cluster"}
 ORDER = ["get_memory", "history", "surprise", "search", "search_exact", "explain_search", "activate", "recall",
          "lexical_probe",
          "build_context",
          "context_threshold", "memory_strength", "export_user", "touch", "claim_embeddings", "update_memory", "forget",
          "restore", "revert", "feedback", "current_tenant", "grant_tenant", "schedule_jobs", "merge_duplicates", "prune",
-         "archive_stale", "tune_thresholds", "purge", "run_job", "spread",
+         "archive_stale", "index_vectors", "tune_thresholds", "purge", "run_job", "spread",
          "assign_cluster", "attention", "map_points", "judge", "cluster", "cluster_confidence",
          "remember", "remember_many", "erase_user"]
 
@@ -741,7 +757,7 @@ def public_functions(conn) -> set[str]:
 # ---------------------------------------------------------------------------- tests
 def test_every_public_function_has_an_isolation_check(conn):
     public = public_functions(conn)
-    covered = set(CHECKS) | set(PURE)
+    covered = set(CHECKS) | set(PURE) | LAYERED_FUNCTIONS
     assert public - covered == set(), f"public functions without an isolation check: {sorted(public - covered)}"
     assert covered - public == set(), f"checks for functions that no longer exist: {sorted(covered - public)}"
     assert {CHECKS[n] for n in CHECKS} <= {CHECKS[n] for n in ORDER}, "every check must be in ORDER"
@@ -767,7 +783,7 @@ def test_tenant_isolation_of_every_function_view_and_table(world):
     for name, q in PURE.items():
         w.a.execute(q).fetchall()
     ran_fns = {CHECKS[r] for r in ran}
-    assert public_functions(w.su) <= {n for n in CHECKS if CHECKS[n] in ran_fns} | set(PURE)
+    assert public_functions(w.su) <= {n for n in CHECKS if CHECKS[n] in ran_fns} | set(PURE) | LAYERED_FUNCTIONS
 
     # views: as the reader (documented BI access) and as the app role
     for view in ("memory_health", "category_stats", "tenant_stats", "job_status",
@@ -953,10 +969,11 @@ RECONSTRUCTIVE_SECDEF = ["spread", "search_spread", "reconstruct", "reconstructi
 
 SECURITY_DEFINER_AUDITED = sorted([
     "current_tenant", "_claim_tenant", "add_claim_key", "drop_claim_key",
-    "sign_tenant_claim", "erase_user", "remember", "surprise", "build_context", "explain_search", "_search", "_activate", "recall",
+    "sign_tenant_claim", "erase_user", "remember", "remember_many", "surprise", "build_context", "explain_search", "_search", "_activate", "recall",
     "_setting", "_check_category", "claim_embeddings", "complete_embedding", "fail_embedding",
     "assign_cluster", "cluster_confidence", "cluster_top_members", "project", "save_coords"]  # clusters, map
-    + RECONSTRUCTIVE_SECDEF)
+    + RECONSTRUCTIVE_SECDEF
+    + sorted(LAYERED_FUNCTIONS))  # layered tiers (issue 15): tests/test_layered_tenancy.py runs each as another tenant
 
 
 def _unpinned(conn) -> list[dict]:

@@ -72,6 +72,10 @@ def read_jsonl(path: str, err=sys.stderr):
                 bad += 1
                 print(f"pgmem: {path}:{n}: skipped, not JSON ({e.msg} at column {e.colno})", file=err)
                 continue
+            except RecursionError:  # json's decoder recurses once per level of nesting
+                bad += 1
+                print(f"pgmem: {path}:{n}: skipped, not JSON (nested too deeply for the decoder)", file=err)
+                continue
             if not isinstance(ev, dict):
                 bad += 1
                 print(f"pgmem: {path}:{n}: skipped, a line must be a JSON object, got {type(ev).__name__}", file=err)
@@ -329,6 +333,7 @@ def register(sub) -> None:
     p.set_defaults(func=cmd_worker)
 
     register_jobs(sub)
+    register_layered(sub)
 
 
 # ------------------------------------------------------------------------------ jobs
@@ -338,6 +343,7 @@ JOB_COLUMNS = {
     "archive": ["memory_id", "age_days", "last_accessed_at", "best_recent_score", "applied"],
     "tune": ["tenant_id", "context_type", "old_value", "new_value", "false_positive_rate", "false_negative_rate", "feedback_count"],
     "purge": ["memory_id", "deleted_at", "applied"],
+    "index": ["indexed", "dropped", "queued"],
     "cluster": ["tenant_id", "phase", "examined", "changed", "more"],
 }
 
@@ -446,3 +452,157 @@ def register_jobs(sub) -> None:
     s.set_defaults(func=cmd_jobs_schedule)
     js.add_parser("unschedule", help="remove pgmem's pg_cron schedules").set_defaults(func=cmd_jobs_unschedule)
     js.add_parser("status", help="latest run of each job, and the schedules").set_defaults(func=cmd_jobs_status)
+
+
+# ------------------------------------------------------------------------------ layered tiers
+# layered-memory-architecture.md (issue 15): one chat turn's context, the assistant's reply,
+# profile facts, insights, and what is stored about a user.
+def _stage_line(s: dict) -> str:
+    name = s.get("stage")
+    rest = {k: v for k, v in s.items() if k != "stage" and v not in (None, [], {})}
+    if name == "state":
+        rest = {k: rest[k] for k in ("message_count", "current_topic", "emotional_tone", "interaction_pattern",
+                                     "precision_mode", "dynamic_personality_mode", "topic_similarity") if k in rest}
+    return f"{name:<11} " + ", ".join(f"{k}={_fmt(v, 60)}" for k, v in rest.items())
+
+
+def cmd_context(args) -> int:
+    with _client(args) as mem:
+        r = mem.context_for(args.text, conversation_id=args.conversation, user_id=args.user, k=args.k,
+                            remember=not args.no_remember)
+    if args.json:
+        print(json.dumps(r.doc, default=str, indent=2))
+        return 0
+    for s in r.stages:
+        print(_stage_line(s))
+    ctx = r.context
+    print()
+    if ctx.get("behaviour_context"):
+        print(f"behaviour: {ctx['behaviour_context']}")
+    for h in ctx.get("history") or []:
+        print(f"history    {h['seq']:>3} {h['role']:<9} ({h['why']}) {_fmt(h['content'], 80)}")
+    for m in ctx.get("memories") or []:
+        print(f"memory     {m['id']:>5} {m['score']:.3f} {_fmt(m['content'], 80)}")
+    for q in ctx.get("qa_history") or []:
+        print(f"earlier Q  {q['similarity']:.3f} {_fmt(q['question'], 50)} -> {_fmt(q['answer'], 40)}")
+    if ctx.get("profile"):
+        print("profile    " + ", ".join(f"{k}={v}" for k, v in ctx["profile"].items()))
+    if ctx.get("privacy"):
+        print(json.dumps(ctx["privacy"], default=str, indent=2))
+    return 0
+
+
+def cmd_reply(args) -> int:
+    with _client(args) as mem:
+        out = mem.observe_reply(args.conversation, args.text, remember=not args.no_remember)
+    print(json.dumps(out, default=str))
+    return 0
+
+
+def cmd_profile(args) -> int:
+    with _client(args, embed=False) as mem:
+        if args.history:
+            print_table(mem.fact_history(args.user, args.key),
+                        ["fact_id", "key", "value", "valid_from", "valid_to", "status", "source", "statement"],
+                        {"statement": 40, "value": 30})
+            return 0
+        facts = mem.profile(args.user, as_of=args.as_of, known_at=args.known_at)
+    print(json.dumps(facts, default=str, indent=None if args.json else 2))
+    return 0
+
+
+def cmd_fact(args) -> int:
+    if args.end:
+        with _client(args, embed=False) as mem:
+            print(json.dumps(mem.end_fact(args.user, args.key, valid_to=args.valid_from), default=str))
+        return 0
+    if args.value is None:
+        raise PgmemError("give the fact's value (or --end to end it)")
+    try:
+        value = json.loads(args.value)
+    except json.JSONDecodeError:
+        value = args.value  # a plain word is a string
+    with _client(args, embed=False) as mem:
+        out = mem.set_fact(args.user, args.key, value, valid_from=args.valid_from, statement=args.statement)
+    print(json.dumps(out, default=str))
+    return 0
+
+
+def cmd_insights(args) -> int:
+    with _client(args) as mem:
+        hits = mem.search_insights(args.query, user_id=args.user, k=args.k, types=args.type)
+    print_table(hits, ["id", "type", "confidence", "score", "thread_label", "content"], {"content": 70, "thread_label": 24})
+    return 0
+
+
+def cmd_mydata(args) -> int:
+    if args.erase and not args.yes:
+        raise PgmemError(f"erase deletes everything stored about {args.user!r} for good: add --yes to confirm")
+    with _client(args, embed=False) as mem:
+        if args.erase:
+            out = mem.erase_user(args.user)
+        elif args.export:
+            out = mem.export_user(args.user)
+        else:
+            out = mem.user_data(args.user)
+    print(json.dumps(out, default=str, indent=None if args.erase else 2))
+    return 0
+
+
+def register_layered(sub) -> None:
+    def common(p):
+        p.add_argument("--tenant", default=None, help="tenant (default: PGMEM_TENANT or 'default')")
+
+    p = sub.add_parser("context", help="one chat turn through the layered pipeline (pgmem.context_for): stages and context")
+    p.add_argument("text", help="the user's message")
+    p.add_argument("--conversation", required=True, help="conversation id (one per chat session)")
+    p.add_argument("--user", help="user id (profile facts, privacy)")
+    p.add_argument("--k", type=int, help="retrieval depth (default: the behaviour mode's)")
+    p.add_argument("--no-remember", action="store_true", help="do not store the message as an episodic memory")
+    p.add_argument("--json", action="store_true", help="the whole document")
+    common(p)
+    p.set_defaults(func=cmd_context)
+
+    p = sub.add_parser("reply", help="record the assistant's reply (thread, insights, concepts)")
+    p.add_argument("text")
+    p.add_argument("--conversation", required=True)
+    p.add_argument("--no-remember", action="store_true")
+    common(p)
+    p.set_defaults(func=cmd_reply)
+
+    p = sub.add_parser("profile", help="a user's profile facts (now, --as-of a time, or --history)")
+    p.add_argument("user")
+    p.add_argument("--as-of", help="the facts in force then (ISO time)")
+    p.add_argument("--known-at", help="as pgmem knew them then (ISO time)")
+    p.add_argument("--history", action="store_true", help="every row ever recorded, with both times")
+    p.add_argument("--key", help="with --history: one key")
+    p.add_argument("--json", action="store_true")
+    common(p)
+    p.set_defaults(func=cmd_profile)
+
+    p = sub.add_parser("fact", help="set (or --end) a user's profile fact; the old value is kept")
+    p.add_argument("user")
+    p.add_argument("key")
+    p.add_argument("value", nargs="?", help="JSON, or a plain word")
+    p.add_argument("--valid-from", help="when it became true (ISO time; default now); with --end: when it stopped")
+    p.add_argument("--statement", help="the words that stated it")
+    p.add_argument("--end", action="store_true", help="end the fact without a new value")
+    common(p)
+    p.set_defaults(func=cmd_fact)
+
+    p = sub.add_parser("insights", help="research insights across every thread")
+    p.add_argument("query")
+    p.add_argument("--user")
+    p.add_argument("--k", type=int, default=10)
+    p.add_argument("--type", action="append", choices=["decision", "conclusion", "hypothesis", "open_question", "observation"])
+    common(p)
+    p.set_defaults(func=cmd_insights)
+
+    p = sub.add_parser("mydata", help="what is stored about a user, tier by tier (--export everything, --erase it)")
+    p.add_argument("user")
+    p.add_argument("--export", action="store_true")
+    p.add_argument("--erase", action="store_true")
+    p.add_argument("--yes", action="store_true", help="confirm --erase")
+    common(p)
+    p.set_defaults(func=cmd_mydata)
+

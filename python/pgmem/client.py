@@ -138,6 +138,15 @@ def event_to_args(event: Mapping[str, Any] | str, extractor=None, *, now: dateti
         if args.get("importance") is None and x.importance is not None and x.source == "llm":
             args["importance"] = x.importance
         args["metadata"].setdefault("extracted_by", x.source)
+        # layered tiers (issue 15): the profile facts a user's statement makes; the database's
+        # memories_profile_facts trigger writes them (pgmem.set_fact) as the memory is stored
+        facts = getattr(x, "facts", None)
+        if facts is None:  # an extractor without profile-statement detection: the heuristic's
+            from .engine.profile_facts import detect_facts
+
+            facts = detect_facts(content, speaker=args.get("who"))
+        if facts and args.get("user_id"):
+            args["metadata"].setdefault("facts", facts)
     return {k: v for k, v in args.items() if v is not None and v != {} or k == "content"}
 
 
@@ -440,18 +449,151 @@ class _Base:
 
     # jobs ------------------------------------------------------------------------
     def run_job(self, name: str, conn=None, **params) -> list[dict]:
-        """Run a maintenance job now (merge, prune, archive, tune, purge) with its parameters."""
+        """Run a maintenance job now (merge, prune, archive, tune, purge, index) with its parameters."""
         fn = JOBS.get(name)
         if fn is None:
             raise PgmemError(f"unknown job {name!r}: known jobs are {', '.join(sorted(JOBS))}")
         return self._do(fn, {k: (json.dumps(v) if isinstance(v, dict) else v) for k, v in params.items()}, list, conn)
 
 
+    # layered tiers (issue 15, layered-memory-architecture.md): profile facts, intent,
+    # conversation state, threads, insights, and context_for. The methods that may ask the
+    # LLM (context_for, classify_intent, observe_reply) are generators of SQL calls run by
+    # the client's _run (sync or async); the LLM (PGMEM_LLM_BASE_URL) answers what SQL cannot.
+    @property
+    def llm(self):
+        """The LayeredLLM for the intent fallback, thread summaries and insights: from
+        PGMEM_LLM_BASE_URL unless set (``mem.llm = None`` turns it off)."""
+        if not hasattr(self, "_llm"):
+            from .layered import LayeredLLM
+
+            self._llm = LayeredLLM.from_env()
+        return self._llm
+
+    @llm.setter
+    def llm(self, value) -> None:
+        self._llm = value
+
+    def context_for(self, query: str, *, conversation_id: str, user_id: str | None = None, embedding: Any = None,
+                    k: int | None = None, remember: bool = True, filters: dict | None = None,
+                    search_profile: str | None = None, created_at: Any = None, conn=None):
+        """The memory half of the layered pipeline for one user message (pgmem.context_for):
+        classify (asking the LLM when no fast path decides and one is configured), topic gate,
+        remember, state, thread, research, policy, history, retrieval. Returns a
+        :class:`pgmem.layered.ContextResult`; ``result.annotations()`` are the stage events to
+        stream before the first token."""
+        return self._run(self._context_for_steps(query, conversation_id, user_id, embedding, k, remember, filters,
+                                                 search_profile, created_at), conn)
+
+    def _context_for_steps(self, query, conversation_id, user_id, embedding, k, remember, filters, search_profile,
+                           created_at):
+        from .layered import ContextResult
+
+        emb = self._embed_query(query, embedding)
+        llm = self.llm
+        if llm is not None:
+            yield from self._llm_intent_steps(query, conversation_id, user_id, llm)
+        doc = yield ("context_for", dict(query_text=query, query_embedding=emb, conversation_id=conversation_id,
+                                         user_id=user_id, k=k, remember=remember,
+                                         filters=json.dumps(filters, default=_jsonable) if filters else None,
+                                         search_profile=search_profile, created_at=created_at), _scalar, False)
+        result = ContextResult(doc)
+        thread = result.stage("thread")
+        if llm is not None and thread.get("summary_due"):
+            msgs = yield ("thread_messages", dict(thread_id=thread["thread_id"]), list, True)
+            summary, label = llm.summarize(msgs)
+            if summary:
+                t = yield ("set_thread_summary", dict(thread_id=thread["thread_id"], summary=summary, label=label,
+                                                      source="llm"), _first, True)
+                thread.update(summary=t["summary"], summary_source=t["summary_source"], label=t["label"])
+                result.context["thread"] = {"id": t["id"], "label": t["label"], "summary": t["summary"]}
+        return result
+
+    def _llm_intent_steps(self, query, conversation_id, user_id, llm):
+        """classify_intent in SQL; when it needs the LLM, ask it and cache the answer."""
+        from .layered import IntentResult
+
+        got = yield ("classify_intent", dict(query_text=query, conversation_id=conversation_id), _first, True)
+        res = IntentResult(**{k: got[k] for k in ("intent", "confidence", "source", "rule", "needs_llm")},
+                           facts=got.get("facts") or [])
+        if got["needs_llm"] and llm is not None:
+            ans = llm.classify(query)
+            if ans:
+                yield ("cache_intent", dict(query_text=query, intent=ans["intent"], confidence=ans["confidence"],
+                                            model=llm.model, user_id=user_id), _first, True)
+                res = IntentResult(intent=ans["intent"], confidence=ans["confidence"], source="llm", rule="llm")
+        return res
+
+    def classify_intent(self, text: str, conversation_id: str | None = None, *, user_id: str | None = None, conn=None):
+        """The intent of a message (pgmem.classify_intent), asking the LLM and caching its
+        answer when no fast path decides and one is configured: a :class:`IntentResult`."""
+        return self._run(self._llm_intent_steps(text, conversation_id, user_id, self.llm), conn)
+
+    def observe_reply(self, conversation_id: str, content: str, *, embedding: Any = None, insights: list | None = None,
+                      remember: bool = True, created_at: Any = None, conn=None):
+        """Records the assistant's reply (pgmem.observe_reply): it joins its question's thread,
+        is remembered, and its insights (the LLM's when one is configured, else cue phrases)
+        and concepts are stored. Returns the JSON document of observe_reply."""
+        return self._run(self._observe_reply_steps(conversation_id, content, embedding, insights, remember, created_at), conn)
+
+    def _observe_reply_steps(self, conversation_id, content, embedding, insights, remember, created_at):
+        emb = self._embed_query(content, embedding)
+        if insights is None and self.llm is not None:
+            insights = self.llm.insights(content, "assistant")
+        return (yield ("observe_reply", dict(conversation_id=conversation_id, content=content, embedding=emb,
+                                             insights=json.dumps(insights) if insights is not None else None,
+                                             remember=remember, created_at=created_at), _scalar, False))
+
+    def set_fact(self, user_id: str, key: str, value: Any, *, valid_from: Any = None, valid_to: Any = None,
+                 confidence: float = 1.0, source: str = "api", statement: str | None = None, conn=None) -> dict:
+        """Sets a profile fact (pgmem.set_fact): the value in force is superseded, never deleted."""
+        return self._do("set_fact", dict(user_id=user_id, key=key, value=json.dumps(value, default=_jsonable),
+                                         valid_from=valid_from, valid_to=valid_to, confidence=confidence, source=source,
+                                         statement=statement), _first, conn)
+
+    def end_fact(self, user_id: str, key: str, *, valid_to: Any = None, statement: str | None = None, conn=None) -> dict:
+        return self._do("end_fact", dict(user_id=user_id, key=key, valid_to=valid_to, statement=statement), _first, conn)
+
+    def profile(self, user_id: str, *, as_of: Any = None, known_at: Any = None, conn=None) -> dict[str, Any]:
+        """The user's facts in force at ``as_of`` (default now) as pgmem knew them at
+        ``known_at``: ``{key: value}`` (pgmem.profile has the rows with both times)."""
+        return self._do("profile", dict(user_id=user_id, as_of=as_of, known_at=known_at),
+                        lambda rows: {r["key"]: r["value"] for r in rows}, conn)
+
+    def fact_history(self, user_id: str, key: str | None = None, conn=None) -> list[dict]:
+        return self._do("fact_history", dict(user_id=user_id, key=key), list, conn)
+
+    def conversation_state(self, conversation_id: str, conn=None) -> dict | None:
+        return self._do("conversation_state", dict(conversation_id=conversation_id), _scalar, conn, setof=False)
+
+    def conversation_threads(self, conversation_id: str, include_archived: bool = False, conn=None) -> list[dict]:
+        return self._do("conversation_threads", dict(conversation_id=conversation_id, include_archived=include_archived),
+                        list, conn)
+
+    def search_insights(self, query: str | None = None, *, embedding: Any = None, user_id: str | None = None,
+                        k: int = 10, types: Sequence[str] | None = None, conn=None) -> list[dict]:
+        """Research insights across every thread (pgmem.search_insights)."""
+        return self._do("search_insights", dict(query_text=query, query_embedding=self._embed_query(query, embedding),
+                                                user_id=user_id, k=k, types=list(types) if types else None), list, conn)
+
+    def user_data(self, user_id: str, conn=None) -> dict:
+        """What is stored about a user, tier by tier (pgmem.user_data_summary)."""
+        return self._do("user_data_summary", dict(user_id=user_id), _scalar, conn, setof=False)
+
+    def export_user(self, user_id: str, conn=None) -> dict:
+        return self._do("export_user", dict(user_id=user_id), _scalar, conn, setof=False)
+
+    def erase_user(self, user_id: str, conn=None) -> dict:
+        return self._do("erase_user", dict(user_id=user_id), _first, conn)
+
+
 
 _CASTS = {"metadata": "::jsonb", "filters": "::jsonb", "weights": "::jsonb", "changes": "::jsonb",
           "items": "::jsonb", "params": "::jsonb", "embedding": "::vector", "query_embedding": "::vector",
           "ids": "::bigint[]", "topics": "::text[]", "entities": "::text[]",
-          "motor": "::jsonb", "sensory": "::jsonb"}  # Fragment content domains (issue 16)
+          "motor": "::jsonb", "sensory": "::jsonb",  # Fragment content domains (issue 16)
+          # layered tiers (issue 15)
+          "value": "::jsonb", "insights": "::jsonb", "types": "::text[]"}
 
 
 class MemoryClient(_Base):
@@ -555,6 +697,17 @@ class MemoryClient(_Base):
         self._check_args(fn, params)
         return post(self._rows(sql, params, conn, read=self._on_replica(fn, params, conn)))
 
+    def _run(self, steps, conn=None):
+        """Runs a generator of SQL calls (layered methods): each yielded (function, args, post,
+        setof) is called and its result sent back; the generator's return value is returned."""
+        result = None
+        try:
+            while True:
+                fn, args, post, setof = steps.send(result)
+                result = self._do(fn, args, post, conn, setof=setof)
+        except StopIteration as stop:
+            return stop.value
+
     def call(self, fn: str, conn=None, **args) -> list[dict]:
         """Call any pgmem SQL function by name with named arguments (None = SQL default)."""
         return self._do(fn, args, list, conn)
@@ -589,7 +742,7 @@ READ_ONLY_CALLS = frozenset({"search", "search_exact", "explain_search", "activa
                              "get_memory", "history", "export_user"})
 
 JOBS = {"merge": "merge_duplicates", "prune": "prune", "archive": "archive_stale", "tune": "tune_thresholds",
-        "purge": "purge", "cluster": "cluster"}
+        "purge": "purge", "index": "index_vectors", "cluster": "cluster"}
 
 
 def _remember_result(row: Mapping[str, Any]) -> RememberResult:
@@ -625,6 +778,11 @@ def _default_extractor():
 
 def _first(rows: list[dict]) -> dict:
     return rows[0]
+
+
+def _scalar(rows: list[dict]) -> Any:
+    """The value of a one-column, one-row result (a function returning jsonb)."""
+    return next(iter(rows[0].values())) if rows else None
 
 
 P = ParamSpec("P")
@@ -668,6 +826,20 @@ class AsyncMemoryClient(_Base):
     build_context = _coroutine(_Base.build_context)
     touch = _coroutine(_Base.touch)
     run_job = _coroutine(_Base.run_job)
+    # layered tiers (issue 15)
+    context_for = _coroutine(_Base.context_for)
+    classify_intent = _coroutine(_Base.classify_intent)
+    observe_reply = _coroutine(_Base.observe_reply)
+    set_fact = _coroutine(_Base.set_fact)
+    end_fact = _coroutine(_Base.end_fact)
+    profile = _coroutine(_Base.profile)
+    fact_history = _coroutine(_Base.fact_history)
+    conversation_state = _coroutine(_Base.conversation_state)
+    conversation_threads = _coroutine(_Base.conversation_threads)
+    search_insights = _coroutine(_Base.search_insights)
+    user_data = _coroutine(_Base.user_data)
+    export_user = _coroutine(_Base.export_user)
+    erase_user = _coroutine(_Base.erase_user)
 
     async def _get_pool(self):
         if self._pool is None:
@@ -751,6 +923,16 @@ class AsyncMemoryClient(_Base):
                                for r in await self._rows(self._ARG_NAMES_SQL, {}, conn)}
         self._check_args(fn, params)
         return post(await self._rows(sql, params, conn, read=self._on_replica(fn, params, conn)))
+
+    async def _run(self, steps, conn=None):
+        """MemoryClient._run, awaiting each SQL call."""
+        result = None
+        try:
+            while True:
+                fn, args, post, setof = steps.send(result)
+                result = await self._do(fn, args, post, conn, setof=setof)
+        except StopIteration as stop:
+            return stop.value
 
     async def call(self, fn: str, conn=None, **args) -> list[dict]:
         return await self._do(fn, args, list, conn)

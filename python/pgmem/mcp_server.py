@@ -205,7 +205,8 @@ SQL_TOOLS: tuple[SqlTool, ...] = (
     SqlTool("context_for", "context_for", "The layered context for a question: the user's profile facts, the "
             "conversation's thread and the memories that answer it, in one object.",
             {"query": (str, ..., "the question or the user's message"),
-             "conversation_id": (str | None, None, "the conversation this turn belongs to"),
+             # required: the conversation state, threads and history belong to one (layered tiers)
+             "conversation_id": (str, ..., "the conversation this turn belongs to (any stable id)"),
              "k": (int | None, None, "how many memories at most")}),
 )
 

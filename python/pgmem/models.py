@@ -106,6 +106,7 @@ from sqlalchemy import (
     TIMESTAMP,
     Table,
     Text,
+    UniqueConstraint,
     text,
 )
 from sqlalchemy.dialects.postgresql import ARRAY, BYTEA, DOUBLE_PRECISION, JSONB, TSVECTOR, UUID
@@ -119,6 +120,7 @@ __all__ = [
     "settings", "tenants", "categories", "profiles", "memories", "links", "accesses",
     "history", "embedding_queue", "job_runs", "thresholds", "threshold_changes", "activation_log",
     "feedback", "job_state", "py_modules", "tenant_grants", "claim_keys",
+    "memory_vectors", "vector_queue", "job_locks", "write_locks",
     "Base", "Setting", "Tenant", "Category", "Profile", "Memory", "Link", "Access",
     "HistoryEntry", "EmbeddingQueueEntry", "JobRun", "Threshold", "ThresholdChange", "TenantGrant", "ClaimKey",
     "ActivationLogEntry", "Feedback", "JobState", "PyModule",
@@ -129,6 +131,12 @@ __all__ = [
     "clusters", "cluster_state", "cluster_moves", "cluster_steps", "memory_coords",
     "eval_queries", "eval_judgements", "eval_runs",
     "Cluster", "ClusterState", "ClusterMove", "ClusterStep", "MemoryCoord", "EvalQuery", "EvalJudgement", "EvalRun",
+    "MemoryVector", "VectorQueueEntry", "JobLock", "WriteLock",
+    # layered tiers (0007)
+    "profile_facts", "conversations", "threads", "messages", "insights", "concept_mentions", "intent_cache",
+    "behaviour_rules", "policy_rules",
+    "ProfileFact", "Conversation", "Thread", "Message", "Insight", "ConceptMention", "IntentCacheEntry",
+    "BehaviourRule", "PolicyRule",
 ]
 
 SCHEMA = "pgmem"
@@ -141,9 +149,12 @@ TABLE_NAMES = ("settings", "tenants", "categories", "profiles", "memories", "lin
                "reconstructions", "identity_traits", "identity_beliefs", "identity_goals",
                "identity_snapshots", "work_queue",  # 0008 (reconstructive)
                "clusters", "cluster_state", "cluster_moves", "cluster_steps", "memory_coords",
-               "eval_queries", "eval_judgements", "eval_runs")  # 0009 (clusters)
+               "eval_queries", "eval_judgements", "eval_runs",  # 0009 (clusters)
+               "memory_vectors", "vector_queue", "job_locks", "write_locks",  # 0006
+               "profile_facts", "conversations", "threads", "messages", "insights",  # 0007 (layered tiers)
+               "concept_mentions", "intent_cache", "behaviour_rules", "policy_rules")
 #: (table, column) of the generated (``GENERATED ALWAYS AS ... STORED``) columns.
-GENERATED_COLUMNS = frozenset({("memories", "tsv"), ("memories", "content_hash")})
+GENERATED_COLUMNS = frozenset({("memories", "tsv"), ("memories", "content_hash"), ("insights", "tsv")})
 
 # Expressions of the generated columns, as in migration 0001 (functions schema-qualified,
 # so that they do not depend on search_path).
@@ -373,6 +384,7 @@ def make_metadata(embedding_dim: int = DEFAULT_EMBEDDING_DIM) -> MetaData:
         Column("changed", BigInteger, nullable=False, server_default=text("0")),
         Column("error", Text),
         Column("details", JSONB, nullable=False, server_default=_EMPTY_JSON),
+        Column("pid", Integer),  # the backend running the batch (0006): a killed batch's row stays 'running'
         PrimaryKeyConstraint("id", name="job_runs_pkey"),
         _in("job_runs", "status", ("running", "ok", "failed", "skipped")),
     )
@@ -755,7 +767,302 @@ def make_metadata(embedding_dim: int = DEFAULT_EMBEDDING_DIM) -> MetaData:
         PrimaryKeyConstraint("id", name="eval_runs_pkey"),
         comment="One row per judged query per evaluation: retrieved ids, P@K, NDCG@K, ILD.",
     )
+
+    # --- revision 0006 (write path and jobs) ---
+    # Vectors under the HNSW index, insertion deferred to the index job (STORAGE.md).
+    Table(
+        "memory_vectors", md,
+        Column("memory_id", BigInteger, ForeignKey("pgmem.memories.id", ondelete="CASCADE",
+                                                   name="memory_vectors_memory_id_fkey"), nullable=False),
+        Column("tenant", Text, nullable=False),
+        Column("user_scope", Text, nullable=False),
+        Column("embedding", Vector(embedding_dim), nullable=False),
+        PrimaryKeyConstraint("memory_id", name="memory_vectors_pkey"),
+        comment="The active, embedded memories under the HNSW index (nearest-neighbour search); kept in step with "
+                "pgmem.memories by its triggers, filled from pgmem.vector_queue by the index job.",
+    )
+    Table(
+        "vector_queue", md,
+        Column("memory_id", BigInteger, ForeignKey("pgmem.memories.id", ondelete="CASCADE",
+                                                   name="vector_queue_memory_id_fkey"), nullable=False),
+        Column("tenant", Text, nullable=False),
+        Column("queued_at", _TSTZ, nullable=False, server_default=_NOW),
+        PrimaryKeyConstraint("memory_id", name="vector_queue_pkey"),
+        comment="Active, embedded memories waiting for the index job to put them under the HNSW index "
+                "(pgmem._neighbours searches them exactly meanwhile).",
+    )
+    # Locks of the maintenance jobs (row locks the application roles cannot take).
+    Table(
+        "job_locks", md,
+        Column("tenant", Text, nullable=False),
+        Column("job", Text, nullable=False),
+        Column("holder_pid", Integer),
+        Column("holder_since", _TSTZ),
+        Column("run_id", BigInteger),
+        Column("updated_at", _TSTZ, nullable=False, server_default=_NOW),
+        PrimaryKeyConstraint("tenant", "job", name="job_locks_pkey"),
+        comment="Locks of the maintenance jobs (row locks, and the run_job holding a job between its transactions). "
+                "Only the jobs (pgmem_admin) use it: the application roles cannot take these locks.",
+    )
+    # One writer at a time per (tenant, user scope) in remember/remember_many.
+    Table(
+        "write_locks", md,
+        Column("tenant", Text, nullable=False),
+        Column("scope", Text, nullable=False),
+        PrimaryKeyConstraint("tenant", "scope", name="write_locks_pkey"),
+        comment="One row per (tenant, user scope) that remember/remember_many lock while they gate and write a "
+                "batch: concurrent writes to one scope take turns.",
+    )
+    _layered_tables(md, embedding_dim)
     return md
+
+
+# --- layered tiers (issue 15, migration 0007) -------------------------------------------------
+_INTENTS = ("general", "knowledge_base", "continuation", "profile", "privacy")
+_PRECISION_MODES = ("concise", "analytical", "speculative", "implementation", "adversarial")
+_PERSONALITY_MODES = ("default", "concise", "detailed", "playful", "empathetic")
+
+
+def _fk(table: str, cols: tuple[str, ...], ref: str, ref_cols: tuple[str, ...], ondelete: str) -> ForeignKeyConstraint:
+    return ForeignKeyConstraint(list(cols), [f"pgmem.{ref}.{c}" for c in ref_cols], ondelete=ondelete,
+                                name=f"{table}_{'_'.join(cols)}_fkey")
+
+
+def _layered_tables(md: MetaData, embedding_dim: int) -> None:
+    """Profile facts, conversations, threads, messages, insights, concept mentions, the intent
+    cache and the behaviour and policy rules (layered-memory-architecture.md)."""
+    Table(
+        "profile_facts", md,
+        Column("id", BigInteger, Identity(always=True), nullable=False),
+        Column("tenant", Text, nullable=False),
+        Column("user_id", Text, nullable=False),
+        Column("key", Text, nullable=False),
+        Column("value", JSONB, nullable=False),
+        Column("confidence", REAL, nullable=False, server_default=text("1")),
+        Column("source", Text, nullable=False, server_default=text("'api'::text")),
+        Column("source_memory_id", BigInteger, ForeignKey("pgmem.memories.id", ondelete="SET NULL",
+                                                          name="profile_facts_source_memory_id_fkey")),
+        Column("statement", Text),
+        Column("valid_from", _TSTZ, nullable=False),
+        Column("valid_to", _TSTZ),
+        Column("recorded_from", _TSTZ, nullable=False, server_default=text("clock_timestamp()")),
+        Column("recorded_to", _TSTZ),
+        Column("replaces", BigInteger, ForeignKey("pgmem.profile_facts.id", ondelete="SET NULL",
+                                                  name="profile_facts_replaces_fkey")),
+        Column("metadata", JSONB, nullable=False, server_default=_EMPTY_JSON),
+        PrimaryKeyConstraint("id", name="profile_facts_pkey"),
+        CheckConstraint("user_id ~ '\\S'::text", name="profile_facts_user_id_check"),
+        CheckConstraint("key ~ '^[a-z][a-z0-9_]*(\\.[a-z0-9_]+)*$'::text AND length(key) <= 96",
+                        name="profile_facts_key_check"),
+        CheckConstraint("jsonb_typeof(value) <> 'null'::text", name="profile_facts_value_check"),
+        _unit("profile_facts", "confidence"),
+        CheckConstraint("source ~ '^[a-z][a-z0-9_:-]{0,31}$'::text", name="profile_facts_source_check"),
+        _is_object("profile_facts", "metadata"),
+        CheckConstraint("valid_to IS NULL OR valid_to > valid_from", name="profile_facts_check"),
+        CheckConstraint("recorded_to IS NULL OR recorded_to >= recorded_from", name="profile_facts_check1"),
+        comment="Tier B: key/value facts about a user, bitemporal (valid_from/valid_to in event time, "
+                "recorded_from/recorded_to in transaction time); superseded rows are retired, never deleted.",
+    )
+    Table(
+        "conversations", md,
+        Column("tenant", Text, nullable=False),
+        Column("conversation_id", Text, nullable=False),
+        Column("user_id", Text),
+        Column("title", Text),
+        Column("topic_vector", Vector(embedding_dim)),
+        Column("current_topic", Text),
+        Column("topic_turns_stable", Integer, nullable=False, server_default=text("0")),
+        Column("topic_drift_count", Integer, nullable=False, server_default=text("0")),
+        Column("emotional_tone", Text, nullable=False, server_default=text("'neutral'::text")),
+        Column("tone_shift_count", Integer, nullable=False, server_default=text("0")),
+        Column("interaction_pattern", Text, nullable=False, server_default=text("'standard'::text")),
+        Column("testing_flag", Boolean, nullable=False, server_default=text("false")),
+        Column("repetition_count", Integer, nullable=False, server_default=text("0")),
+        Column("meta_comment_count", Integer, nullable=False, server_default=text("0")),
+        Column("last_intent", Text),
+        Column("intent_history", ARRAY(Text), nullable=False, server_default=text("'{}'::text[]")),
+        Column("intent_streak", Integer, nullable=False, server_default=text("0")),
+        Column("message_count", Integer, nullable=False, server_default=text("0")),
+        Column("avg_query_length", REAL, nullable=False, server_default=text("0")),
+        Column("short_query_streak", Integer, nullable=False, server_default=text("0")),
+        Column("dynamic_personality_mode", Text, nullable=False, server_default=text("'default'::text")),
+        Column("last_update", _TSTZ),
+        Column("conversation_start", _TSTZ, nullable=False, server_default=_NOW),
+        Column("precision_mode", Text, nullable=False, server_default=text("'analytical'::text")),
+        Column("behaviour_mode", Text),
+        Column("last_topic_similarity", REAL),
+        Column("tracker", JSONB, nullable=False, server_default=_EMPTY_JSON),
+        PrimaryKeyConstraint("tenant", "conversation_id", name="conversations_pkey"),
+        CheckConstraint("conversation_id ~ '\\S'::text AND length(conversation_id) <= 200",
+                        name="conversations_conversation_id_check"),
+        _in("conversations", "emotional_tone", ("neutral", "positive", "curious", "confused", "frustrated", "anxious")),
+        _in("conversations", "interaction_pattern", ("rapid_fire", "exploratory", "deep_dive", "standard")),
+        _in("conversations", "dynamic_personality_mode", _PERSONALITY_MODES),
+        _in("conversations", "precision_mode", _PRECISION_MODES),
+        _is_object("conversations", "tracker"),
+        comment="Tier C: one row per conversation, the 19 ConversationState fields derived from its messages, "
+                "the EMA topic vector (alpha .2) and the tracker's bounded working memory.",
+    )
+    Table(
+        "threads", md,
+        Column("id", BigInteger, Identity(always=True), nullable=False),
+        Column("tenant", Text, nullable=False),
+        Column("conversation_id", Text, nullable=False),
+        Column("user_id", Text),
+        Column("label", Text),
+        Column("centroid", Vector(embedding_dim), nullable=False),
+        Column("message_count", Integer, nullable=False, server_default=text("0")),
+        Column("status", Text, nullable=False, server_default=text("'active'::text")),
+        Column("summary", Text),
+        Column("summary_source", Text),
+        Column("summarized_at_count", Integer),
+        Column("summarized_at", _TSTZ),
+        Column("created_at", _TSTZ, nullable=False, server_default=_NOW),
+        Column("last_message_at", _TSTZ, nullable=False, server_default=_NOW),
+        PrimaryKeyConstraint("id", name="threads_pkey"),
+        UniqueConstraint("tenant", "id", name="threads_tenant_id_key"),
+        _fk("threads", ("tenant", "conversation_id"), "conversations", ("tenant", "conversation_id"), "CASCADE"),
+        _in("threads", "status", ("active", "archived")),
+        _in("threads", "summary_source", ("extractive", "llm")),
+        comment="Topic threads of a conversation: EMA centroid (alpha .3), message count, label, "
+                "and the summary written every 8 messages.",
+    )
+    Table(
+        "messages", md,
+        Column("id", BigInteger, Identity(always=True), nullable=False),
+        Column("tenant", Text, nullable=False),
+        Column("conversation_id", Text, nullable=False),
+        Column("seq", Integer, nullable=False),
+        Column("role", Text, nullable=False),
+        Column("content", Text, nullable=False),
+        Column("embedding", Vector(embedding_dim)),
+        Column("intent", Text),
+        Column("confidence", REAL),
+        Column("thread_id", BigInteger),
+        Column("memory_id", BigInteger, ForeignKey("pgmem.memories.id", ondelete="SET NULL",
+                                                   name="messages_memory_id_fkey")),
+        Column("created_at", _TSTZ, nullable=False, server_default=_NOW),
+        PrimaryKeyConstraint("id", name="messages_pkey"),
+        UniqueConstraint("tenant", "id", name="messages_tenant_id_key"),
+        UniqueConstraint("tenant", "conversation_id", "seq", name="messages_tenant_conversation_id_seq_key"),
+        _fk("messages", ("tenant", "conversation_id"), "conversations", ("tenant", "conversation_id"), "CASCADE"),
+        _fk("messages", ("tenant", "thread_id"), "threads", ("tenant", "id"), "SET NULL (thread_id)"),
+        _in("messages", "role", ("user", "assistant", "system", "tool")),
+        CheckConstraint("content ~ '\\S'::text", name="messages_content_check"),
+        _in("messages", "intent", _INTENTS),
+        _unit("messages", "confidence"),
+        comment="The turns of a conversation in order (user and assistant), with embedding, intent and thread: "
+                "the source of conversation state, threads, history pruning and Q&A history.",
+    )
+    Table(
+        "insights", md,
+        Column("id", BigInteger, Identity(always=True), nullable=False),
+        Column("tenant", Text, nullable=False),
+        Column("user_id", Text),
+        Column("conversation_id", Text),
+        Column("thread_id", BigInteger),
+        Column("message_id", BigInteger),
+        Column("type", Text, nullable=False),
+        Column("content", Text, nullable=False),
+        Column("confidence", REAL, nullable=False),
+        Column("source", Text, nullable=False, server_default=text("'api'::text")),
+        Column("concepts", ARRAY(Text), nullable=False, server_default=text("'{}'::text[]")),
+        Column("embedding", Vector(embedding_dim)),
+        Column("tsv", TSVECTOR, Computed("to_tsvector('english'::regconfig, content)", persisted=True)),
+        Column("created_at", _TSTZ, nullable=False, server_default=_NOW),
+        PrimaryKeyConstraint("id", name="insights_pkey"),
+        UniqueConstraint("tenant", "id", name="insights_tenant_id_key"),
+        _fk("insights", ("tenant", "thread_id"), "threads", ("tenant", "id"), "SET NULL (thread_id)"),
+        _fk("insights", ("tenant", "message_id"), "messages", ("tenant", "id"), "SET NULL (message_id)"),
+        _in("insights", "type", ("decision", "conclusion", "hypothesis", "open_question", "observation")),
+        CheckConstraint("content ~ '\\S'::text", name="insights_content_check"),
+        _unit("insights", "confidence"),
+        _in("insights", "source", ("cue", "llm", "api")),
+        comment="Tier D: decisions, conclusions, hypotheses, open questions and observations, each with a "
+                "confidence and its thread (cue phrases offline, an LLM when configured).",
+    )
+    Table(
+        "concept_mentions", md,
+        Column("id", BigInteger, Identity(always=True), nullable=False),
+        Column("tenant", Text, nullable=False),
+        Column("user_id", Text),
+        Column("concept", Text, nullable=False),
+        Column("term", Text, nullable=False),
+        Column("conversation_id", Text),
+        Column("thread_id", BigInteger),
+        Column("message_id", BigInteger),
+        Column("insight_id", BigInteger),
+        Column("memory_id", BigInteger, ForeignKey("pgmem.memories.id", ondelete="SET NULL",
+                                                   name="concept_mentions_memory_id_fkey")),
+        Column("created_at", _TSTZ, nullable=False, server_default=_NOW),
+        PrimaryKeyConstraint("id", name="concept_mentions_pkey"),
+        _fk("concept_mentions", ("tenant", "thread_id"), "threads", ("tenant", "id"), "CASCADE"),
+        _fk("concept_mentions", ("tenant", "message_id"), "messages", ("tenant", "id"), "CASCADE"),
+        _fk("concept_mentions", ("tenant", "insight_id"), "insights", ("tenant", "id"), "CASCADE"),
+        CheckConstraint("concept ~ '\\S'::text AND length(concept) <= 120", name="concept_mentions_concept_check"),
+        comment="Concepts (capitalised nouns, snake_case/camelCase, quoted and backtick terms, acronyms) found in "
+                "messages and insights, with their thread: concept links across threads are read from it.",
+    )
+    Table(
+        "intent_cache", md,
+        Column("tenant", Text, nullable=False),
+        Column("text_hash", UUID(as_uuid=True), nullable=False),
+        Column("text", Text, nullable=False),
+        Column("user_id", Text),
+        Column("intent", Text, nullable=False),
+        Column("confidence", REAL, nullable=False),
+        Column("source", Text, nullable=False, server_default=text("'llm'::text")),
+        Column("model", Text),
+        Column("hits", Integer, nullable=False, server_default=text("0")),
+        Column("created_at", _TSTZ, nullable=False, server_default=_NOW),
+        Column("last_hit_at", _TSTZ),
+        PrimaryKeyConstraint("tenant", "text_hash", name="intent_cache_pkey"),
+        _in("intent_cache", "intent", _INTENTS),
+        _unit("intent_cache", "confidence"),
+        CheckConstraint("source ~ '^[a-z][a-z0-9_:-]{0,31}$'::text", name="intent_cache_source_check"),
+        comment="Intents answered by the LLM for messages no fast path classified, keyed by md5 of the normalised "
+                "text; classify_intent reads it before falling back.",
+    )
+    Table(
+        "behaviour_rules", md,
+        Column("tenant", Text, nullable=False, server_default=_ALL_TENANTS),
+        Column("mode", Text, nullable=False),
+        Column("priority", Integer, nullable=False),
+        Column("condition", Text, nullable=False),
+        Column("retrieval_depth", Integer, nullable=False),
+        Column("personality_mode", Text, nullable=False),
+        Column("response_length_hint", Text, nullable=False),
+        Column("precision_mode", Text),
+        Column("behaviour_context", Text),
+        Column("enabled", Boolean, nullable=False, server_default=text("true")),
+        Column("description", Text),
+        Column("updated_at", _TSTZ, nullable=False, server_default=_NOW),
+        PrimaryKeyConstraint("tenant", "mode", name="behaviour_rules_pkey"),
+        CheckConstraint("mode ~ '^[a-z][a-z0-9_]{0,31}$'::text", name="behaviour_rules_mode_check"),
+        CheckConstraint("retrieval_depth >= 0 AND retrieval_depth <= 50", name="behaviour_rules_retrieval_depth_check"),
+        _in("behaviour_rules", "personality_mode", _PERSONALITY_MODES),
+        _in("behaviour_rules", "response_length_hint", ("brief", "normal", "detailed")),
+        _in("behaviour_rules", "precision_mode", _PRECISION_MODES),
+        comment="The behaviour engine's modes: the enabled rule of highest priority whose condition (jsonpath over "
+                "the features) holds decides retrieval depth, personality, response length and precision.",
+    )
+    Table(
+        "policy_rules", md,
+        Column("tenant", Text, nullable=False, server_default=_ALL_TENANTS),
+        Column("name", Text, nullable=False),
+        Column("priority", Integer, nullable=False),
+        Column("condition", Text, nullable=False),
+        Column("flags", JSONB, nullable=False),
+        Column("enabled", Boolean, nullable=False, server_default=text("true")),
+        Column("description", Text),
+        Column("updated_at", _TSTZ, nullable=False, server_default=_NOW),
+        PrimaryKeyConstraint("tenant", "name", name="policy_rules_pkey"),
+        CheckConstraint("name ~ '^[a-z][a-z0-9_]{0,62}$'::text", name="policy_rules_name_check"),
+        _is_object("policy_rules", "flags"),
+        comment="Policy: every enabled rule whose condition (jsonpath over intent and features) holds sets its flags "
+                "(inject_rag, inject_qa_history, inject_profile, privacy_mode), in ascending priority: a later rule "
+                "overrides an earlier one.",
+    )
 
 
 metadata: MetaData = make_metadata(DEFAULT_EMBEDDING_DIM)
@@ -794,6 +1101,20 @@ memory_coords: Table = metadata.tables["pgmem.memory_coords"]
 eval_queries: Table = metadata.tables["pgmem.eval_queries"]
 eval_judgements: Table = metadata.tables["pgmem.eval_judgements"]
 eval_runs: Table = metadata.tables["pgmem.eval_runs"]
+memory_vectors: Table = metadata.tables["pgmem.memory_vectors"]
+vector_queue: Table = metadata.tables["pgmem.vector_queue"]
+job_locks: Table = metadata.tables["pgmem.job_locks"]
+write_locks: Table = metadata.tables["pgmem.write_locks"]
+# layered tiers (0007)
+profile_facts: Table = metadata.tables["pgmem.profile_facts"]
+conversations: Table = metadata.tables["pgmem.conversations"]
+threads: Table = metadata.tables["pgmem.threads"]
+messages: Table = metadata.tables["pgmem.messages"]
+insights: Table = metadata.tables["pgmem.insights"]
+concept_mentions: Table = metadata.tables["pgmem.concept_mentions"]
+intent_cache: Table = metadata.tables["pgmem.intent_cache"]
+behaviour_rules: Table = metadata.tables["pgmem.behaviour_rules"]
+policy_rules: Table = metadata.tables["pgmem.policy_rules"]
 
 
 def add_to_metadata(target: MetaData, embedding_dim: int = DEFAULT_EMBEDDING_DIM) -> dict[str, Table]:
@@ -982,6 +1303,7 @@ class JobRun(Base):
     changed: Mapped[int]
     error: Mapped[Optional[str]]
     details: Mapped[dict[str, Any]]
+    pid: Mapped[Optional[int]]
 
 
 class Threshold(Base):
@@ -1254,3 +1576,193 @@ class EvalRun(Base):
     precision_at_k: Mapped[float]
     ndcg: Mapped[float]
     ild: Mapped[Optional[float]]
+class MemoryVector(Base):
+    __table__ = memory_vectors
+    memory_id: Mapped[int]
+    tenant: Mapped[str]
+    user_scope: Mapped[str]
+    embedding: Mapped[Any]  # numpy array (pgvector)
+
+
+class VectorQueueEntry(Base):
+    __table__ = vector_queue
+    memory_id: Mapped[int]
+    tenant: Mapped[str]
+    queued_at: Mapped[_dt.datetime]
+
+
+class JobLock(Base):
+    __table__ = job_locks
+    tenant: Mapped[str]
+    job: Mapped[str]
+    holder_pid: Mapped[Optional[int]]
+    holder_since: Mapped[Optional[_dt.datetime]]
+    run_id: Mapped[Optional[int]]
+    updated_at: Mapped[_dt.datetime]
+
+
+class WriteLock(Base):
+    __table__ = write_locks
+    tenant: Mapped[str]
+    scope: Mapped[str]
+# layered tiers (0007)
+
+
+class ProfileFact(Base):
+    __table__ = profile_facts
+    id: Mapped[int]
+    tenant: Mapped[str]
+    user_id: Mapped[str]
+    key: Mapped[str]
+    value: Mapped[Any]
+    confidence: Mapped[float]
+    source: Mapped[str]
+    source_memory_id: Mapped[Optional[int]]
+    statement: Mapped[Optional[str]]
+    valid_from: Mapped[_dt.datetime]
+    valid_to: Mapped[Optional[_dt.datetime]]
+    recorded_from: Mapped[_dt.datetime]
+    recorded_to: Mapped[Optional[_dt.datetime]]
+    replaces: Mapped[Optional[int]]
+    metadata_: Mapped[dict[str, Any]] = column_property(profile_facts.c.metadata)
+
+
+class Conversation(Base):
+    __table__ = conversations
+    tenant: Mapped[str]
+    conversation_id: Mapped[str]
+    user_id: Mapped[Optional[str]]
+    title: Mapped[Optional[str]]
+    topic_vector: Mapped[Optional[Any]]  # numpy array (pgvector) or None
+    current_topic: Mapped[Optional[str]]
+    topic_turns_stable: Mapped[int]
+    topic_drift_count: Mapped[int]
+    emotional_tone: Mapped[str]
+    tone_shift_count: Mapped[int]
+    interaction_pattern: Mapped[str]
+    testing_flag: Mapped[bool]
+    repetition_count: Mapped[int]
+    meta_comment_count: Mapped[int]
+    last_intent: Mapped[Optional[str]]
+    intent_history: Mapped[list[str]]
+    intent_streak: Mapped[int]
+    message_count: Mapped[int]
+    avg_query_length: Mapped[float]
+    short_query_streak: Mapped[int]
+    dynamic_personality_mode: Mapped[str]
+    last_update: Mapped[Optional[_dt.datetime]]
+    conversation_start: Mapped[_dt.datetime]
+    precision_mode: Mapped[str]
+    behaviour_mode: Mapped[Optional[str]]
+    last_topic_similarity: Mapped[Optional[float]]
+    tracker: Mapped[dict[str, Any]]
+
+
+class Thread(Base):
+    __table__ = threads
+    id: Mapped[int]
+    tenant: Mapped[str]
+    conversation_id: Mapped[str]
+    user_id: Mapped[Optional[str]]
+    label: Mapped[Optional[str]]
+    centroid: Mapped[Any]  # numpy array (pgvector) or None
+    message_count: Mapped[int]
+    status: Mapped[str]
+    summary: Mapped[Optional[str]]
+    summary_source: Mapped[Optional[str]]
+    summarized_at_count: Mapped[Optional[int]]
+    summarized_at: Mapped[Optional[_dt.datetime]]
+    created_at: Mapped[_dt.datetime]
+    last_message_at: Mapped[_dt.datetime]
+
+
+class Message(Base):
+    __table__ = messages
+    id: Mapped[int]
+    tenant: Mapped[str]
+    conversation_id: Mapped[str]
+    seq: Mapped[int]
+    role: Mapped[str]
+    content: Mapped[str]
+    embedding: Mapped[Optional[Any]]  # numpy array (pgvector) or None
+    intent: Mapped[Optional[str]]
+    confidence: Mapped[Optional[float]]
+    thread_id: Mapped[Optional[int]]
+    memory_id: Mapped[Optional[int]]
+    created_at: Mapped[_dt.datetime]
+
+
+class Insight(Base):
+    __table__ = insights
+    id: Mapped[int]
+    tenant: Mapped[str]
+    user_id: Mapped[Optional[str]]
+    conversation_id: Mapped[Optional[str]]
+    thread_id: Mapped[Optional[int]]
+    message_id: Mapped[Optional[int]]
+    type: Mapped[str]
+    content: Mapped[str]
+    confidence: Mapped[float]
+    source: Mapped[str]
+    concepts: Mapped[list[str]]
+    embedding: Mapped[Optional[Any]]  # numpy array (pgvector) or None
+    tsv: Mapped[Optional[str]]
+    created_at: Mapped[_dt.datetime]
+
+
+class ConceptMention(Base):
+    __table__ = concept_mentions
+    id: Mapped[int]
+    tenant: Mapped[str]
+    user_id: Mapped[Optional[str]]
+    concept: Mapped[str]
+    term: Mapped[str]
+    conversation_id: Mapped[Optional[str]]
+    thread_id: Mapped[Optional[int]]
+    message_id: Mapped[Optional[int]]
+    insight_id: Mapped[Optional[int]]
+    memory_id: Mapped[Optional[int]]
+    created_at: Mapped[_dt.datetime]
+
+
+class IntentCacheEntry(Base):
+    __table__ = intent_cache
+    tenant: Mapped[str]
+    text_hash: Mapped[_uuid.UUID]
+    text: Mapped[str]
+    user_id: Mapped[Optional[str]]
+    intent: Mapped[str]
+    confidence: Mapped[float]
+    source: Mapped[str]
+    model: Mapped[Optional[str]]
+    hits: Mapped[int]
+    created_at: Mapped[_dt.datetime]
+    last_hit_at: Mapped[Optional[_dt.datetime]]
+
+
+class BehaviourRule(Base):
+    __table__ = behaviour_rules
+    tenant: Mapped[str]
+    mode: Mapped[str]
+    priority: Mapped[int]
+    condition: Mapped[str]
+    retrieval_depth: Mapped[int]
+    personality_mode: Mapped[str]
+    response_length_hint: Mapped[str]
+    precision_mode: Mapped[Optional[str]]
+    behaviour_context: Mapped[Optional[str]]
+    enabled: Mapped[bool]
+    description: Mapped[Optional[str]]
+    updated_at: Mapped[_dt.datetime]
+
+
+class PolicyRule(Base):
+    __table__ = policy_rules
+    tenant: Mapped[str]
+    name: Mapped[str]
+    priority: Mapped[int]
+    condition: Mapped[str]
+    flags: Mapped[dict[str, Any]]
+    enabled: Mapped[bool]
+    description: Mapped[Optional[str]]
+    updated_at: Mapped[_dt.datetime]

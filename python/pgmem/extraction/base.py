@@ -46,6 +46,10 @@ class Extraction:
     arousal: float | None = None
     dominance: float | None = None
     importance: float | None = None
+    #: layered tiers (issue 15): the profile facts the user states in the event
+    #: (pgmem.engine.profile_facts; the memories_profile_facts trigger writes them with
+    #: pgmem.set_fact); None when the extractor did not look (the client then runs detect_facts)
+    facts: list[dict[str, Any]] | None = None
     source: str = "heuristic"
 
     def to_dict(self, *, iso: bool = False) -> dict[str, Any]:

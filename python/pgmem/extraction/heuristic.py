@@ -22,6 +22,7 @@ from .base import (
     _normalize_event,
     _to_utc,
 )
+from ..engine.profile_facts import detect_facts  # layered tiers (issue 15): profile statements
 
 # =============================================================================== word lists
 STOPWORDS: frozenset[str] = frozenset("""
@@ -590,6 +591,7 @@ class HeuristicExtractor:
             arousal=arousal,
             dominance=dominance,
             importance=None,
+            facts=detect_facts(text, ev.who) if text else None,  # layered tiers (issue 15)
             source="heuristic",
         )
 

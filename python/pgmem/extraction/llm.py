@@ -37,6 +37,7 @@ from .base import (
     _text,
     _to_utc,
 )
+from ..engine.profile_facts import LLM_FIELD, is_user_speaker, merge_facts, validate_facts
 from .heuristic import HeuristicExtractor
 
 logger = logging.getLogger("pgmem.extraction")
@@ -62,7 +63,8 @@ Reply with a single JSON object and nothing else, with exactly these keys:
 "valence": number 0..1 (0 negative, 0.5 neutral, 1 positive),
 "arousal": number 0..1 (0 calm, 1 excited or urgent),
 "dominance": number 0..1 (0 helpless, 1 in control),
-"importance": number 0..1 - how worth remembering in the long term.
+"importance": number 0..1 - how worth remembering in the long term,
+""" + LLM_FIELD + """.
 Use null for a field the event does not support. Do not invent facts."""
 
 _STRING_FIELDS = ("who", "what", "where", "why", "how", "summary")
@@ -185,6 +187,8 @@ def validate_llm_fields(obj: Mapping[str, Any]) -> dict[str, Any]:
     out["category"] = _category_value(obj.get("category"))
     for name in _UNIT_FIELDS:
         out[name] = _unit(obj.get(name))
+    # layered tiers (issue 15): profile facts (pgmem.engine.profile_facts.validate_facts)
+    out["facts"] = validate_facts(obj["facts"]) if isinstance(obj.get("facts"), list) else None
     return out
 
 
@@ -335,6 +339,10 @@ class LLMExtractor:
             merged["when"] = ev.when
         if ev.where:
             merged["where"] = ev.where
+        # profile facts: the LLM's, then the heuristic's for the keys it does not state; an
+        # assistant, tool or system event states none about the user (layered tiers, issue 15)
+        merged["facts"] = (merge_facts(fields_.get("facts"), base.facts) if is_user_speaker(merged["who"] or ev.who)
+                           else [])
         merged["source"] = "llm"
         return Extraction(**merged)
 

@@ -1,0 +1,86 @@
+-- Intent classification before any retrieval (layered-memory-architecture.md, "The Five
+-- Intent Categories" and Step 3). The fast paths and their confidences are in
+-- python/pgmem/engine/intent.py: greeting .97, privacy .95, profile statement .92,
+-- continuation .85 (which needs earlier messages in the conversation).
+--
+-- Anything else needs the LLM, which SQL cannot call: classify_intent then looks in
+-- pgmem.intent_cache (the client's LLM answers, keyed by the normalised text), and without
+-- an entry returns pgmem's offline guess with needs_llm = true. The Python client asks its
+-- LLM when one is configured, stores the answer with pgmem.cache_intent, and every later
+-- classification of the same text (from any language) reads it.
+
+create or replace function pgmem._text_hash(p_text text) returns uuid
+  language sql immutable parallel safe
+  set search_path = pgmem, public, pg_temp
+  return md5(pgmem._content_key(p_text))::uuid;
+
+create or replace function pgmem.classify_intent(query_text text, conversation_id text default null)
+returns table (intent text, confidence real, source text, rule text, needs_llm boolean, facts jsonb)
+  language plpgsql volatile security definer
+  set search_path = pgmem, public, pg_temp
+as $$
+#variable_conflict use_variable
+declare
+  v_tenant text := pgmem._require_tenant();
+  v_history boolean := false;
+  r jsonb;
+  c pgmem.intent_cache;
+begin
+  if query_text is null then
+    perform pgmem._bad_input('classify_intent needs the message text');
+  end if;
+  if conversation_id is not null then
+    v_history := exists (select 1 from pgmem.messages m where m.tenant = v_tenant and m.conversation_id = classify_intent.conversation_id);
+  end if;
+  r := pgmem._engine('intent', 'classify', jsonb_build_object('text', query_text, 'has_history', v_history));
+  if (r->>'needs_llm')::boolean then
+    update pgmem.intent_cache x set hits = x.hits + 1, last_hit_at = now()
+     where x.tenant = v_tenant and x.text_hash = pgmem._text_hash(query_text)
+    returning x.* into c;
+    if c.intent is not null then
+      intent := c.intent; confidence := c.confidence; source := 'cache'; rule := coalesce(c.source, 'llm');
+      needs_llm := false; facts := '[]';
+      return next; return;
+    end if;
+  end if;
+  intent := r->>'intent';
+  confidence := (r->>'confidence')::real;
+  source := case when (r->>'needs_llm')::boolean then 'heuristic' else 'fast_path' end;
+  rule := r->>'rule';
+  needs_llm := (r->>'needs_llm')::boolean;
+  facts := coalesce(r->'facts', '[]');
+  return next;
+end $$;
+comment on function pgmem.classify_intent(text, text) is
+  'The intent of a message (general, knowledge_base, continuation, profile, privacy): a fast path (greeting .97, privacy .95, profile statement .92, continuation .85 when the conversation has earlier messages), else the cached LLM answer, else an offline guess with needs_llm = true (the client then asks its LLM and calls pgmem.cache_intent).';
+
+create or replace function pgmem.cache_intent(query_text text, intent text, confidence float8, model text default null,
+                                              user_id text default null, source text default 'llm')
+returns pgmem.intent_cache
+  language plpgsql volatile security definer
+  set search_path = pgmem, public, pg_temp
+as $$
+#variable_conflict use_variable
+declare
+  v_tenant text := pgmem._require_tenant();
+  c pgmem.intent_cache;
+begin
+  if query_text is null or query_text !~ '\S' then
+    perform pgmem._bad_input('cache_intent needs the message text');
+  end if;
+  if intent is null or intent not in ('general', 'knowledge_base', 'continuation', 'profile', 'privacy') then
+    perform pgmem._bad_input(format('unknown intent %s', coalesce(quote_literal(intent), 'NULL')),
+      'intents: general, knowledge_base, continuation, profile, privacy');
+  end if;
+  perform pgmem._check_unit(confidence, 'confidence');
+  insert into pgmem.intent_cache as x (tenant, text_hash, text, user_id, intent, confidence, source, model)
+  values (v_tenant, pgmem._text_hash(query_text), query_text, user_id, intent, coalesce(confidence, 0.7),
+          coalesce(source, 'llm'), model)
+  on conflict (tenant, text_hash) do update
+    set intent = excluded.intent, confidence = excluded.confidence, source = excluded.source, model = excluded.model,
+        text = excluded.text, user_id = coalesce(excluded.user_id, x.user_id), created_at = now()
+  returning x.* into c;
+  return c;
+end $$;
+comment on function pgmem.cache_intent(text, text, float8, text, text, text) is
+  'Stores an intent the client''s LLM gave for a message (keyed by the normalised text, per tenant); classify_intent returns it from then on (source cache).';

@@ -1,0 +1,265 @@
+-- One call for the memory half of the pipeline (layered-memory-architecture.md, "The
+-- Pipeline (12 Steps)", steps 3 to 7, and step 11's memory writes for the user message):
+--
+--   classify (3) -> topic gate (4) -> remember the message (tier A) -> state update (4b:
+--   observe_turn, behaviour) -> thread (4c) -> research context (4d) -> policy (5) ->
+--   history pruning (6: the last 6 messages + the 3 older ones most similar to the query,
+--   deduplicated) -> selective retrieval (7: pgmem.search when inject_rag, Q&A history,
+--   profile, privacy frame)
+--
+-- The result is one JSON document: "stages", each stage's result in pipeline order (the
+-- "classified" and "retrieved" entries are the annotations a server streams before the
+-- first token, in the design's format), and "context", what was selected for the prompt.
+-- Steps 9 and 10 (generation) are the application's; pgmem.observe_reply records the answer.
+
+-- The privacy frame: what is stored about a user, tier by tier (the privacy intent's context).
+create or replace function pgmem.user_data_summary(user_id text) returns jsonb
+  language sql stable security definer
+  set search_path = pgmem, public, pg_temp
+as $$
+  with t as (select pgmem._require_tenant() as tenant)
+  select jsonb_build_object(
+    'tenant', t.tenant,
+    'user_id', user_data_summary.user_id,
+    'tiers', jsonb_build_object(
+      'episodic', (select jsonb_build_object('table', 'pgmem.memories', 'memories', count(*),
+                     'active', count(*) filter (where m.state = 'active'),
+                     'by_category', coalesce((select jsonb_object_agg(x.category, x.n) from (select m2.category, count(*) as n
+                        from pgmem.memories m2 where m2.tenant = t.tenant and m2.user_id = user_data_summary.user_id
+                        group by m2.category) x), '{}'),
+                     'first_at', min(m.created_at), 'last_at', max(m.created_at))
+                     from pgmem.memories m where m.tenant = t.tenant and m.user_id = user_data_summary.user_id),
+      'semantic', jsonb_build_object('table', 'pgmem.profile_facts',
+                     'current', coalesce((select jsonb_object_agg(p.key, p.value order by p.key)
+                                            from pgmem.profile(user_data_summary.user_id) p), '{}'),
+                     'rows', (select count(*) from pgmem.profile_facts f where f.tenant = t.tenant and f.user_id = user_data_summary.user_id),
+                     'superseded_rows', (select count(*) from pgmem.profile_facts f where f.tenant = t.tenant
+                                           and f.user_id = user_data_summary.user_id and f.recorded_to is not null)),
+      'conversational', jsonb_build_object('table', 'pgmem.conversations, pgmem.messages',
+                     'conversations', (select count(*) from pgmem.conversations c where c.tenant = t.tenant and c.user_id = user_data_summary.user_id),
+                     'messages', (select count(*) from pgmem.messages ms join pgmem.conversations c
+                                    on c.tenant = ms.tenant and c.conversation_id = ms.conversation_id
+                                   where c.tenant = t.tenant and c.user_id = user_data_summary.user_id),
+                     'states', coalesce((select jsonb_agg(jsonb_build_object('conversation_id', c.conversation_id,
+                                   'message_count', c.message_count, 'emotional_tone', c.emotional_tone,
+                                   'interaction_pattern', c.interaction_pattern, 'last_update', c.last_update)
+                                   order by c.last_update desc nulls last)
+                                  from pgmem.conversations c where c.tenant = t.tenant and c.user_id = user_data_summary.user_id), '[]')),
+      'threads', jsonb_build_object('table', 'pgmem.threads',
+                     'threads', (select count(*) from pgmem.threads h where h.tenant = t.tenant and h.user_id = user_data_summary.user_id),
+                     'labels', coalesce((select jsonb_agg(h.label order by h.last_message_at desc) from pgmem.threads h
+                                          where h.tenant = t.tenant and h.user_id = user_data_summary.user_id and h.label is not null), '[]')),
+      'research', jsonb_build_object('table', 'pgmem.insights, pgmem.concept_mentions',
+                     'insights', coalesce((select jsonb_object_agg(x.type, x.n) from (select i.type, count(*) as n from pgmem.insights i
+                                            where i.tenant = t.tenant and i.user_id = user_data_summary.user_id group by i.type) x), '{}'),
+                     'concepts', (select count(distinct cm.concept) from pgmem.concept_mentions cm
+                                   where cm.tenant = t.tenant and cm.user_id = user_data_summary.user_id)),
+      'intent_cache', jsonb_build_object('table', 'pgmem.intent_cache',
+                     'entries', (select count(*) from pgmem.intent_cache ic where ic.tenant = t.tenant and ic.user_id = user_data_summary.user_id))),
+    'rights', jsonb_build_object(
+      'export', format('select pgmem.export_user(%L)', user_data_summary.user_id),
+      'erase', format('select * from pgmem.erase_user(%L)', user_data_summary.user_id),
+      'note', 'erase_user deletes every tier for good and leaves content-free tombstones in history'))
+  from t
+$$;
+comment on function pgmem.user_data_summary(text) is
+  'What is stored about a user, tier by tier (episodic memories, profile facts, conversations and messages, threads, insights and concepts, cached intents), with how to export and erase it: the privacy intent''s context.';
+
+create or replace function pgmem.context_for(
+  query_text text,
+  query_embedding vector default null,
+  conversation_id text default null,
+  user_id text default null,
+  k integer default null,
+  remember boolean default true,
+  filters jsonb default null,
+  search_profile text default 'jam',
+  created_at timestamptz default null)
+returns jsonb
+  language plpgsql volatile security definer
+  set search_path = pgmem, public, pg_temp
+as $$
+#variable_conflict use_variable
+declare
+  v_tenant text := pgmem._require_tenant();
+  v_emb vector := pgmem._check_embedding(query_embedding, 'query embedding');
+  v_conv pgmem.conversations;
+  v_user text;
+  c record;
+  v_intent text;
+  v_gate jsonb;
+  v_sim float8;
+  r pgmem.remember_result;
+  v_memory_id bigint;
+  o jsonb;
+  v_seq int;
+  v_msg bigint;
+  t record;
+  v_thread jsonb;
+  v_own jsonb;
+  v_research jsonb;
+  v_policy jsonb;
+  v_behaviour jsonb;
+  v_depth int;
+  v_recent int := pgmem._setting_num('history_recency_window', 6)::int;
+  v_semk int := pgmem._setting_num('history_semantic_k', 3)::int;
+  v_history jsonb;
+  v_memories jsonb := '[]'::jsonb;
+  v_qa jsonb := '[]'::jsonb;
+  v_profile jsonb;
+  v_privacy jsonb;
+  v_filters jsonb;
+begin
+  if query_text is null or query_text !~ '\S' then
+    perform pgmem._bad_input('context_for needs the user''s message (query_text)');
+  end if;
+  if conversation_id is null then
+    perform pgmem._bad_input('context_for needs a conversation_id: conversation state, threads and history belong to a conversation',
+      'one id per chat session, e.g. the session id your application already has');
+  end if;
+  if k is not null then
+    perform pgmem._check_between(k, 'k', 0, 100);
+  end if;
+  select * into v_conv from pgmem.conversations x where x.tenant = v_tenant and x.conversation_id = context_for.conversation_id;
+  v_user := coalesce(user_id, v_conv.user_id);
+
+  -- step 3: classify
+  select * into c from pgmem.classify_intent(query_text, conversation_id);
+  v_intent := c.intent;
+
+  -- step 4: topic gate, for continuations only: cos(query, topic vector) < .35 -> general
+  if v_intent = 'continuation' and v_emb is not null and v_conv.topic_vector is not null then
+    v_sim := pgmem._cos(v_emb, v_conv.topic_vector);
+    if v_sim < pgmem._setting_num('topic_gate_threshold', 0.35) then
+      v_intent := 'general';
+    end if;
+    v_gate := jsonb_build_object('stage', 'topic_gate', 'applied', true, 'similarity', round(v_sim::numeric, 4),
+                                 'threshold', pgmem._setting_num('topic_gate_threshold', 0.35), 'demoted', v_intent <> c.intent);
+  else
+    v_gate := jsonb_build_object('stage', 'topic_gate', 'applied', false, 'reason',
+                                 case when v_intent <> 'continuation' then 'not a continuation'
+                                      when v_emb is null then 'no query embedding' else 'the conversation has no topic yet' end);
+  end if;
+
+  -- tier A: the message is an episodic memory; a profile statement's facts travel with it
+  -- (pgmem.memories_profile_facts / history_repeated_facts apply them, whatever the gate decides)
+  if remember then
+    select * into r from pgmem.remember(content => query_text, embedding => v_emb, who => 'user', user_id => v_user,
+      session_id => context_for.conversation_id, created_at => created_at,
+      category => case when jsonb_array_length(c.facts) > 0 then 'fact' else 'episode' end,
+      metadata => case when jsonb_array_length(c.facts) > 0
+                       then jsonb_build_object('facts', c.facts, 'extracted_by', 'heuristic') else '{}' end);
+    v_memory_id := case when r.decision in ('stored', 'duplicate', 'replayed') then r.memory_id end;
+  elsif jsonb_array_length(c.facts) > 0 and v_user is not null then
+    perform pgmem.apply_facts(v_user, c.facts, created_at);
+  end if;
+
+  -- step 4b: conversation state and behaviour
+  o := pgmem.observe_turn(conversation_id, query_text, v_emb, v_user, v_intent, c.confidence, created_at, v_memory_id, c.rule);
+  v_msg := (o->>'message_id')::bigint;
+  v_seq := (o->>'seq')::int;
+  v_user := o->>'user_id';
+  v_behaviour := o->'behaviour';
+
+  -- step 4c: thread
+  if v_emb is not null then
+    select * into t from pgmem.resolve_thread(conversation_id, v_emb, v_msg);
+    v_thread := jsonb_build_object('stage', 'thread', 'thread_id', t.thread_id, 'decision', t.decision,
+                                   'similarity', round(t.similarity::numeric, 4), 'label', t.label,
+                                   'message_count', t.message_count, 'archived', to_jsonb(t.archived),
+                                   'summary_due', t.summary_due, 'summary', t.summary, 'summary_source', t.summary_source);
+  else
+    v_thread := jsonb_build_object('stage', 'thread', 'thread_id', null, 'decision', 'skipped', 'reason', 'no query embedding');
+  end if;
+
+  -- step 4d: research context; then this message's own insights and concepts are stored
+  v_research := pgmem.research_context(query_text, v_emb, v_user, (v_thread->>'thread_id')::bigint, 5);
+  v_own := pgmem._message_research(v_tenant, v_msg);
+
+  -- step 5: policy
+  v_policy := pgmem.resolve_policy(o->'features' || jsonb_build_object('intent', v_intent));
+
+  -- step 6: history pruning: the last v_recent messages before this one, and the v_semk older
+  -- ones most similar to the query; deduplicated, in conversation order
+  with earlier as (
+    select m.* from pgmem.messages m
+     where m.tenant = v_tenant and m.conversation_id = context_for.conversation_id and m.seq < v_seq),
+  recent as (select e.id, 'recent' as why, null::float8 as sim from earlier e order by e.seq desc limit v_recent),
+  semantic as (
+    select e.id, 'semantic' as why, pgmem._cos(e.embedding, v_emb) as sim from earlier e
+     where v_emb is not null and e.embedding is not null and e.id not in (select id from recent)
+     order by e.embedding operator(public.<=>) v_emb limit v_semk)
+  select coalesce(jsonb_agg(jsonb_build_object('message_id', m.id, 'seq', m.seq, 'role', m.role, 'content', m.content,
+                                               'why', x.why, 'similarity', round(x.sim::numeric, 4)) order by m.seq), '[]')
+    into v_history
+    from (select * from recent union all select * from semantic) x join pgmem.messages m on m.id = x.id;
+
+  -- step 7: selective retrieval
+  v_depth := coalesce(k, (v_behaviour->>'retrieval_depth')::int);
+  if (v_policy->>'inject_rag')::boolean and v_depth > 0 then
+    v_filters := coalesce(filters, '{}');
+    if v_user is not null and not v_filters ? 'user_id' then
+      v_filters := v_filters || jsonb_build_object('user_id', v_user);
+    end if;
+    select coalesce(jsonb_agg(jsonb_build_object('id', h.id, 'score', round(h.score::numeric, 4), 'content', h.content,
+                                                 'who', h.who, 'category', h.category, 'created_at', h.created_at)
+                              order by h.score desc, h.id), '[]')
+      into v_memories
+      from (select * from pgmem.search(query_text => query_text, query_embedding => v_emb, k => v_depth + 1,
+                                       profile => search_profile, filters => v_filters) s
+             where s.id is distinct from v_memory_id
+             order by s.score desc, s.id limit v_depth) h;
+  end if;
+  if (v_policy->>'inject_qa_history')::boolean and v_emb is not null then
+    -- earlier questions like this one (the same conversation for a continuation, else all of
+    -- the user's conversations), each with the answer that followed it
+    select coalesce(jsonb_agg(jsonb_build_object('question', q.content, 'answer', q.answer, 'similarity', round(q.sim::numeric, 4),
+                                                 'conversation_id', q.conversation_id, 'message_id', q.id)
+                              order by q.sim desc), '[]')
+      into v_qa
+      from (select m.id, m.content, m.conversation_id, pgmem._cos(m.embedding, v_emb) as sim,
+                   (select a.content from pgmem.messages a where a.tenant = m.tenant and a.conversation_id = m.conversation_id
+                       and a.seq > m.seq and a.role = 'assistant' order by a.seq limit 1) as answer
+              from pgmem.messages m join pgmem.conversations cv on cv.tenant = m.tenant and cv.conversation_id = m.conversation_id
+             where m.tenant = v_tenant and m.role = 'user' and m.id <> v_msg and m.embedding is not null
+               and (case when v_intent = 'continuation' then m.conversation_id = context_for.conversation_id
+                         else cv.user_id is not distinct from v_user end)
+               and pgmem._cos(m.embedding, v_emb) >= pgmem._setting_num('qa_history_min_similarity', 0.5)
+             order by m.embedding operator(public.<=>) v_emb limit 3) q;
+  end if;
+  if (v_policy->>'inject_profile')::boolean and v_user is not null then
+    select coalesce(jsonb_object_agg(p.key, p.value order by p.key), '{}') into v_profile from pgmem.profile(v_user) p;
+  end if;
+  if (v_policy->>'privacy_mode')::boolean and v_user is not null then
+    v_privacy := pgmem.user_data_summary(v_user);
+  end if;
+
+  return jsonb_build_object(
+    'conversation_id', conversation_id, 'user_id', v_user, 'message_id', v_msg, 'intent', v_intent,
+    'memory', case when remember then jsonb_build_object('id', r.memory_id, 'decision', r.decision) end,
+    'stages', jsonb_build_array(
+      jsonb_build_object('stage', 'classified', 'intent', v_intent, 'confidence', c.confidence, 'source', c.source,
+                         'rule', c.rule, 'needs_llm', c.needs_llm,
+                         'demoted_from', case when v_intent <> c.intent then c.intent end),
+      v_gate,
+      jsonb_build_object('stage', 'state') || (o->'state') || jsonb_build_object('topic_similarity', o->'topic_similarity', 'turn', o->'turn'),
+      jsonb_build_object('stage', 'behaviour') || v_behaviour,
+      v_thread,
+      jsonb_build_object('stage', 'research', 'insights', jsonb_array_length(v_research->'insights'),
+                         'concepts', jsonb_array_length(v_research->'concepts'), 'stored_insights', v_own->'insights',
+                         'message_concepts', v_own->'concepts', 'concept_links', v_own->'concept_links'),
+      jsonb_build_object('stage', 'policy') || v_policy,
+      jsonb_build_object('stage', 'history', 'recent', (select count(*) from jsonb_array_elements(v_history) h where h->>'why' = 'recent'),
+                         'semantic', (select count(*) from jsonb_array_elements(v_history) h where h->>'why' = 'semantic')),
+      jsonb_build_object('stage', 'retrieved', 'retrieval_info', jsonb_build_object(
+                           'num_docs', jsonb_array_length(v_memories), 'similar_queries', jsonb_array_length(v_qa)))),
+    'context', jsonb_build_object(
+      'behaviour_context', v_behaviour->'behaviour_context', 'personality_mode', v_behaviour->'personality_mode',
+      'response_length_hint', v_behaviour->'response_length_hint', 'precision_mode', v_behaviour->'precision_mode',
+      'history', v_history, 'memories', v_memories, 'qa_history', v_qa, 'profile', v_profile, 'privacy', v_privacy,
+      'thread', case when v_thread->>'thread_id' is not null then jsonb_build_object('id', (v_thread->>'thread_id')::bigint,
+                       'label', v_thread->'label', 'summary', v_thread->'summary') end,
+      'research', v_research));
+end $$;
+comment on function pgmem.context_for(text, vector, text, text, integer, boolean, jsonb, text, timestamptz) is
+  'The memory half of the layered pipeline for one user message: classify, topic gate, remember, conversation state and behaviour, thread, research context, policy, history pruning (last 6 + 3 most similar older messages) and selective retrieval (pgmem.search when the policy injects RAG). Returns {"stages": [...], "context": {...}}; the "classified" and "retrieved" stages are what a server streams before the first token.';
