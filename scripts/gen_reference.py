@@ -88,6 +88,8 @@ EXAMPLES: list[tuple[str, str]] = [
     ("prune", f"select memory_id, reason, round(decayed_importance::numeric, 4) as decayed_importance, applied from pgmem.prune('aggressive', dry_run => true, as_of => '{AS_OF}')"),
     ("archive_stale", f"select memory_id, round(age_days::numeric, 1) as age_days, applied from pgmem.archive_stale(retention => '20 days', dry_run => true, as_of => '{AS_OF}')"),
     ("purge", "select * from pgmem.purge(older_than => '0 seconds', dry_run => true)"),
+    # writejobs (STORAGE.md): the index job puts queued vectors under the HNSW index
+    ("index_vectors", "select * from pgmem.index_vectors(batch => 1000)"),
     ("run_job", "call pgmem.run_job('prune', '{\"mode\": \"gentle\"}')"),
     ("index_vectors", "select * from pgmem.index_vectors(batch => 100)"),
     ("job_schedule_commands", "select * from pgmem.job_schedule_commands()"),

@@ -615,7 +615,7 @@ declare
   -- an observation time (created_at: never in the future) starts at the Unix epoch: a memory
   -- observed in 1901 is a data error (issue 14: its decay underflowed), and an old event
   -- time belongs in happened_at, which goes back to 1900
-  v_min timestamptz := case when p_allow_future then '1900-01-01' else '1970-01-01' end;
+  v_min timestamptz := case when p_allow_future then '1900-01-01'::timestamptz else '1970-01-01'::timestamptz end;
 begin
   if p_value is null then return null; end if;
   if p_value = 'infinity'::timestamptz or p_value = '-infinity'::timestamptz

@@ -173,6 +173,7 @@ begin
   -- this batch: the memories deleted long enough ago that no other transaction holds (one held
   -- now, e.g. being restored, is left alone); then one UPDATE (pointers of memories merged into
   -- them) and one DELETE, whose history (op purge, the last state) is one statement (040)
+  perform 'PRAGMA:TABLE: _pgmem_purge (id bigint, deleted_at timestamptz)';  -- for plpgsql_check
   create temp table if not exists _pgmem_purge (id bigint, deleted_at timestamptz) on commit drop;
   truncate _pgmem_purge;
   insert into _pgmem_purge
@@ -251,6 +252,7 @@ begin
     select null::timestamptz as cursor_at, null::bigint as cursor_id, null::timestamptz as run_as_of into v_cursor;
   end if;
 
+  perform 'PRAGMA:TABLE: _pgmem_archive (id bigint, created_at timestamptz, age float8, la timestamptz, best float8)';  -- for plpgsql_check
   create temp table if not exists _pgmem_archive (id bigint, created_at timestamptz, age float8, la timestamptz,
                                                   best float8) on commit drop;
   truncate _pgmem_archive;

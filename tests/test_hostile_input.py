@@ -476,6 +476,9 @@ def test_ingest_malformed_jsonl_lines(hdb, hc, tmp_path):
         json.dumps({"content": "trailing garbage"}) + " xyz",
         "",
         json.dumps({"event_id": "g12", "content": "good line twelve about the desert", "who": PAYLOADS["or1"]}),
+        # issue 14: a line nested 5,000 deep crashed ingest (RecursionError); a 10 KB user_id aborted the file
+        "[" * 5000 + "]" * 5000,
+        json.dumps({"content": "a line with a huge user id", "user_id": "u" * 10_000}),
     ]
     path = tmp_path / "events.jsonl"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
@@ -483,14 +486,14 @@ def test_ingest_malformed_jsonl_lines(hdb, hc, tmp_path):
     before = state(hc)
     expected = ["2: skipped, not JSON", "3: skipped, a line must be a JSON object, got list", '4: skipped, no "content" text',
                 '6: skipped, unknown category "no_such_cat"', "7: skipped, created_at 0001-01-01", "9: skipped,",
-                "10: skipped, not JSON (Extra data"]
+                "10: skipped, not JSON (Extra data", "13: skipped, not JSON (nested too deeply", "14: skipped,"]
     with record("ingest.malformed_lines", "each bad line reported with its number; good lines stored; exit 2"):
         p = ingest(hdb, path, tenant)
         assert p.returncode == 2, (p.returncode, p.stdout, p.stderr)
         for e in expected:
             assert f"{path}:{e}" in p.stderr, f"{e!r} not in {p.stderr}"
         assert json.loads(p.stdout.strip().splitlines()[-1]) == {"stored": 4, "duplicate": 0, "rejected": 0,
-                                                                 "replayed": 0, "bad": 7}, p.stdout
+                                                                 "replayed": 0, "bad": 9}, p.stdout
         assert contents(hc, tenant) == ["good line one about the harbour", "good line five about the mountains",
                                         PAYLOADS["drop"], "good line twelve about the desert"]
         assert hc.execute("select who from pgmem.memories where tenant = %s and event_key = 'g12'", (tenant,)).fetchone()[0] == PAYLOADS["or1"]

@@ -72,6 +72,10 @@ def read_jsonl(path: str, err=sys.stderr):
                 bad += 1
                 print(f"pgmem: {path}:{n}: skipped, not JSON ({e.msg} at column {e.colno})", file=err)
                 continue
+            except RecursionError:  # json's decoder recurses once per level of nesting
+                bad += 1
+                print(f"pgmem: {path}:{n}: skipped, not JSON (nested too deeply for the decoder)", file=err)
+                continue
             if not isinstance(ev, dict):
                 bad += 1
                 print(f"pgmem: {path}:{n}: skipped, a line must be a JSON object, got {type(ev).__name__}", file=err)
