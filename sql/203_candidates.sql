@@ -65,9 +65,12 @@ begin atomic
   union
   -- the active, embedded memories the `index` job has not moved into memory_vectors yet: their
   -- exact distance (the queue is short; STORAGE.md)
-  (select m.id from pgmem.vector_queue vq join pgmem.memories m on m.id = vq.memory_id
+  -- (the queue's ids as an array: the memories are read by primary key whatever the planner
+  -- thinks of the queue's size, never by a scan of memories)
+  (select m.id from pgmem.memories m
     where q.embedding is not null and not q.exact and 'active' = any(q.states)
-      and vq.tenant = q.tenant and m.state = 'active' and m.embedding is not null and pgmem._eligible(m, q)
+      and m.id = any(array(select vq.memory_id from pgmem.vector_queue vq where vq.tenant = q.tenant))
+      and m.state = 'active' and m.embedding is not null and pgmem._eligible(m, q)
     order by m.embedding operator(public.<=>) q.embedding
     limit q.n)
   union
@@ -106,7 +109,7 @@ begin atomic
   select c.id from c
   union
   select m.id from pgmem.memories m
-   where m.id in (select nb.id from nb) and m.state = any(q.states) and pgmem._eligible(m, q);
+   where m.id = any(array(select nb.id from nb)) and m.state = any(q.states) and pgmem._eligible(m, q);
 end;
 comment on function pgmem._candidates(pgmem.query) is
   'The ids a ranking scores: the HNSW top-n, the HNSW top-n of the recent memories (search), the lexical top-n of the probe query, the ids filter and memories in other states on request; every eligible memory for search_exact.';

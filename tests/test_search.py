@@ -826,6 +826,7 @@ def big(cluster, embedder):
             c.execute("select * from pgmem.index_vectors(100000)")
             c.execute("analyze pgmem.memories")
             c.execute("analyze pgmem.memory_vectors")
+            c.execute("analyze pgmem.vector_queue")
             t_load = time.perf_counter() - t1
             assert scalar(c, "select count(*) from pgmem.memories where embedding is not null") == N_BIG
             assert scalar(c, "select count(*) from pgmem.embedding_queue") == 0
