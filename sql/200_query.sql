@@ -438,7 +438,11 @@ begin
     from pgmem._lexicon_df(q.tenant, v_scope, q.lexemes || ''::text) d;
   -- BM25's inverse document frequency (Robertson/Spärck Jones with +1 inside the log, so never
   -- negative): ln(1 + (N - df + 0.5) / (df + 0.5))
-  q.idf := array(select ln(1 + (greatest(v_docs, 0) - x.df + 0.5) / (x.df + 0.5)) from unnest(v_df) x(df));
+  -- (df clamped to [0, N]: statistics gone out of step, e.g. rows written with triggers off and
+  -- then changed with them on, must not break reads; pgmem.rebuild_lexicon() recounts them)
+  v_docs := greatest(v_docs, 0);
+  q.idf := array(select ln(1 + (v_docs - least(greatest(x.df, 0), v_docs) + 0.5) / (least(greatest(x.df, 0), v_docs) + 0.5))
+                   from unnest(v_df) x(df));
   -- the terms rarest first (pgmem._jam_bm25 sums over the first 16)
   select coalesce(array_agg(t.term order by t.idf desc, t.ord), '{}'), coalesce(array_agg(t.idf order by t.idf desc, t.ord), '{}')
     into q.terms, q.idf

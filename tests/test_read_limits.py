@@ -222,3 +222,26 @@ def test_activate_logs_with_a_query_id_through_the_client_signature(conn):
                 profile="shadow")
     assert [r["id"] for r in rows] == [mid]
     assert scalar(conn, "select count(*) from pgmem.activation_log where query_id = %s", (qid,)) == 1
+
+
+def test_a_memory_created_in_1901_breaks_neither_views_nor_jobs(conn):
+    """Issue 14 (High 4): memory_health and the prune job over a memory created in 1901. The API
+    refuses created_at before 1970 now, so the memory comes the way an old dump restores it:
+    plain SQL with triggers off (session_replication_role = replica), as the superuser."""
+    conn.execute("set session_replication_role = replica")
+    old = scalar(conn, "insert into pgmem.memories (tenant, content, created_at, importance, salience) "
+                       "values ('acme', 'the 1901 census of the village', '1901-01-01', 0.9, 0.9) returning id")
+    conn.execute("set session_replication_role = origin")
+    row = conn.execute("select recency, decayed_importance, strength from pgmem.memory_health where id = %s",
+                       (old,)).fetchone()
+    assert row is not None and all(x is not None and 0 <= x <= 1 for x in row), row
+    assert row[0] == pytest.approx(math.exp(-700))  # e^(-ln2 · t / 30) clamped at e^-700
+    conn.execute("""call pgmem.run_job('prune', '{"tenant": "*"}')""")
+    status = conn.execute("select status, error from pgmem.job_runs where job = 'prune' order by id desc limit 1").fetchone()
+    assert status[0] == "ok", status
+    state = scalar(conn, "select state from pgmem.memories where id = %s", (old,))
+    assert state in ("active", "deleted")  # pruned (a decayed memory) or kept, never an error
+    # and the reads still work over it (its lexical statistics went out of step with triggers
+    # off: search clamps the document frequencies instead of failing)
+    hits = ids(search(conn, query_text="census village", as_of=datetime.now(timezone.utc) + timedelta(days=150 * 365)))
+    assert (old in hits) == (state == "active")
