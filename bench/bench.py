@@ -407,7 +407,9 @@ FUSED_SQL = ("select * from pgmem.search(query_text => %s, query_embedding => %s
              "location => %s, candidates => %s)")
 EXACT_SQL = ("select * from pgmem.search_exact(query_text => %s, query_embedding => %s, k => 10, actor => %s, "
              "location => %s)")
-KNN_SQL = ("select id from pgmem.memories where tenant = %s and state = 'active' and embedding is not null "
+# the raw kNN floor: pgvector's HNSW over the vectors table (STORAGE decision: the HNSW index is on
+# pgmem.memory_vectors since revision 0006; on memories this was a scan of every vector)
+KNN_SQL = ("select memory_id from pgmem.memory_vectors where tenant = %s "
            "order by embedding <=> %s limit 10")
 
 
