@@ -617,7 +617,8 @@ def read_path(app_dsn: str, admin_dsn: str, corpus: C.Corpus, n: int, args, R: d
     cur = conn.cursor()
     cur.execute("set hnsw.ef_search = %s" % int(args.knn_ef))
     cur.execute("set hnsw.iterative_scan = relaxed_order")
-    R["knn_plan"] = "\n".join(r[0] for r in cur.execute("explain " + KNN_SQL, (TENANT, qv[0])).fetchall())
+    with connect(admin_dsn) as kc:  # the owner: see run_knn
+        R["knn_plan"] = "\n".join(r[0] for r in kc.execute("explain " + KNN_SQL, (TENANT, qv[0])).fetchall())
     phase("read path: naive JAM index load")
     naive = NaiveJAM(app_dsn)
     log(f"naive: flat index of {naive.n} vectors loaded in {naive.load_s:.1f} s ({naive.mem_bytes / 2**20:.0f} MiB)")
@@ -637,7 +638,9 @@ def read_path(app_dsn: str, admin_dsn: str, corpus: C.Corpus, n: int, args, R: d
     # flat index with the query under RLS (pgmem_app) is reported as naive_app_role.
     naive_app = copy.copy(naive)
     naive.conn = owner
-    res = interleaved({"fused": lambda q, v: run_fused(cur, q, v), "knn": lambda q, v: run_knn(cur, q, v),
+    # the raw kNN floor as the owner: pgmem_app has no rights on pgmem.memory_vectors (search reads
+    # it inside its SECURITY DEFINER ranking functions)
+    res = interleaved({"fused": lambda q, v: run_fused(cur, q, v), "knn": lambda q, v: run_knn(ocur, q, v),
                        "naive": naive.search, "exact": exact_fn,
                        "fused_owner": lambda q, v: run_fused(ocur, q, v), "naive_app_role": naive_app.search}, qs, qv,
                       limits={"exact": (n_exact, budget)}, warm={"exact": 2})
@@ -1289,7 +1292,7 @@ def main() -> int:
         R["naive_fused_p95_ratio"] = round(R["naive_p95_ms"] / R["fused_p95_ms"], 2)
         if "concurrent" not in skip:
             R["concurrent_fused"] = concurrent(app_dsn, corpus, args, "fused")
-            R["concurrent_knn"] = concurrent(app_dsn, corpus, args, "knn")
+            R["concurrent_knn"] = concurrent(admin_dsn, corpus, args, "knn")  # owner: see run_knn
             R["fused_qps_8_clients"] = R["concurrent_fused"]["qps"]
             R["knn_qps_8_clients"] = R["concurrent_knn"]["qps"]
         if args.tune:
