@@ -1,6 +1,10 @@
-"""Quick read-path latencies (bench/README.md, 1M): activate, recall, build_context and search as pgmem_app
-applies), interleaved per question, on a bench database. Questions: the first words of random
-memories, with their stored embeddings."""
+"""Quick read-path latencies (bench/README.md, 1M): activate, recall, build_context and search as
+pgmem_app (SET ROLE in a superuser session; row-level security applies) and the raw HNSW kNN over
+pgmem.memory_vectors as the owner, interleaved per question, on a bench database. Questions: the
+first words of random memories, with their stored embeddings.
+
+    PYTHONPATH=$PWD/python .venv/bin/python bench/read_rankings_quick.py <dsn of bench_n1000000> 60
+"""
 import sys, time, json, psycopg, numpy as np
 dsn, n = sys.argv[1], int(sys.argv[2])
 c = psycopg.connect(dsn, autocommit=True)
