@@ -10,7 +10,8 @@
 ``call`` runs ``select * from pgmem.<fn>(name => value, ...)`` and casts every named argument
 to the type the function itself declares (read from pg_proc), so a test states values, not
 casts: a dict goes as jsonb, a numpy array or a list as vector, None as the SQL default's
-NULL. ``casts=`` overrides a cast for one call (e.g. ``{"importance": "real"}``).
+NULL. ``casts=`` overrides a cast for one call (e.g. ``{"importance": "real"}``). An ``Expr``
+goes in as SQL text, not as a parameter: ``call(conn, "remember", "x", created_at=Expr("now()"))``.
 """
 from __future__ import annotations
 
@@ -20,7 +21,11 @@ import psycopg
 from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 
-__all__ = ["call", "one", "rows", "scalar", "signature"]
+__all__ = ["Expr", "call", "one", "rows", "scalar", "signature"]
+
+
+class Expr(str):
+    """A SQL expression passed to ``call`` as text (e.g. ``Expr("now() + interval '1 day'")``), not a parameter."""
 
 
 def rows(conn: psycopg.Connection, sql: str, params: Sequence[Any] | Mapping[str, Any] = ()) -> list[dict]:
@@ -88,6 +93,9 @@ def call(conn: psycopg.Connection, fn: str, *args: Any, casts: Mapping[str, str]
         parts.append(f"%s::{typ}")
         params.append(Jsonb(value) if isinstance(value, dict) else value)
     for name, value in kwargs.items():
+        if isinstance(value, Expr):
+            parts.append(f"{name} => ({value})::{named_types[name]}")
+            continue
         parts.append(f"{name} => %s::{named_types[name]}")
         params.append(Jsonb(value) if isinstance(value, dict) or (isinstance(value, list) and named_types[name] == "jsonb")
                       else value)

@@ -20,9 +20,9 @@ import psycopg
 import pytest
 from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict
-from psycopg.rows import dict_row
 
 from conftest import connect
+from sqlhelpers import rows, scalar
 from pgmem.errors import TenantError
 from test_tenancy import login_roles
 
@@ -72,16 +72,6 @@ def env(cluster, dsn, logins):
     e = Env(cluster, dsn, logins)
     yield e
     e.close()
-
-
-def scalar(conn, q, params=()):
-    return conn.execute(q, params).fetchone()[0]
-
-
-def rows(conn, q, params=()):
-    with conn.cursor(row_factory=dict_row) as cur:
-        cur.execute(q, params)
-        return cur.fetchall() if cur.description else []
 
 
 def refused(conn, q, sqlstate: str = "42501", match: str | None = None, params=()) -> psycopg.Error:

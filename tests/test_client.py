@@ -15,6 +15,7 @@ import numpy as np
 import psycopg
 import pytest
 
+import sqlhelpers
 from conftest import connect
 from pgmem.client import AsyncMemoryClient, Hit, MemoryClient, RememberResult
 from pgmem.embedding import embedding_text
@@ -50,8 +51,9 @@ def mem(dsn, embedder):
 
 
 def scalar(dsn, sql, params=(), tenant="acme"):
+    """sqlhelpers.scalar on a connection of its own, as ``tenant``."""
     with connect(dsn, tenant=tenant) as c:
-        return c.execute(sql, params).fetchone()[0]
+        return sqlhelpers.scalar(c, sql, params)
 
 
 def cli(dsn, *args, timeout=300) -> subprocess.CompletedProcess:

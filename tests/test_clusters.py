@@ -8,9 +8,9 @@ from datetime import timedelta
 
 import numpy as np
 import pytest
-from psycopg.rows import dict_row
 
 from conftest import DIM, at_cos, e
+from sqlhelpers import rows, scalar
 
 WORDS = {0: "coffee espresso beans", 1: "hiking mountain trail", 2: "python code bug"}
 
@@ -24,16 +24,6 @@ def noisy(rng, axis: int, noise: float = 0.05):
     v = np.zeros(DIM)
     v[axis] = 1.0
     return unit(v + rng.normal(scale=noise, size=DIM) / np.sqrt(DIM))
-
-
-def rows(conn, q, params=()):
-    cur = conn.cursor(row_factory=dict_row)
-    cur.execute(q, params)
-    return cur.fetchall()
-
-
-def scalar(conn, q, params=()):
-    return conn.execute(q, params).fetchone()[0]
 
 
 def add(conn, content, emb=None, **kw):

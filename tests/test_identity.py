@@ -12,13 +12,9 @@ import time
 import numpy as np
 import psycopg
 import pytest
-from psycopg.rows import dict_row
 
 from conftest import at_cos, e
-
-
-def one(conn, sql, params=()):
-    return conn.cursor(row_factory=dict_row).execute(sql, params).fetchone()
+from sqlhelpers import one, rows
 
 
 def ema(old: float, observed: float, inertia: float) -> float:
@@ -55,15 +51,13 @@ def test_beliefs_compete_with_medium_inertia(conn):
                                     "('she ordered chicken'), ('she ordered chicken again') returning id")]
 
     def statements():
-        return {r["statement"]: r for r in conn.cursor(row_factory=dict_row).execute(
-            "select * from pgmem.identity_beliefs where key = 'diet'")}
+        return {r["statement"]: r for r in rows(conn, "select * from pgmem.identity_beliefs where key = 'diet'")}
 
     conn.execute("select * from pgmem.identity_update_belief('diet', 'vegetarian', 0.9, array[%s]::bigint[])", (m[0],))
     assert statements()["vegetarian"]["confidence"] == pytest.approx(0.9)  # the first statement of a key sets it
     # one contradicting observation: vegetarian .6 × .9 = .54, meat (1 - .6) × .9 = .36 -> still vegetarian
-    rows = conn.cursor(row_factory=dict_row).execute(
-        "select * from pgmem.identity_update_belief('diet', 'eats meat', 0.9, array[%s]::bigint[])", (m[1],)).fetchall()
-    assert [(r["statement"], round(r["confidence"], 6)) for r in rows] == [("vegetarian", 0.54), ("eats meat", 0.36)]
+    got = rows(conn, "select * from pgmem.identity_update_belief('diet', 'eats meat', 0.9, array[%s]::bigint[])", (m[1],))
+    assert [(r["statement"], round(r["confidence"], 6)) for r in got] == [("vegetarian", 0.54), ("eats meat", 0.36)]
     held = [b for b in conn.execute("select pgmem.identity()").fetchone()[0]["beliefs"] if b["held"]]
     assert [b["statement"] for b in held] == ["vegetarian"]
     # a second one overturns it: .6 × .54 = .324 against .6 × .36 + .4 × .9 = .576
@@ -149,7 +143,7 @@ def test_salience_is_rescored_by_a_job_when_goals_change(conn):
     conn.execute("select pgmem.identity_set_goal('garden', 'grow tomatoes', %s::vector)", (e(1),))
     q = conn.execute("select priority, task, params->>'reason' from pgmem.work_queue").fetchall()
     assert q == [(2, "salience", "goal garden set")]  # REFLECT
-    done = conn.cursor(row_factory=dict_row).execute("select * from pgmem.work()").fetchall()
+    done = rows(conn, "select * from pgmem.work()")
     assert [(d["task"], d["status"], d["examined"], d["changed"]) for d in done] == [("salience", "ok", 3, 3)]
     after = dict(conn.execute("select id, salience from pgmem.memories"))
     for mid, rel in zip(ids, (1.0, 0.5, 0.0)):

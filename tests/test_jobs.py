@@ -29,10 +29,10 @@ from pathlib import Path
 import numpy as np
 import psycopg
 import pytest
-from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 
 from conftest import CRON_DB, DIM, at_cos, connect, e
+from sqlhelpers import call, one, rows, scalar
 ROOT = Path(__file__).resolve().parent.parent
 DEMO = ROOT / "examples" / "demo_conversation.jsonl"
 
@@ -44,45 +44,6 @@ def rot(i: int, j: int, angle: float) -> np.ndarray:
     v[j] = math.sin(angle)
     return v
 
-
-_CASTS = {
-    "embedding": "::vector", "query_embedding": "::vector", "created_at": "::timestamptz",
-    "expires_at": "::timestamptz", "importance": "::float8", "threshold": "::float8",
-    "cross_category_threshold": "::float8", "dry_run": "::boolean", "batch": "::int", "tenant": "::text",
-    "neighbours": "::int", "full_scan": "::boolean", "mode": "::text", "min_importance": "::float8",
-    "bottom_fraction": "::float8", "as_of": "::timestamptz", "older_than": "::interval",
-    "retention": "::interval", "activation_threshold": "::float8", "min_feedback": "::int",
-    "step": "::float8", "max_rate": "::float8", "query_id": "::uuid", "context_type": "::text",
-    "filters": "::jsonb", "relevant": "::boolean", "activated": "::boolean", "memory_id": "::bigint",
-    "query_text": "::text", "k": "::int", "user_id": "::text", "category": "::text", "session_id": "::text",
-    "force": "::boolean",
-}
-
-
-def call(conn, fn: str, *pos, **kw) -> list[dict]:
-    args, params = [], []
-    for p in pos:
-        args.append("%s")
-        params.append(p)
-    for k, v in kw.items():
-        if k == "filters" and v is not None:
-            v = Jsonb(v)
-        args.append(f"{k} => %s{_CASTS.get(k, '')}")
-        params.append(v)
-    return conn.cursor(row_factory=dict_row).execute(
-        f"select * from pgmem.{fn}({', '.join(args)})", params).fetchall()
-
-
-def rows(conn, sql: str, params=()) -> list[dict]:
-    return conn.cursor(row_factory=dict_row).execute(sql, params).fetchall()
-
-
-def one(conn, sql: str, params=()) -> dict | None:
-    return conn.cursor(row_factory=dict_row).execute(sql, params).fetchone()
-
-
-def scalar(conn, sql: str, params=()):
-    return conn.execute(sql, params).fetchone()[0]
 
 
 def remember(conn, content: str, embedding=None, *, force: bool = True, **kw) -> int:

@@ -19,7 +19,7 @@ from conftest import DIM, at_cos, connect, e
 from pgmem import MemoryClient
 from pgmem.layered import LayeredLLM
 from test_extraction import completion, llm  # noqa: F401  (the fake OpenAI-compatible server fixture)
-from test_layered_profile import one, rows, scalar
+from sqlhelpers import one, rows, scalar
 
 
 def turn(conn, conv, text, vec=None, user="u", intent=None):

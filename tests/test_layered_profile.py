@@ -18,29 +18,13 @@ from psycopg.types.json import Jsonb
 
 from pgmem.engine.profile_facts import detect_facts
 from test_extraction import completion, llm  # noqa: F401  (the fake OpenAI-compatible server fixture)
+from sqlhelpers import call, one, rows, scalar
 
 DAY = timedelta(days=1)
 
 
-def rows(conn, q, params=()):
-    cur = conn.cursor(row_factory=psycopg.rows.dict_row)
-    cur.execute(q, params)
-    return cur.fetchall()
-
-
-def one(conn, q, params=()):
-    r = rows(conn, q, params)
-    return r[0] if r else None
-
-
-def scalar(conn, q, params=()):
-    return conn.execute(q, params).fetchone()[0]
-
-
 def set_fact(conn, user, key, value, **kw):
-    args = ", ".join(f"{k} => %s" for k in kw)
-    return one(conn, f"select * from pgmem.set_fact(%s, %s, %s{', ' if kw else ''}{args})",
-               (user, key, Jsonb(value), *kw.values()))
+    return call(conn, "set_fact", user, key, Jsonb(value), **kw)[0]
 
 
 def profile(conn, user, as_of=None, known_at=None) -> dict:
@@ -145,9 +129,7 @@ def test_apply_facts_switch_supersedes_the_value_it_names(conn):
 
 
 def remember(conn, content, **kw):
-    casts = {"metadata": "::jsonb", "created_at": "::timestamptz"}
-    args = ", ".join(f"{k} => %s{casts.get(k, '')}" for k in kw)
-    return one(conn, f"select * from pgmem.remember(%s{', ' if kw else ''}{args})", (content, *kw.values()))
+    return call(conn, "remember", content, **kw)[0]
 
 
 def meta(text):

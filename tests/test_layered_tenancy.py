@@ -18,6 +18,7 @@ from psycopg import sql
 from psycopg.types.json import Jsonb
 
 from conftest import at_cos, connect, e
+from sqlhelpers import rows, scalar
 
 MARK = "quokkazebra"          # a word only tenant b's rows contain
 USER = "shared-user"          # the same user id in both tenants
@@ -34,16 +35,6 @@ LAYERED_FUNCTIONS = frozenset({
 
 # after LAYERED_FUNCTIONS: test_tenancy imports it from here
 from test_tenancy import role_connect, roles  # noqa: E402, F401  (module-scoped login roles fixture)
-
-
-def rows(c, q, params=()):
-    cur = c.cursor(row_factory=psycopg.rows.dict_row)
-    cur.execute(q, params)
-    return cur.fetchall() if cur.description else []
-
-
-def scalar(c, q, params=()):
-    return c.execute(q, params).fetchone()[0]
 
 
 def snapshot(su, tenant):

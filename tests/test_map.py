@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from conftest import DIM
-from test_clusters import rows, scalar
+from sqlhelpers import rows, scalar
 from pgmem.engine import projection
 
 WORDS = {0: "coffee espresso beans", 1: "hiking mountain trail", 2: "python code bug", 3: "garden tomato soil"}

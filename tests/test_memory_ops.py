@@ -14,6 +14,7 @@ from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 
 from conftest import connect
+from sqlhelpers import call, one, rows, scalar
 
 DIM = 384
 T0 = datetime(2025, 1, 1, 12, 0, tzinfo=timezone.utc)
@@ -32,25 +33,11 @@ VEC_06 = unit((0, 0.6), (1, 0.8))  # cosine 0.6 with VEC_E0
 
 
 def remember(conn, content, **kw) -> dict:
-    args, params = ["%s"], [content]
-    casts = {"importance": "::real", "valence": "::real", "arousal": "::real", "dominance": "::real"}
-    for k, v in kw.items():
-        args.append(f"{k} => %s{casts.get(k, '')}")
-        params.append(v)
-    return conn.cursor(row_factory=dict_row).execute(
-        f"select * from pgmem.remember({', '.join(args)})", params).fetchone()
-
-
-def one(conn, sql, params=()) -> dict | None:
-    return conn.cursor(row_factory=dict_row).execute(sql, params).fetchone()
-
-
-def scalar(conn, sql, params=()):
-    return conn.execute(sql, params).fetchone()[0]
+    return call(conn, "remember", content, **kw)[0]
 
 
 def history(conn, memory_id) -> list[dict]:
-    return conn.cursor(row_factory=dict_row).execute("select * from pgmem.history(%s)", (memory_id,)).fetchall()
+    return rows(conn, "select * from pgmem.history(%s)", (memory_id,))
 
 
 def ops(conn, memory_id) -> list[str]:

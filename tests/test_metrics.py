@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from conftest import DIM, at_cos, e
-from test_clusters import rows, scalar
+from sqlhelpers import rows, scalar
 
 
 

@@ -16,37 +16,30 @@ from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 
 from conftest import at_cos, e
+from sqlhelpers import call, rows
 
 T0 = datetime(2026, 5, 1, 9, 0, tzinfo=timezone.utc)
 AS_OF = T0 + timedelta(days=3)
 
 
 def remember(conn, content, **kw) -> int:
-    casts = {"embedding": "::vector", "metadata": "::jsonb", "motor": "::jsonb", "sensory": "::jsonb",
-             "entities": "::text[]", "created_at": "::timestamptz"}
     kw.setdefault("force", True)
-    kw = {k: Jsonb(v) if isinstance(v, (dict, list)) and k != "entities" else v for k, v in kw.items()}
-    args = ["%s"] + [f"{k} => %s{casts.get(k, '')}" for k in kw]
-    r = conn.execute(f"select memory_id, decision from pgmem.remember({', '.join(args)})", [content, *kw.values()]).fetchone()
-    assert r[1] == "stored", (content, r)
-    return r[0]
+    r = call(conn, "remember", content, **kw)[0]
+    assert r["decision"] == "stored", (content, r)
+    return r["memory_id"]
 
 
 def links(conn, kind=None) -> dict[tuple[int, int, str], dict]:
-    cur = conn.cursor(row_factory=dict_row)
-    rows = cur.execute("select * from pgmem.links where %s::text is null or kind = %s", (kind, kind)).fetchall()
-    return {(r["src_id"], r["dst_id"], r["kind"]): r for r in rows}
+    return {(r["src_id"], r["dst_id"], r["kind"]): r
+            for r in rows(conn, "select * from pgmem.links where %s::text is null or kind = %s", (kind, kind))}
 
 
 def work(conn) -> list[dict]:
-    return conn.cursor(row_factory=dict_row).execute("select * from pgmem.work(1000)").fetchall()
+    return rows(conn, "select * from pgmem.work(1000)")
 
 
 def reconstruct(conn, **kw) -> dict:
-    casts = {"query_embedding": "::vector", "filters": "::jsonb", "weights": "::jsonb", "as_of": "::timestamptz",
-             "kinds": "::text[]"}
-    args = ", ".join(f"{k} => %({k})s{casts.get(k, '')}" for k in kw)
-    return conn.execute(f"select pgmem.reconstruct({args})", kw).fetchone()[0]
+    return call(conn, "reconstruct", **kw)[0]["reconstruct"]
 
 
 # ------------------------------------------------------------------ bindings

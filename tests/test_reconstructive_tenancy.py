@@ -11,19 +11,15 @@ import json
 
 import psycopg
 import pytest
-from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 
 from conftest import at_cos, connect, e
+from sqlhelpers import call, rows
 from test_tenancy import role_connect, roles  # noqa: F401  (roles: the module's login roles fixture)
 
 MARK = "quokkaharbour"
 TABLES = ("identity_traits", "identity_beliefs", "identity_goals", "identity_snapshots", "reconstructions",
           "work_queue", "links", "memories")
-
-
-def rows(conn, sql, params=()):
-    return conn.cursor(row_factory=dict_row).execute(sql, params).fetchall()
 
 
 def snapshot(su, tenant):
@@ -32,9 +28,7 @@ def snapshot(su, tenant):
 
 
 def remember(conn, content, vec, **kw):
-    casts = {"entities": "::text[]"}
-    args = ["%s", "%s::vector"] + [f"{k} => %s{casts.get(k, '')}" for k in kw] + ["force => true"]
-    return conn.execute(f"select memory_id from pgmem.remember({', '.join(args)})", [content, vec, *kw.values()]).fetchone()[0]
+    return call(conn, "remember", content, embedding=vec, force=True, **kw)[0]["memory_id"]
 
 
 @pytest.fixture

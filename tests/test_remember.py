@@ -15,6 +15,7 @@ from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 
 from conftest import connect
+from sqlhelpers import Expr, call, scalar
 
 DIM = 384
 
@@ -23,33 +24,11 @@ WEIGHTS = {"fact": 0.8, "preference": 0.9, "skill": 0.7, "episode": 0.6, "contex
 
 
 # ---------------------------------------------------------------------------- helpers
-class Sql:
-    """A raw SQL expression passed as a remember() argument (e.g. now() + interval ...)."""
-
-    def __init__(self, expr: str):
-        self.expr = expr
-
-
-_CASTS = {"importance": "::real", "valence": "::real", "arousal": "::real", "dominance": "::real",
-          "metadata": "::jsonb", "happened_at": "::timestamptz", "created_at": "::timestamptz",
-          "expires_at": "::timestamptz", "topics": "::text[]", "entities": "::text[]"}
-
-
 def remember(conn, content, **kw) -> dict:
     """Calls pgmem.remember(content, name => value, ...) and returns the result row as a dict."""
-    args, params = ["%s"], [content]
-    for k, v in kw.items():
-        if isinstance(v, Sql):
-            args.append(f"{k} => {v.expr}")
-            continue
-        if k == "metadata" and v is not None:
-            v = Jsonb(v)
-        args.append(f"{k} => %s{_CASTS.get(k, '')}")
-        params.append(v)
-    cur = conn.cursor(row_factory=dict_row)
-    rows = cur.execute(f"select * from pgmem.remember({', '.join(args)})", params).fetchall()
-    assert len(rows) == 1
-    return rows[0]
+    got = call(conn, "remember", content, **kw)
+    assert len(got) == 1
+    return got[0]
 
 
 def unit(*pairs: tuple[int, float]) -> np.ndarray:
@@ -67,10 +46,6 @@ def counts(conn) -> tuple[int, int]:
 
 def rarity(n: int) -> float:
     return 1.0 / math.log2(2 + n)
-
-
-def scalar(conn, sql, params=()):
-    return conn.execute(sql, params).fetchone()[0]
 
 
 def hist_ops(conn, memory_id) -> list[str]:
@@ -696,14 +671,14 @@ def test_valence_out_of_range(seeded):
 
 def test_created_at_in_future_rejected(seeded):
     e = _fails(seeded, psycopg.errors.InvalidParameterValue,
-               lambda: remember(seeded, "from the future", created_at=Sql("now() + interval '1 day'")))
+               lambda: remember(seeded, "from the future", created_at=Expr("now() + interval '1 day'")))
     assert e.diag.message_primary.startswith("created_at ")
     assert e.diag.message_primary.endswith(" is in the future")
     assert "happened_at" in e.diag.message_hint
 
 
 def test_created_at_slightly_ahead_is_tolerated(seeded):
-    r = remember(seeded, "clock skew of a minute", created_at=Sql("now() + interval '1 minute'"))
+    r = remember(seeded, "clock skew of a minute", created_at=Expr("now() + interval '1 minute'"))
     assert r["decision"] == "stored"
 
 
@@ -715,7 +690,7 @@ def test_happened_at_year_3000_rejected(seeded):
 
 
 def test_happened_at_in_near_future_allowed(seeded):
-    r = remember(seeded, "Dentist appointment next week", happened_at=Sql("now() + interval '7 days'"))
+    r = remember(seeded, "Dentist appointment next week", happened_at=Expr("now() + interval '7 days'"))
     assert r["decision"] == "stored"
 
 

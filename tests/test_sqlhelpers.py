@@ -6,7 +6,7 @@ import psycopg
 import pytest
 
 from conftest import e
-from sqlhelpers import call, one, rows, scalar, signature
+from sqlhelpers import Expr, call, one, rows, scalar, signature
 
 
 def test_call_casts_from_the_declared_signature(conn):
@@ -32,3 +32,11 @@ def test_call_overrides_and_errors(conn):
         call(conn, "search", no_such_argument=1)
     with pytest.raises(psycopg.errors.InvalidParameterValue):
         call(conn, "search", query_text="x", k=0)
+
+
+def test_call_takes_sql_expressions(conn):
+    now = scalar(conn, "select now()")
+    mid = call(conn, "remember", "lunch tomorrow", happened_at=Expr("now() + interval '1 day'"), force=True)[0]["memory_id"]
+    assert (scalar(conn, "select happened_at from pgmem.memories where id = %s", (mid,)) - now).days == 1
+    with pytest.raises(psycopg.errors.UndefinedColumn):
+        call(conn, "remember", "x", created_at=Expr("no_such_column"))

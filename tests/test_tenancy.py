@@ -24,10 +24,10 @@ import psycopg
 import pytest
 from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict
-from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 
 from conftest import connect
+from sqlhelpers import call, one, rows, scalar
 
 DIM = 384
 MARK = "zebrafalcon"       # a word only tenant b's memories contain
@@ -97,25 +97,8 @@ def near(v: np.ndarray, rng: np.random.Generator, eps: float = 0.01) -> np.ndarr
     return (w / np.linalg.norm(w)).astype(np.float32)
 
 
-def rows(conn, query, params=()) -> list[dict]:
-    cur = conn.cursor(row_factory=dict_row)
-    cur.execute(query, params)
-    return cur.fetchall() if cur.description else []
-
-
-def one(conn, query, params=()) -> dict | None:
-    r = rows(conn, query, params)
-    return r[0] if r else None
-
-
-def scalar(conn, query, params=()):
-    return conn.execute(query, params).fetchone()[0]
-
-
 def remember(conn, content, **kw) -> dict:
-    casts = {"embedding": "::vector", "metadata": "::jsonb", "importance": "::float8"}
-    args = ["%s"] + [f"{k} => %s{casts.get(k, '')}" for k in kw]
-    return one(conn, f"select * from pgmem.remember({', '.join(args)})", [content, *kw.values()])
+    return call(conn, "remember", content, **kw)[0]
 
 
 def stored(conn, content, **kw) -> int:

@@ -9,25 +9,15 @@ from __future__ import annotations
 import threading
 import time
 
-import numpy as np
 import psycopg
 import pytest
-from psycopg.rows import dict_row
 
 from conftest import at_cos, connect, e
-
-
-def rows(conn, sql, params=()) -> list[dict]:
-    return conn.cursor(row_factory=dict_row).execute(sql, params).fetchall()
-
-
-def scalar(conn, sql, params=()):
-    return conn.execute(sql, params).fetchone()[0]
+from sqlhelpers import call, rows, scalar
 
 
 def remember(conn, content, embedding=None, **kw) -> dict:
-    names = "".join(f", {k} => %({k})s" for k in kw)
-    return rows(conn, f"select * from pgmem.remember(%(c)s, %(v)s::vector{names})", {"c": content, "v": embedding, **kw})[0]
+    return call(conn, "remember", content, embedding=embedding, **kw)[0]
 
 
 def where(conn) -> dict[int, str]:

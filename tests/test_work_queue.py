@@ -7,13 +7,9 @@ import time
 
 import psycopg
 import pytest
-from psycopg.rows import dict_row
 
 from conftest import CRON_DB, at_cos, connect, e
-
-
-def rows(conn, sql, params=()):
-    return conn.cursor(row_factory=dict_row).execute(sql, params).fetchall()
+from sqlhelpers import rows
 
 
 def mems(conn, n, **kw):
