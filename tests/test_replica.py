@@ -185,3 +185,43 @@ def test_async_client_reads_on_the_standby_too(pair):
                 assert (await (await c.execute("show synchronous_commit")).fetchone())[0] == "remote_apply"
 
     asyncio.run(go())
+
+
+def test_layered_reads_go_to_the_standby(pair):
+    """profile, fact_history, conversation_state, conversation_threads, thread_messages and
+    search_insights are read-only (sql/6xx: STABLE SQL, no touch): the client sends them to
+    read_dsn. Proof 1: with replay paused, profile() shows the standby's (older) facts, not the
+    primary's. Proof 2: a client whose primary is unreachable still answers all six."""
+    from pgmem.client import READ_ONLY_CALLS
+
+    primary, standby = pair
+    layered = {"profile", "fact_history", "conversation_state", "conversation_threads", "thread_messages",
+               "search_insights"}
+    assert layered <= READ_ONLY_CALLS
+    # none of them may write: every one is declared non-volatile (a STABLE SQL function cannot INSERT/UPDATE)
+    vol = dict(sql(primary, "select proname, provolatile from pg_proc where pronamespace = 'pgmem'::regnamespace"
+                            " and proname = any(%s)", (sorted(layered),)))
+    assert set(vol) == layered and set(vol.values()) == {"s"}, vol
+    with client(pair) as mem:
+        mem.set_fact("ulla", "city", "Oslo")
+        assert wait_until(lambda: mem.profile("ulla") == {"city": "Oslo"})
+        sql(standby, "select pg_wal_replay_pause()")
+        try:
+            mem.set_fact("ulla", "city", "Bergen")  # committed on the primary, not applied on the standby
+            assert sql(primary, "select value from pgmem.profile('ulla')")[0][0] == "Bergen"
+            assert mem.profile("ulla") == {"city": "Oslo"}  # the standby answered
+            assert [h["value"] for h in mem.fact_history("ulla", "city")] == ["Oslo"]
+        finally:
+            sql(standby, "select pg_wal_replay_resume()")
+        assert wait_until(lambda: mem.profile("ulla") == {"city": "Bergen"})
+    dead = primary.owner_dsn().replace(f":{primary.port}/", f":{_port()}/")  # nothing listens there
+    assert dead != primary.owner_dsn()
+    with MemoryClient(dead, tenant="acme", embedder=None, read_dsn=standby.owner_dsn(), retries=0, timeout=5) as mem:
+        assert mem.profile("ulla") == {"city": "Bergen"}
+        assert {h["value"] for h in mem.fact_history("ulla", "city")} == {"Oslo", "Bergen"}
+        assert mem.conversation_state("no-such-conversation") is None
+        assert mem.conversation_threads("no-such-conversation") == []
+        assert mem.call("thread_messages", thread_id=0) == []
+        assert mem.search_insights("lighthouse", embedding=vec(9)) == []
+        with pytest.raises(psycopg.OperationalError):  # ... while a write has nowhere to go
+            mem.remember("nowhere to go", embedding=vec(10))
