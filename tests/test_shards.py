@@ -6,7 +6,8 @@ hashtext(tenant) to shard clusters that are normal pgmem installs.
   data: the examples of docs/reference.md (scripts/gen_reference.py: one for every public
   function and view, enforced by tests/test_reference.py) run on both and are compared;
 - a tenant's rows live on exactly one shard, the one PL/Proxy's mapping names;
-- a missing or malformed tenant is refused at the proxy, an unknown (not granted) one by the
+- a missing or malformed tenant is refused at the proxy, an unknown (not granted, or existing on
+  no shard) one by the
   shard's own check, relayed with its SQLSTATE; nothing is written anywhere;
 - the map grows 2 -> 4 partitions by splitting (shards.split) and every tenant's answers stay.
 
@@ -192,6 +193,17 @@ def test_missing_malformed_and_unknown_tenants_are_refused(sharded):
             c.execute("select * from pgmem.remember('a memory for somebody else')")
         with pytest.raises(psycopg.errors.InsufficientPrivilege):
             c.execute("select * from pgmem.search('door')")
+        # a well-formed tenant that exists nowhere: no grant, no row on any shard. Refused by the
+        # shard PL/Proxy routes it to, relayed with its SQLSTATE, message naming login and tenant
+        # and hint naming the fix
+        assert all(not rows_of_tenant(p, "ghost-co") for p in parts)
+        c.execute("set pgmem.tenant = 'ghost-co'")
+        for q in ("select * from pgmem.search('door')", "select * from pgmem.profile('u1')",
+                  "select * from pgmem.remember('a memory for nobody')"):
+            with pytest.raises(psycopg.errors.InsufficientPrivilege) as ei:
+                c.execute(q)
+            assert f'login "{APP}" may not act for tenant "ghost-co"' in ei.value.diag.message_primary, q
+            assert f"pgmem.grant_tenant('{APP}', 'ghost-co')" in (ei.value.diag.message_hint or ""), ei.value.diag
         c.execute("set pgmem.tenant = '*'")
         with pytest.raises(psycopg.errors.InsufficientPrivilege, match="only pgmem_admin"):
             c.execute("select * from pgmem.search('door')")  # '*' runs on every shard: each refuses
@@ -200,6 +212,13 @@ def test_missing_malformed_and_unknown_tenants_are_refused(sharded):
                          (str(vec(1000 * 1 + 1)),)).fetchall()
         assert hits == [("t01 fact 1: the green door of house 1",)]
     assert count_everywhere(parts) == before, "a refused call wrote something"
+
+
+def rows_of_tenant(p, tenant: str) -> int:
+    """Rows of a tenant in the shard's tenant_grants and memories (as superuser: no RLS)."""
+    with psycopg.connect(p.cluster.dsn(p.dbname), autocommit=True) as c:
+        return c.execute("select (select count(*) from pgmem.tenant_grants where tenant = %(t)s)"
+                         " + (select count(*) from pgmem.memories where tenant = %(t)s)", {"t": tenant}).fetchone()[0]
 
 
 def count_everywhere(parts) -> list[int]:
