@@ -692,11 +692,12 @@ class MemoryClient(_Base):
 
     def _do(self, fn: str, args: dict, post, conn=None, *, setof: bool = True, replica: bool = True):
         sql, params = self._call_sql(fn, {k: v for k, v in args.items() if v is not None}, setof=setof)
-        if self._arg_names is None:  # the catalog is the same on a replica: read it there when there is one
+        read = replica and self._on_replica(fn, params, conn)
+        if self._arg_names is None:  # the catalog is the same on a replica: read where the call goes
             self._arg_names = {r["proname"]: frozenset(r["array_agg"] or ())
-                               for r in self._rows(self._ARG_NAMES_SQL, {}, conn, read=self.read_dsn is not None)}
+                               for r in self._rows(self._ARG_NAMES_SQL, {}, conn, read=read)}
         self._check_args(fn, params)
-        return post(self._rows(sql, params, conn, read=replica and self._on_replica(fn, params, conn)))
+        return post(self._rows(sql, params, conn, read=read))
 
     def _run(self, steps, conn=None):
         """Runs a generator of SQL calls (layered methods): each yielded (function, args, post,
@@ -923,11 +924,12 @@ class AsyncMemoryClient(_Base):
 
     async def _do(self, fn: str, args: dict, post, conn=None, *, setof: bool = True, replica: bool = True):
         sql, params = self._call_sql(fn, {k: v for k, v in args.items() if v is not None}, setof=setof)
+        read = replica and self._on_replica(fn, params, conn)
         if self._arg_names is None:
             self._arg_names = {r["proname"]: frozenset(r["array_agg"] or ())
-                               for r in await self._rows(self._ARG_NAMES_SQL, {}, conn, read=self.read_dsn is not None)}
+                               for r in await self._rows(self._ARG_NAMES_SQL, {}, conn, read=read)}
         self._check_args(fn, params)
-        return post(await self._rows(sql, params, conn, read=replica and self._on_replica(fn, params, conn)))
+        return post(await self._rows(sql, params, conn, read=read))
 
     async def _run(self, steps, conn=None):
         """MemoryClient._run, awaiting each SQL call."""
