@@ -112,6 +112,11 @@ begin
    where c.tenant = v_tenant and c.id in (select m.cluster_id from pgmem.memories m where m.tenant = v_tenant and m.id = any(v_ids));
   perform pgmem._set_op('erase', jsonb_build_object('erased_user', true));
   delete from pgmem.memories m where m.tenant = v_tenant and m.id = any(v_ids);  -- links, accesses, feedback cascade
+  -- read path (sql/201_lexical.sql): the erased memories' words leave the lexical statistics (a
+  -- word only they held is then counted nowhere, not even as an appended -1)
+  loop
+    exit when pgmem._fold_lexicon(v_tenant, 100000) = 0;
+  end loop;
   get diagnostics memories = row_count;
   perform pgmem._set_op(null);
   perform pgmem._erase_layered(v_tenant, user_id);  -- layered tiers (issue 15): sql/330_tier_views.sql
