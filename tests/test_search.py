@@ -75,6 +75,10 @@ def call(conn, fn: str, **kw) -> list[dict]:
     return sqlhelpers.call(conn, fn, **kw)
 
 
+def search(conn, **kw) -> list[dict]:
+    return call(conn, "search", **kw)
+
+
 def remember(conn, content: str, **kw) -> int:
     r = sqlhelpers.call(conn, "remember", content, force=True, **kw)[0]
     assert r["decision"] == "stored", r
