@@ -23,8 +23,43 @@ from pgmem.cluster import default_cluster, save_state  # noqa: E402
 TENANT = "default"
 
 
+def demo_search(mem, q: dict, k: int):
+    """search as the demo asks a query of examples/demo_queries.json (its user, actor, location, as_of)."""
+    return mem.search(q["query"], k=k, actor=q.get("actor"), location=q.get("location"),
+                      filters={"user_id": q["user_id"]} if q.get("user_id") else None, as_of=q.get("as_of"))
+
+
+def expected_ranks(mem, queries: list[dict], events: list[dict], results, k: int = 3) -> list[tuple[dict, int | None]]:
+    """For each demo query, the best rank (1-based) in search's top k of a memory holding one of
+    its intended answers (expect_event_ids; an event stored as a duplicate counts as the memory
+    it duplicates), None when none is there. Used by the demo's ✓/✗ and tests/test_demo_search.py."""
+    memory_of = {ev.get("event_id"): (r.id or r.nearest_id) for ev, r in zip(events, results)}
+    out = []
+    for q in queries:
+        want = {memory_of.get(e) for e in q.get("expect_event_ids", [])} - {None}
+        ranks = [i for i, h in enumerate(demo_search(mem, q, k), start=1) if h.id in want]
+        out.append((q, min(ranks) if ranks else None))
+    return out
+
+
 def banner(text: str) -> None:
     print(f"\n\033[1m== {text}\033[0m" if sys.stdout.isatty() else f"\n== {text}")
+
+
+# The two places the demo names the cluster: the DSNs are printed with the password masked
+# (issue 14, L5b); tests/test_demo.py checks them with a known password.
+def running_line(c) -> str:
+    return f"running: {c.owner_dsn(mask=True)}"
+
+
+def explore_hint(c, memory_id: int) -> str:
+    return f"""  .venv/bin/pgmem search "what editor does maya use" --explain
+  .venv/bin/pgmem activate "trip to japan" --context-type task
+  .venv/bin/pgmem history {memory_id}
+  .venv/bin/pgmem context "Where do I live?" --conversation demo-layered --user maya
+  .venv/bin/pgmem profile maya --history
+  psql '{c.dsn(mask=True)}' -c "select * from pgmem.search('peanut allergy', k => 3)"
+  .venv/bin/pgmem db down      # stop it"""
 
 
 # ------------------------------------------------------------------ layered tiers (issue 15)
@@ -66,7 +101,7 @@ def main() -> int:
     for w in migrate.upgrade(c.dsn()):
         print("warning:", w)
     c.ensure_owner_login()
-    print(f"running: {c.owner_dsn(mask=True)}")
+    print(running_line(c))
 
     from pgmem import MemoryClient
 
@@ -83,18 +118,25 @@ def main() -> int:
             print(f"  {r.decision:<9} surprise={r.surprise:.3f} nearest={r.nearest_id}  {ev['content'][:70]!r}")
 
     queries = json.loads((HERE / "demo_queries.json").read_text())
-    banner("3. fused search: score = .55 semantic + .20 lexical + .10 recency + .07 actor + .03 spatial + .05 usage")
+    banner("3. fused search (default profile pgmem: JAM's signals with BM25, the actors a question names, "
+           "its time window, and the session around each memory)")
+    # the intended answer of every demo query in search's top 3 (tests/test_demo_search.py asserts it)
+    checked = expected_ranks(mem, queries, events, results, k=3)
+    for q, rank in checked:
+        print(f"  {'✓' if rank else '✗'} {q['query']!r}: " + (f"an intended answer at rank {rank}" if rank
+                                                              else "no intended answer in the top 3"))
     for q in queries[:6]:
         as_of = q.get("as_of")
-        filters = {"user_id": q["user_id"]} if q.get("user_id") else None
-        hits = mem.search(q["query"], k=5, actor=q.get("actor"), location=q.get("location"), filters=filters,
-                          as_of=as_of, touch=True)
+        hits = demo_search(mem, q, 5)
         print(f"\nquery: {q['query']!r}" + (f"  (user {q['user_id']})" if q.get("user_id") else "")
               + (f"  as of {as_of}" if as_of else ""))
-        rows = [{"id": h.id, "score": h.score, **h.signals, "who": h.who, "content": h.content} for h in hits]
-        cols = ["id", "score", "semantic", "lexical", "recency", "actor", "spatial", "usage", "who", "content"]
+        rows = [{"id": h.id, "score": h.score, **{n: v for n, v in h.signals.items() if v is not None},
+                 "who": h.who, "content": h.content} for h in hits]
+        cols = ["id", "score", "semantic", "lexical", "recency", "actor", "spatial", "usage", "time", "session",
+                "neighbour", "who", "content"]
         print_table(rows, [c_ for c_ in cols if c_ in ("id", "score", "who", "content") or any(c_ in r for r in rows)],
-                    {"content": 72, "who": 12})
+                    {"content": 64, "who": 12})
+        mem.touch([h.id for h in hits])  # the shown memories were used: the usage signal
 
     banner("4. Shadow activation (context 'conversation', threshold .30): activated ✓ vs candidate ○")
     q = queries[0]
@@ -140,13 +182,7 @@ def main() -> int:
     layered_demo(mem)
 
     banner(f"done in {time.monotonic() - t0:.1f}s; the cluster keeps running with the data")
-    print(f"""  .venv/bin/pgmem search "what editor does maya use" --explain
-  .venv/bin/pgmem activate "trip to japan" --context-type task
-  .venv/bin/pgmem history {results[0].id}
-  .venv/bin/pgmem context "Where do I live?" --conversation demo-layered --user maya
-  .venv/bin/pgmem profile maya --history
-  psql '{c.dsn(mask=True)}' -c "select * from pgmem.search('peanut allergy', k => 3)"
-  .venv/bin/pgmem db down      # stop it""")
+    print(explore_hint(c, results[0].id))
     return 0
 
 

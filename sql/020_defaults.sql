@@ -22,6 +22,15 @@ insert into pgmem.settings (tenant, key, value, description) values
   ('*', 'max_statement_timeout_ms', '60000', 'sessions of pgmem_app and pgmem_reader logins must run with statement_timeout on and at most this (ms; 0 = no ceiling)'),
   ('*', 'max_idle_in_transaction_ms', '60000', 'sessions of pgmem_app and pgmem_reader logins must run with idle_in_transaction_session_timeout on and at most this (ms; 0 = no ceiling)')
 on conflict (tenant, key) do nothing;
+-- Read path (issue 14, per-call limits): what one call of search, search_exact, explain_search,
+-- activate, recall, build_context or touch may ask for; beyond them, a clear error naming the setting.
+insert into pgmem.settings (tenant, key, value, description) values
+  ('*', 'max_query_chars', '4000', 'longest query_text a ranking accepts (characters); a question, not a document'),
+  ('*', 'max_candidates', '10000', 'largest candidates => of search, and most ids in a filters.ids list'),
+  ('*', 'touch_max_ids', '1000', 'most memory ids one touch() call records'),
+  ('*', 'search_profile', '"pgmem"', 'the profile search() ranks with when the call names none (jam: JAM as written)'),
+  ('*', 'hnsw_max_scan_tuples', '10000', 'most index tuples a filtered (iterative) HNSW scan of search, activate or recall visits (pgvector hnsw.max_scan_tuples)')
+on conflict (tenant, key) do nothing;
 
 -- Write-path limits and job locks (concern: write path and jobs, issue 14 "No time limits" and
 -- "Job denial by advisory lock"): each limit is a clear 22023 error naming the setting.
@@ -51,7 +60,30 @@ insert into pgmem.profiles (tenant, name, method, weights, params, description, 
   ('*', 'jam', 'search',
    '{"semantic": 0.55, "lexical": 0.20, "recency": 0.10, "actor": 0.07, "spatial": 0.03, "usage": 0.05}',
    '{"recency_half_life_days": 30, "actor_mismatch": 0.3, "usage_half_life_days": 30, "lexical": "coverage"}',
-   'JAM six-signal fusion (default for search)', true),
+   'JAM six-signal fusion, as the design states it', true),
+  -- pgmem's default search (setting search_profile): JAM's signals and fusion, with what LoCoMo's
+  -- dev conversations measured (bench/EVAL.md, issue 12; quality-recipe for the prototypes):
+  --  * lexical: BM25 with the tenant's document frequencies (k1 1.2, b .4: short memories),
+  --    divided by the best candidate's, instead of the share of the question's lexemes;
+  --  * actor: with no actor given, the actors the question names (actor_from_text), at a
+  --    weight that lets "what did Caroline research?" prefer Caroline's memories;
+  --  * time: the question's time window (pgmem.time_window), a soft boost;
+  --  * usage: log-scaled access counts (sql/202_signals.sql, _jam_usage);
+  --  * session and neighbour: a memory is scored with the best of its session and of its
+  --    neighbours (the previous and next turn: temporal links), since a turn is often
+  --    answered by the next one.
+  -- The weights are the prototype's 0.7 cos + 0.3 bm25 + 0.4 actor + 0.2 time, then
+  -- + .26 session + .3 neighbour, on JAM's semantic (1 + cos)/2 (which doubles cosine's
+  -- weight) and summed to 1. JAM's recency, usage and spatial keep a small weight. (params.recent_window
+  -- 0 would switch the recent candidate branch off: 2x faster, overlap@10 with search_exact .93
+  -- instead of .98 at 100,000; bench/README.md R2.)
+  ('*', 'pgmem', 'search',
+   '{"semantic": 0.36, "lexical": 0.08, "recency": 0.04, "actor": 0.10, "spatial": 0.01, "usage": 0.02,
+     "time": 0.05, "session": 0.16, "neighbour": 0.18}',
+   '{"recency_half_life_days": 30, "actor_mismatch": 0.3, "usage_half_life_days": 30, "lexical": "bm25",
+     "bm25_k1": 1.2, "bm25_b": 0.4, "actor_from_text": true, "neighbour_links": ["temporal"],
+     "usage": "log"}',
+   'pgmem''s default search: JAM''s signals with BM25, the actors a question names, its time window, and conversation context (session, neighbours); measured on LoCoMo', true),
   -- shadow-memory-system.md, Activation Score Formula and Default Thresholds by Context Type
   ('*', 'shadow', 'activate',
    '{"embedding": 0.6, "metadata": 0.2, "summary": 0.15, "temporal": 0.05}',

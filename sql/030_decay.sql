@@ -1,5 +1,12 @@
 -- Time decay, strength and salience: the formulas of the source designs as plain SQL
 -- functions, usable in any query (and inlined by the planner: no SET clauses here).
+--
+-- Every formula is total over its domain (ages of any size, in the past or the future, and
+-- positive half-lives and exponents): PostgreSQL's exp() and power() raise an error instead of
+-- returning 0 or infinity when a double underflows or overflows (a memory from 1901, or
+-- as_of 150 years ahead, gave "value out of range: underflow" and broke every read of its
+-- tenant, issue 14). Decays are computed as exp(x) with x clamped at -700 (e^-700 ≈ 1e-304:
+-- zero for every ranking, and no underflow).
 
 create or replace function pgmem.age_days(p_ts timestamptz, p_as_of timestamptz default now()) returns float8
   language sql immutable parallel safe
@@ -10,13 +17,13 @@ comment on function pgmem.age_days(timestamptz, timestamptz) is 'Age in days of 
 -- temporal decay and Engram's decay: e^(-λt), λ = ln 2 / half_life.
 create or replace function pgmem.exp_decay(p_age_days float8, p_half_life_days float8 default 30) returns float8
   language sql immutable parallel safe
-  return exp(-ln(2.0) * greatest(p_age_days, 0) / p_half_life_days);
-comment on function pgmem.exp_decay(float8, float8) is 'Exponential decay e^(-ln2·t/half_life): 1 at t=0, 0.5 at one half-life.';
+  return exp(greatest(-ln(2.0) * greatest(p_age_days, 0) / p_half_life_days, -700.0));
+comment on function pgmem.exp_decay(float8, float8) is 'Exponential decay e^(-ln2·t/half_life): 1 at t=0, 0.5 at one half-life; negative ages count as 0, and ages of thousands of half-lives give ~1e-304 instead of an underflow error.';
 
 -- jam-journalistic-agent-memory.md, Time Decay Models / Power Law Decay: 1 / (1 + t)^α
 create or replace function pgmem.power_law_decay(p_age_days float8, p_alpha float8 default 1.5) returns float8
   language sql immutable parallel safe
-  return 1.0 / power(1.0 + greatest(p_age_days, 0), p_alpha);
+  return exp(greatest(-p_alpha * ln(1.0 + greatest(p_age_days, 0)), -700.0));  -- = 1 / (1 + t)^α, in log space
 comment on function pgmem.power_law_decay(float8, float8) is 'Power-law decay 1/(1+t)^alpha (t in days; JAM''s alternative for long-term retention).';
 
 -- engram.md, Memory Decay / Access boost: 1 + log2(1 + access_count) × 0.1

@@ -215,9 +215,143 @@ begin
       perform pgmem._bad_input(format('filter "ids" must be an array of memory ids, got %s', p_filters->'ids'));
     end if;
     q.ids := array(select (jsonb_array_elements_text(p_filters->'ids'))::bigint);
+    if cardinality(q.ids) > pgmem._setting_num('max_candidates', 10000) then
+      perform pgmem._bad_input(format('filter "ids" lists %s memories, more than max_candidates (%s)', cardinality(q.ids),
+                                      pgmem._setting_num('max_candidates', 10000)::bigint));
+    end if;
   end if;
   return q;
 end $$;
+
+-- ------------------------------------------------------------------ time in a question
+create or replace function pgmem._month(p_name text) returns integer
+  language sql immutable parallel safe
+  return array_position(array['jan','feb','mar','apr','may','jun','jul','aug','sep','oct','nov','dec'], left(lower(p_name), 3));
+comment on function pgmem._month(text) is 'The number of a month from its English name or abbreviation (jan..dec), NULL otherwise.';
+
+-- The time window of a question (issue 12, item 5): the period a date or a relative time phrase
+-- in it names, as [lo, hi) with a soft edge of tau_days, or a month of any year ("in June").
+-- search's time signal is 1 for a memory whose event time (happened_at, else created_at) is
+-- inside, and halves every tau_days outside: a boost, never a filter. The first phrase that
+-- matches decides, the most precise kind first: a day ("7 July, 2023", "July 7th, 2023",
+-- "2023-07-07"; "the week before/after" one), a month of a year ("July 2023"), a season of a
+-- year ("summer 2021"), a year ("in 2023"), then phrases relative to as_of: yesterday, today,
+-- last weekend, last/this week, last/this month, last/this year, "N days/weeks/months/years ago",
+-- recently; then a month alone. Edges: a day 3.5 days, a week 3.5, a month 7, a season 14, a
+-- year 30 (quality-recipe: on LoCoMo's dev file the questions with a date went from R@10 .753
+-- to .92 with this window).
+create or replace function pgmem.time_window(p_text text, p_as_of timestamptz default now())
+returns table (lo timestamptz, hi timestamptz, tau_days float8, month integer, phrase text)
+  language plpgsql stable
+  set search_path = pgmem, public, pg_temp
+  set timezone = 'UTC'  -- dates in a question are read as UTC days
+as $$
+declare
+  months constant text := '(jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)';
+  t text := lower(coalesce(p_text, ''));
+  m text[];
+  d date;
+  today date := (p_as_of at time zone 'UTC')::date;
+  n int;
+  unit text;
+  nums constant jsonb := jsonb '{"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10, "few": 3, "couple of": 2}';
+begin
+  -- a day: "7 July, 2023", "July 7th, 2023", "on 2023-07-07"
+  m := regexp_match(t, '\m(\d{1,2})(?:st|nd|rd|th)?\s+' || months || '\.?,?\s+(\d{4})\M');
+  if m is not null then
+    d := make_date(m[3]::int, pgmem._month(m[2]), m[1]::int);
+  else
+    m := regexp_match(t, '\m' || months || '\.?\s+(\d{1,2})(?:st|nd|rd|th)?,?\s+(\d{4})\M');
+    if m is not null then
+      d := make_date(m[3]::int, pgmem._month(m[1]), m[2]::int);
+    else
+      m := regexp_match(t, '\m(\d{4})-(\d{2})-(\d{2})\M');
+      if m is not null then d := make_date(m[1]::int, m[2]::int, m[3]::int); end if;
+    end if;
+  end if;
+  if d is not null then
+    -- "the week before August 3, 2023", "two weeks before ...", "after ..."
+    if t ~ '\m(before|prior to)\M' then
+      return query select (d - 7)::timestamptz, d::timestamptz, 3.5::float8, null::int, 'the week before ' || d::text;
+    elsif t ~ '\mafter\M' then
+      return query select d::timestamptz, (d + 7)::timestamptz, 3.5::float8, null::int, 'the week after ' || d::text;
+    else
+      return query select d::timestamptz, (d + 1)::timestamptz, 3.5::float8, null::int, d::text;
+    end if;
+    return;
+  end if;
+  -- a month of a year: "July 2023", "in early May 2022"
+  m := regexp_match(t, '\m' || months || '\.?,?\s+(?:of\s+)?(\d{4})\M');
+  if m is not null then
+    d := make_date(m[2]::int, pgmem._month(m[1]), 1);
+    return query select d::timestamptz, (d + interval '1 month')::timestamptz, 7.0::float8, null::int, to_char(d, 'Month YYYY');
+    return;
+  end if;
+  -- a season of a year: "summer 2021" (northern hemisphere, meteorological)
+  m := regexp_match(t, '\m(spring|summer|autumn|fall|winter)\s+(?:of\s+)?(\d{4})\M');
+  if m is not null then
+    d := make_date(m[2]::int, case m[1] when 'spring' then 3 when 'summer' then 6 when 'winter' then 12 else 9 end, 1);
+    return query select d::timestamptz, (d + interval '3 months')::timestamptz, 14.0::float8, null::int, m[1] || ' ' || m[2];
+    return;
+  end if;
+  -- a year: "in 2023"
+  m := regexp_match(t, '\m(19\d{2}|20\d{2})\M');
+  if m is not null then
+    d := make_date(m[1]::int, 1, 1);
+    return query select d::timestamptz, (d + interval '1 year')::timestamptz, 30.0::float8, null::int, m[1];
+    return;
+  end if;
+  -- relative to as_of
+  if t ~ '\myesterday\M' then
+    return query select (today - 1)::timestamptz, today::timestamptz, 1.0::float8, null::int, 'yesterday'; return;
+  elsif t ~ '\mtoday\M|\mtonight\M|\mthis morning\M' then
+    return query select today::timestamptz, (today + 1)::timestamptz, 1.0::float8, null::int, 'today'; return;
+  elsif t ~ '\mlast weekend\M' then
+    d := today - (extract(isodow from today)::int % 7 + 1);  -- the last Saturday before as_of
+    return query select d::timestamptz, (d + 2)::timestamptz, 2.0::float8, null::int, 'last weekend'; return;
+  elsif t ~ '\mlast week\M' then
+    d := date_trunc('week', today)::date - 7;
+    return query select d::timestamptz, (d + 7)::timestamptz, 3.5::float8, null::int, 'last week'; return;
+  elsif t ~ '\mthis week\M' then
+    d := date_trunc('week', today)::date;
+    return query select d::timestamptz, (d + 7)::timestamptz, 3.5::float8, null::int, 'this week'; return;
+  elsif t ~ '\mlast month\M' then
+    d := (date_trunc('month', today) - interval '1 month')::date;
+    return query select d::timestamptz, (d + interval '1 month')::timestamptz, 7.0::float8, null::int, 'last month'; return;
+  elsif t ~ '\mthis month\M' then
+    d := date_trunc('month', today)::date;
+    return query select d::timestamptz, (d + interval '1 month')::timestamptz, 7.0::float8, null::int, 'this month'; return;
+  elsif t ~ '\mlast year\M' then
+    d := (date_trunc('year', today) - interval '1 year')::date;
+    return query select d::timestamptz, (d + interval '1 year')::timestamptz, 30.0::float8, null::int, 'last year'; return;
+  elsif t ~ '\mthis year\M' then
+    d := date_trunc('year', today)::date;
+    return query select d::timestamptz, (d + interval '1 year')::timestamptz, 30.0::float8, null::int, 'this year'; return;
+  end if;
+  m := regexp_match(t, '\m(\d+|an?|one|two|three|four|five|six|seven|eight|nine|ten|few|couple of)\s+(day|week|month|year)s?\s+ago\M');
+  if m is not null then
+    n := coalesce((nums->>m[1])::int, m[1]::int);
+    unit := m[2];
+    d := (today - make_interval(days => case unit when 'day' then n when 'week' then 7 * n else 0 end,
+                                months => case unit when 'month' then n else 0 end,
+                                years => case unit when 'year' then n else 0 end))::date;
+    return query select (d - case unit when 'day' then 0 when 'week' then 3 when 'month' then 15 else 182 end)::timestamptz,
+                        (d + case unit when 'day' then 1 when 'week' then 4 when 'month' then 15 else 183 end)::timestamptz,
+                        case unit when 'day' then 1.0 when 'week' then 3.5 when 'month' then 7.0 else 30.0 end::float8,
+                        null::int, m[1] || ' ' || unit || case when n = 1 then '' else 's' end || ' ago';
+    return;
+  end if;
+  if t ~ '\mrecent(ly)?\M|\mlately\M' then
+    return query select (today - 30)::timestamptz, (today + 1)::timestamptz, 7.0::float8, null::int, 'recently'; return;
+  end if;
+  -- a month without a year: "in June" (that month of any year)
+  m := regexp_match(t, '\m(?:in|during|of|since|early|late|mid)\s+' || months || '\M');
+  if m is not null then
+    return query select null::timestamptz, null::timestamptz, 7.0::float8, pgmem._month(m[1]), m[1]; return;
+  end if;
+end $$;
+comment on function pgmem.time_window(text, timestamptz) is
+  'The time window a question names (a date, a month, a season, a year, or a phrase relative to as_of such as "last week" or "3 days ago"): lo, hi, tau_days (the soft edge) or a month of any year, and the phrase. search() boosts memories whose event time falls inside.';
 
 -- ------------------------------------------------------------------ the preamble
 -- The query record of one call of a ranking (p_ranking: search, activate, recall). Checks the
@@ -238,46 +372,101 @@ declare
   p pgmem.profiles;
   w jsonb;
   v_missing text[] := array[]::text[];
+  v_scope text;
+  v_docs bigint;
+  v_len bigint;
+  v_df bigint[];
+  v_all_actors integer;
+  v_names text[];
+  v_users text[];
+  v_recent float8;
+  tw record;
 begin
   q.ranking := p_ranking;
   q.tenant := pgmem._require_tenant();
-  p := pgmem._profile(coalesce(p_profile, case p_ranking when 'search' then 'jam' when 'activate' then 'shadow'
-                                                          else 'engram' end), p_ranking);
+  p := pgmem._profile(coalesce(p_profile, case p_ranking when 'search' then pgmem._setting('search_profile') #>> '{}'
+                                                          when 'activate' then 'shadow' else 'engram' end, 'jam'),
+                      p_ranking);
   q.profile := p.name;
   q.params := p.params;
   perform pgmem._check_between(p_k, 'k', 1, 1000);
   if p_candidates is not null then  -- NULL: the setting candidate_pool
-    perform pgmem._check_between(p_candidates, 'candidates', 1, 100000);
+    perform pgmem._check_between(p_candidates, 'candidates', 1, pgmem._setting_num('max_candidates', 10000)::bigint);
   end if;
   if (p_text is null or btrim(p_text) = '') and p_embedding is null then
     perform pgmem._bad_input(format('%s needs a query_text, a query_embedding, or both', p_ranking));
+  end if;
+  if char_length(p_text) > pgmem._setting_num('max_query_chars', 4000) then
+    perform pgmem._bad_input(format('query_text is %s characters, more than max_query_chars (%s)', char_length(p_text),
+                                    pgmem._setting_num('max_query_chars', 4000)::bigint),
+      'ask with the question (its lexemes and embedding), not a whole document; or raise max_query_chars in pgmem.settings');
   end if;
   q.k := p_k;
   q.exact := coalesce(p_exact, false);
   q.embedding := pgmem._check_embedding(p_embedding, 'query_embedding');
   q.as_of := coalesce(pgmem._check_time(p_as_of, 'as_of', true), now());
   q.query_text := p_text;
-  q.tsq := pgmem.query_tsquery(p_text);
-  q.lexemes := array(select distinct lex from unnest(tsvector_to_array(to_tsvector('english', coalesce(p_text, '')))) lex
-                      where lex <> '' order by 1);
-  q.probe := case when q.exact then q.tsq else pgmem._candidate_tsquery(p_text, q.embedding) end;
   q.actor := p_actor;
   q.location := p_location;
   q.n := greatest(coalesce(p_candidates, pgmem._setting_num('candidate_pool', 100)::int), p_k);
   q.recent_n := 0;
   q := pgmem._query_filters(q, p_filters);
 
+  -- the words of the question. With params.actor_from_text (and no actor given), the actors it
+  -- names (pgmem.query_actors) are matched by the actor signal, and their names leave the
+  -- lexical query: a name counts once, and a name that every memory of its speaker would
+  -- match does not swamp the words that say what is asked.
+  if p_ranking = 'search' and p_actor is null and coalesce((q.params->>'actor_from_text')::boolean, false) and p_text is not null then
+    select a.named, a.total, a.users into v_names, v_all_actors, v_users
+      from pgmem._query_actors(q.tenant, p_text, case when cardinality(q.user_ids) = 1 then q.user_ids[1] end) a;
+    -- an actor signal only tells memories apart when the question names some actors, not all
+    if cardinality(v_names) > 0 and cardinality(v_names) < v_all_actors then q.actors := v_names; end if;
+    -- the name of the user the call is filtered on tells none of the user's memories apart
+    -- (pgmem.query_embedding_text leaves it out of the embedding too)
+    v_names := v_names || v_users;
+  end if;
+  q.lexemes := array(select distinct lex from unnest(tsvector_to_array(to_tsvector('english', coalesce(p_text, '')))) lex
+                      where lex <> '' and not lex = any(coalesce(tsvector_to_array(to_tsvector('english', array_to_string(v_names, ' '))), '{}'))
+                      order by 1);
+  q.terms := array(select pgmem._lexeme_query(x) from unnest(q.lexemes) x);
+  q.tsq := (select string_agg(t::text, ' | ')::tsquery from unnest(q.terms) t);
+  -- lexical statistics of the tenant, or of the one user a filter names (pgmem.lexicon)
+  v_scope := case when cardinality(q.user_ids) = 1 then 'user:' || q.user_ids[1] else '' end;
+  select array_agg(d.df order by d.lexeme) filter (where d.lexeme <> ''), max(d.df) filter (where d.lexeme = ''),
+         max(d.len) filter (where d.lexeme = '')
+    into v_df, v_docs, v_len
+    from pgmem._lexicon_df(q.tenant, v_scope, q.lexemes || ''::text) d;
+  -- BM25's inverse document frequency (Robertson/Spärck Jones with +1 inside the log, so never
+  -- negative): ln(1 + (N - df + 0.5) / (df + 0.5))
+  -- (df clamped to [0, N]: statistics gone out of step, e.g. rows written with triggers off and
+  -- then changed with them on, must not break reads; pgmem.rebuild_lexicon() recounts them)
+  v_docs := greatest(v_docs, 0);
+  q.idf := array(select ln(1 + (v_docs - least(greatest(x.df, 0), v_docs) + 0.5) / (least(greatest(x.df, 0), v_docs) + 0.5))
+                   from unnest(v_df) x(df));
+  -- the terms rarest first (pgmem._jam_bm25 sums over the first 16)
+  select coalesce(array_agg(t.term order by t.idf desc, t.ord), '{}'), coalesce(array_agg(t.idf order by t.idf desc, t.ord), '{}')
+    into q.terms, q.idf
+    from unnest(q.terms, q.idf) with ordinality t(term, idf, ord);
+  q.avg_len := case when v_docs > 0 then v_len::float8 / v_docs else 1 end;
+  q.probe := case when q.exact or q.embedding is null then q.tsq
+                  else pgmem._lexical_probe(q.lexemes, v_df, v_docs, pgmem._setting_num('lexical_probe_rows', 5000)) end;
+
   if p_ranking = 'search' then
-    -- jam-journalistic-agent-memory.md, Stage 2.3 Score Fusion: the six weights of the profile;
-    -- a signal the query cannot have is shared out over the others in proportion (for a given
-    -- query every memory is scored with the same weights, so the ranking equals that of a
-    -- constant neutral value, and scores stay in [0,1])
+    -- jam-journalistic-agent-memory.md, Stage 2.3 Score Fusion: the weights of the profile (jam:
+    -- JAM's six); a signal the query cannot have is shared out over the others in proportion
+    -- (for a given query every memory is scored with the same weights, so the ranking equals
+    -- that of a constant neutral value, and scores stay in [0,1])
     w := pgmem.check_weights(coalesce(p_weights, p.weights),
-                             array['semantic', 'lexical', 'recency', 'actor', 'spatial', 'usage']);
+                             array['semantic', 'lexical', 'recency', 'actor', 'spatial', 'usage', 'time', 'session', 'neighbour']);
+    if (w->>'time')::float8 > 0 then
+      select * into tw from pgmem.time_window(p_text, q.as_of) limit 1;
+      q.time_from := tw.lo; q.time_to := tw.hi; q.time_month := tw.month; q.time_tau := tw.tau_days;
+    end if;
     if q.embedding is null then v_missing := v_missing || 'semantic'::text; end if;
     if q.tsq is null then v_missing := v_missing || 'lexical'::text; end if;
-    if p_actor is null then v_missing := v_missing || 'actor'::text; end if;
+    if p_actor is null and q.actors is null then v_missing := v_missing || 'actor'::text; end if;
     if p_location is null then v_missing := v_missing || 'spatial'::text; end if;
+    if q.time_tau is null then v_missing := v_missing || 'time'::text; end if;
     w := pgmem._effective_weights(w, v_missing);
     q.w_semantic := w->>'semantic';
     q.w_lexical := w->>'lexical';
@@ -285,16 +474,28 @@ begin
     q.w_actor := w->>'actor';
     q.w_spatial := w->>'spatial';
     q.w_usage := w->>'usage';
+    q.w_time := w->>'time';
+    q.w_session := w->>'session';
+    q.w_neighbour := w->>'neighbour';
     q.half_life := q.params->>'recency_half_life_days';
     q.usage_half_life := q.params->>'usage_half_life_days';
     q.actor_mismatch := q.params->>'actor_mismatch';
     q.lexical_mode := coalesce(q.params->>'lexical', 'coverage');
+    if q.lexical_mode not in ('coverage', 'rank', 'bm25') then
+      perform pgmem._bad_input(format('profile "%s": params.lexical must be "coverage", "rank" or "bm25", got "%s"',
+                                      q.profile, q.lexical_mode));
+    end if;
+    q.bm25_k1 := coalesce((q.params->>'bm25_k1')::float8, 1.2);
+    q.bm25_b := coalesce((q.params->>'bm25_b')::float8, 0.75);
+    q.neighbour_links := coalesce(array(select jsonb_array_elements_text(q.params->'neighbour_links')), array['temporal']);
     q.max_access := coalesce((select max(m.access_count) from pgmem.memories m where m.tenant = q.tenant), 0);
     -- the recent branch: memories younger than recent_window half-lives of the recency signal
-    -- (sql/203_candidates.sql); 0 turns it off
-    if pgmem._setting_num('recent_window', 1) > 0 then
+    -- (sql/203_candidates.sql); 0 turns it off. The profile's params.recent_window wins over the
+    -- setting (pgmem's profile: 0, its recency weighs .04; bench/README.md R2)
+    v_recent := coalesce((q.params->>'recent_window')::float8, pgmem._setting_num('recent_window', 1));
+    if v_recent > 0 then
       q.recent_n := greatest(1, coalesce(pgmem._setting_num('recent_pool')::int, q.n));
-      q.recent_since := q.as_of - make_interval(secs => pgmem._setting_num('recent_window', 1) * q.half_life * 86400);
+      q.recent_since := q.as_of - make_interval(secs => v_recent * q.half_life * 86400);
     end if;
   elsif p_ranking = 'activate' then
     -- shadow-memory-system.md, Activation Score Formula
@@ -321,6 +522,10 @@ begin
 
   if not q.exact then
     perform set_config('hnsw.iterative_scan', 'relaxed_order', true);
+    -- a filtered branch (the recent one, a user's memories) stops after this many index tuples:
+    -- at 100,000 the recent branch's p95 went from seconds to ~100 ms under load, overlap@10 .98 -> .95
+    -- (bench/README.md R2)
+    perform set_config('hnsw.max_scan_tuples', pgmem._setting_num('hnsw_max_scan_tuples', 10000)::int::text, true);
     perform set_config('hnsw.ef_search', least(1000, greatest(q.n, pgmem._setting_num('hnsw_ef_search', 100)::int))::text, true);
   end if;
   return q;

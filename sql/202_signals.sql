@@ -19,10 +19,12 @@ comment on function pgmem.path_overlap(text, text) is
   'JAM spatial proximity: shared path components / max(component counts), splitting on "/" (empty components dropped). 0 when either is NULL.';
 
 -- semantic = 1 - cosine_distance / 2 = (1 + cos) / 2   (JAM Stage 2.2: "similarity = 1 - distance/2")
+-- NULL for a memory not embedded yet: a signal the memory does not have is treated like one
+-- the query does not have (its weight is shared out over the others, sql/205_search.sql),
+-- not as 0, which ranked it below unrelated memories (cosine 0 scores .5; issue 14).
 create or replace function pgmem._jam_semantic(m pgmem.memories, q pgmem.query) returns float8
   language sql immutable parallel safe
-  return case when q.embedding is null then null
-              else coalesce(1 - (m.embedding operator(public.<=>) q.embedding) / 2, 0) end;
+  return 1 - (m.embedding operator(public.<=>) q.embedding) / 2;
 
 -- lexical (profile param lexical = coverage, the default): the share of the query's lexemes the
 -- memory contains. JAM asks for "a normalised full-text score"; an absolute share keeps a
@@ -40,15 +42,83 @@ create or replace function pgmem._jam_lexical_rank(m pgmem.memories, q pgmem.que
   return case when q.tsq is null then null
               when m.tsv @@ q.tsq then ts_rank(m.tsv, q.tsq, 1)::float8 else 0 end;
 
--- recency = e^(-ln2 · age / half-life), half-life 30 days   (JAM Time Decay Models: exponential)
+-- lexical (profile param lexical = bm25; the default profile pgmem): Okapi BM25 with the
+-- tenant's document frequencies (issue 12, item 3; pgmem.lexicon, idf in the query record):
+--   Σ_{t in q, t in m} idf(t) · (k1 + 1) / (1 + k1 · (1 - b + b · |m| / avg|m|))
+-- with a term's frequency counted as 1 (memories are short: a turn, a fact; the tsvector keeps
+-- lexemes, and their positions would cost a scan of each) and |m| the memory's distinct
+-- lexemes. The ranking statement divides it by the largest among the candidates (on LoCoMo's
+-- dev file this normalisation fused best: R@10 .691, against .614-.664 for absolute or
+-- saturated forms; quality-recipe).
+-- The sum is written out over the query's 16 rarest lexemes (q.terms and q.idf are ordered by
+-- idf, rarest first; a question's further lexemes are its most common ones and add least):
+-- a sum over unnest() would be a subquery, which keeps the function from being inlined, and a
+-- SQL function called per row cost ~0.2 ms a row (measured on LoCoMo's tenants), over 5,000
+-- lexical candidates a second. Written out, the planner folds each q.terms[i] to a constant.
+create or replace function pgmem._jam_bm25(p_tsv tsvector, q pgmem.query) returns float8
+  language sql immutable parallel safe
+  return case when q.tsq is null then null else
+    (
+        case when p_tsv @@ q.terms[1] then q.idf[1] else 0 end
+      + case when p_tsv @@ q.terms[2] then q.idf[2] else 0 end
+      + case when p_tsv @@ q.terms[3] then q.idf[3] else 0 end
+      + case when p_tsv @@ q.terms[4] then q.idf[4] else 0 end
+      + case when p_tsv @@ q.terms[5] then q.idf[5] else 0 end
+      + case when p_tsv @@ q.terms[6] then q.idf[6] else 0 end
+      + case when p_tsv @@ q.terms[7] then q.idf[7] else 0 end
+      + case when p_tsv @@ q.terms[8] then q.idf[8] else 0 end
+      + case when p_tsv @@ q.terms[9] then q.idf[9] else 0 end
+      + case when p_tsv @@ q.terms[10] then q.idf[10] else 0 end
+      + case when p_tsv @@ q.terms[11] then q.idf[11] else 0 end
+      + case when p_tsv @@ q.terms[12] then q.idf[12] else 0 end
+      + case when p_tsv @@ q.terms[13] then q.idf[13] else 0 end
+      + case when p_tsv @@ q.terms[14] then q.idf[14] else 0 end
+      + case when p_tsv @@ q.terms[15] then q.idf[15] else 0 end
+      + case when p_tsv @@ q.terms[16] then q.idf[16] else 0 end
+    ) * (q.bm25_k1 + 1) / (1 + q.bm25_k1 * (1 - q.bm25_b + q.bm25_b * length(p_tsv) / greatest(q.avg_len, 1))) end;
+
+-- The lexical signal before its normalisation over the candidates (coverage is absolute).
+create or replace function pgmem._jam_lexical(m pgmem.memories, q pgmem.query) returns float8
+  language sql immutable parallel safe
+  return case q.lexical_mode when 'bm25' then pgmem._jam_bm25(m.tsv, q)
+                             when 'rank' then pgmem._jam_lexical_rank(m, q)
+                             else pgmem._jam_coverage(m, q) end;
+
+-- The time of a memory's event: when it happened (the 5W1H "when") if known, else when it was
+-- recorded (issue 12, item 5).
+create or replace function pgmem.event_time(m pgmem.memories) returns timestamptz
+  language sql immutable parallel safe
+  return coalesce(m.happened_at, m.created_at);
+comment on function pgmem.event_time(pgmem.memories) is
+  'When a memory''s event happened: happened_at (the 5W1H "when") if known, else created_at. Recency, decay and the time window of search read it.';
+
+-- recency = e^(-ln2 · age / half-life), half-life 30 days, age of the event   (JAM Time Decay Models: exponential)
 create or replace function pgmem._jam_recency(m pgmem.memories, q pgmem.query) returns float8
   language sql immutable parallel safe
-  return pgmem.exp_decay(pgmem.age_days(m.created_at, q.as_of), q.half_life);
+  return pgmem.exp_decay(pgmem.age_days(pgmem.event_time(m), q.as_of), q.half_life);
 
 -- actor = 1.0 when the memory's who is the asking actor, else 0.3   (JAM Stage 2.2: actor relevance)
+-- With no actor given, a profile with params.actor_from_text takes the actors the question
+-- names (q.actors, pgmem.query_actors): "What did Caroline research?" is about Caroline's
+-- memories. On LoCoMo's dev file, weight .4 of that signal (with names out of the query's
+-- embedding) took R@10 from .781 to .812 (quality-recipe, 05:25Z).
 create or replace function pgmem._jam_actor(m pgmem.memories, q pgmem.query) returns float8
   language sql immutable parallel safe
-  return case when q.actor is null then null when m.who = q.actor then 1.0 else q.actor_mismatch end;
+  return case when q.actor is not null then case when m.who = q.actor then 1.0 else q.actor_mismatch end
+              when q.actors is not null then case when m.who = any(q.actors) then 1.0 else q.actor_mismatch end end;
+
+-- time = 1 when the memory's event falls in the question's time window, else halving every
+-- time_tau days away from it (pgmem.time_window; for a month of any year, the distance in
+-- months · 30 days). NULL when the question names no time.   (issue 12, item 5: a soft window,
+-- a boost, never a filter)
+create or replace function pgmem._jam_time(m pgmem.memories, q pgmem.query) returns float8
+  language sql immutable parallel safe
+  return case when q.time_tau is null then null
+              when q.time_month is not null then
+                pgmem.exp_decay(30 * least(abs(extract(month from pgmem.event_time(m) at time zone 'UTC')::int - q.time_month),
+                                           12 - abs(extract(month from pgmem.event_time(m) at time zone 'UTC')::int - q.time_month)), q.time_tau)
+              else pgmem.exp_decay(greatest(extract(epoch from q.time_from - pgmem.event_time(m)),
+                                            extract(epoch from pgmem.event_time(m) - q.time_to), 0) / 86400, q.time_tau) end;
 
 -- spatial = shared path components / max(component counts)   (JAM Stage 2.2: spatial proximity)
 create or replace function pgmem._jam_spatial(m pgmem.memories, q pgmem.query) returns float8
@@ -56,33 +126,54 @@ create or replace function pgmem._jam_spatial(m pgmem.memories, q pgmem.query) r
   return case when q.location is null then null else pgmem.path_overlap(m.location, q.location) end;
 
 -- usage = access_count / the tenant's largest access_count × e^(-ln2 · days since last access / 30)
--- (JAM Stage 2.2: usage patterns)
+-- (JAM Stage 2.2: usage patterns: what JAM says, and the jam profile does). With params.usage =
+-- "log" (the pgmem profile) the count is log-scaled, ln(1 + count) / ln(1 + largest): JAM's
+-- linear share gives one memory touched 5,000 times 1 and every memory touched 50 times .01, so
+-- usage only ever tells the single most used memory apart (the bench's Pareto access counts);
+-- log-scaled, 50 of 5,000 is .46 (issue 12, item 4).
 create or replace function pgmem._jam_usage(m pgmem.memories, q pgmem.query) returns float8
   language sql immutable parallel safe
   return case when q.max_access > 0
-              then least(1.0, m.access_count::float8 / q.max_access)
+              then case when q.params->>'usage' = 'log' then ln(1.0 + m.access_count) / ln(1.0 + q.max_access)
+                        else least(1.0, m.access_count::float8 / q.max_access) end
                    * pgmem.exp_decay(pgmem.age_days(coalesce(m.last_accessed_at, m.created_at), q.as_of), q.usage_half_life)
               else 0 end;
 
--- The order of search's lexical candidates: the fused score without the semantic and the
--- spatial signals. Among the lexical probe's matches many memories share the best coverage (at
--- 1,000,000 in the benchmark, thousands hold every lexeme of a templated question) and the
--- other signals rank them; ordering by coverage and ts_rank alone kept the wrong ones. The
--- semantic signal is left to the two HNSW branches (computing it here means reading every
--- match's vector: 60-80 ms for 10,000 matches at 1,000,000); path_overlap is the one expensive
--- expression and weighs .03. Figures: bench/README.md L12.
+-- The summed weights of the signals a memory has (not NULL): the fused score's denominator.
+-- 1 for a memory with every signal the query has; less for one that lacks some (no embedding
+-- yet, no session, no neighbour), whose other weights are then rescaled to sum 1.
+create or replace function pgmem._jam_present(q pgmem.query, p_semantic float8, p_lexical float8, p_recency float8,
+                                              p_actor float8, p_spatial float8, p_usage float8, p_time float8,
+                                              p_session float8, p_neighbour float8) returns float8
+  language sql immutable parallel safe
+  return case when p_semantic is null then 0 else q.w_semantic end + case when p_lexical is null then 0 else q.w_lexical end
+       + case when p_recency is null then 0 else q.w_recency end + case when p_actor is null then 0 else q.w_actor end
+       + case when p_spatial is null then 0 else q.w_spatial end + case when p_usage is null then 0 else q.w_usage end
+       + case when p_time is null then 0 else q.w_time end + case when p_session is null then 0 else q.w_session end
+       + case when p_neighbour is null then 0 else q.w_neighbour end;
+
+-- The order of search's lexical candidates. With lexical = bm25: BM25 (the best matches).
+-- Otherwise the fused score without the semantic and the spatial signals: among the lexical
+-- probe's matches many memories share the best coverage (at 1,000,000 in the benchmark,
+-- thousands hold every lexeme of a templated question) and the other signals rank them;
+-- ordering by coverage and ts_rank alone kept the wrong ones. The semantic signal is left to
+-- the two HNSW branches (computing it here means reading every match's vector: 60-80 ms for
+-- 10,000 matches at 1,000,000); path_overlap is the one expensive expression and weighs .03.
+-- Figures: bench/README.md L12.
 create or replace function pgmem._jam_prior(m pgmem.memories, q pgmem.query) returns float8
   language sql immutable parallel safe
-  return coalesce(q.w_lexical * pgmem._jam_coverage(m, q), 0) + coalesce(q.w_recency * pgmem._jam_recency(m, q), 0)
-       + coalesce(q.w_actor * pgmem._jam_actor(m, q), 0) + coalesce(q.w_usage * pgmem._jam_usage(m, q), 0);
+  return case when q.lexical_mode = 'bm25' then pgmem._jam_bm25(m.tsv, q)
+              else coalesce(q.w_lexical * pgmem._jam_coverage(m, q), 0) + coalesce(q.w_recency * pgmem._jam_recency(m, q), 0)
+                 + coalesce(q.w_actor * pgmem._jam_actor(m, q), 0) + coalesce(q.w_usage * pgmem._jam_usage(m, q), 0) end;
 
 -- ================================================================== Shadow (activate)
 -- shadow-memory-system.md, MemoryAwarenessInterface / SimilarityEngine.
 
--- embedding: cosine similarity clipped to [0,1]; 0 when either side has no vector
+-- embedding: cosine similarity clipped to [0,1]; NULL when either side has no vector (the
+-- activation then shares its weight out over the other three, sql/220_activate.sql)
 create or replace function pgmem._shadow_embedding(m pgmem.memories, q pgmem.query) returns float8
   language sql immutable parallel safe
-  return case when q.embedding is null or m.embedding is null then 0 else pgmem.cosine_sim(m.embedding, q.embedding) end;
+  return pgmem.cosine_sim(m.embedding, q.embedding);
 
 -- metadata: Jaccard of the query's keys (topics ∪ entities, or its tokens) with the memory's
 -- topics ∪ entities, lower-cased

@@ -24,7 +24,9 @@ comment on function pgmem._eligible(pgmem.memories, pgmem.query) is
 -- The candidate set of search, activate and recall: memory ids from the indexes, never from a
 -- scan of all memories (DESIGN.md, Read path).
 --   1. HNSW: the n nearest active memories by cosine distance (iterative scan, so that filters
---      do not starve it).
+--      do not starve it), over pgmem.memory_vectors (the vectors under the HNSW index, STORAGE
+--      decision; sql/125_vectors.sql), joined to memories for the filters; and the exact
+--      distance of the active memories still queued for indexing (pgmem.vector_queue).
 --   2. recent (search): the recent_n nearest among the memories created since recent_since,
 --      i.e. younger than `recent_window` half-lives of the recency signal. At 1,000,000 memories
 --      the exact top 10 were memories of semantic rank 12 to 929 with recency .62-.99 (recent
@@ -38,23 +40,39 @@ comment on function pgmem._eligible(pgmem.memories, pgmem.query) is
 --      request (archived, deleted, merged: their n nearest and n best lexical matches, without
 --      the HNSW index, which need not cover them).
 --   5. search_exact: every eligible memory (the exhaustive reference).
+--   6. search with a neighbour weight: the neighbours of 1-4 along pgmem.links of the kinds
+--      q.neighbour_links (temporal: the previous and next memory of the session), so that the
+--      neighbour signal can read their scores and a turn answered by its neighbour is found
+--      ("Yes, in Lisbon" after "Where is the conference?"; issue 12, item 6).
 -- `m.state = 'active'` is written out in the index branches so that a partial index on the
 -- active memories serves them. Each branch is switched off by a condition on the query record
 -- alone, which the executor tests once (a one-time filter), not per row.
 create or replace function pgmem._candidates(q pgmem.query) returns setof bigint
   language sql stable parallel safe
 begin atomic
+  with c as (
+  (select v.memory_id as id from pgmem.memory_vectors v join pgmem.memories m on m.id = v.memory_id
+    where q.embedding is not null and not q.exact and 'active' = any(q.states)
+      and v.tenant = q.tenant and m.state = 'active' and pgmem._eligible(m, q)
+    order by v.embedding operator(public.<=>) q.embedding
+    limit q.n)
+  union
+  (select v.memory_id as id from pgmem.memory_vectors v join pgmem.memories m on m.id = v.memory_id
+    where q.embedding is not null and not q.exact and 'active' = any(q.states) and q.recent_n > 0
+      and v.tenant = q.tenant and m.state = 'active' and m.created_at >= q.recent_since and pgmem._eligible(m, q)
+    order by v.embedding operator(public.<=>) q.embedding
+    limit q.recent_n)
+  union
+  -- the active, embedded memories the `index` job has not moved into memory_vectors yet: their
+  -- exact distance (the queue is short; STORAGE.md)
+  -- (the queue's ids as an array: the memories are read by primary key whatever the planner
+  -- thinks of the queue's size, never by a scan of memories)
   (select m.id from pgmem.memories m
     where q.embedding is not null and not q.exact and 'active' = any(q.states)
+      and m.id = any(array(select vq.memory_id from pgmem.vector_queue vq where vq.tenant = q.tenant))
       and m.state = 'active' and m.embedding is not null and pgmem._eligible(m, q)
     order by m.embedding operator(public.<=>) q.embedding
     limit q.n)
-  union
-  (select m.id from pgmem.memories m
-    where q.embedding is not null and not q.exact and 'active' = any(q.states) and q.recent_n > 0
-      and m.state = 'active' and m.embedding is not null and m.created_at >= q.recent_since and pgmem._eligible(m, q)
-    order by m.embedding operator(public.<=>) q.embedding
-    limit q.recent_n)
   union
   (select m.id from pgmem.memories m
     where q.probe is not null and not q.exact and 'active' = any(q.states)
@@ -78,7 +96,20 @@ begin atomic
     limit q.n)
   union
   (select m.id from pgmem.memories m
-    where q.exact and m.state = any(q.states) and pgmem._eligible(m, q));
+    where q.exact and m.state = any(q.states) and pgmem._eligible(m, q)))
+  ,
+  nb as (
+    select l.dst_id as id from pgmem.links l
+     where q.w_neighbour > 0 and not q.exact and l.src_id in (select c.id from c)
+       and l.kind = any(q.neighbour_links) and l.tenant = q.tenant
+    union
+    select l.src_id from pgmem.links l
+     where q.w_neighbour > 0 and not q.exact and l.dst_id in (select c.id from c)
+       and l.kind = any(q.neighbour_links) and l.tenant = q.tenant)
+  select c.id from c
+  union
+  select m.id from pgmem.memories m
+   where m.id = any(array(select nb.id from nb)) and m.state = any(q.states) and pgmem._eligible(m, q);
 end;
 comment on function pgmem._candidates(pgmem.query) is
   'The ids a ranking scores: the HNSW top-n, the HNSW top-n of the recent memories (search), the lexical top-n of the probe query, the ids filter and memories in other states on request; every eligible memory for search_exact.';

@@ -33,28 +33,63 @@ begin
     select m.id, m.content, m.summary, m.who, m.what, m.happened_at, m.location, m.why, m.how, m.category, m.tier,
            m.user_id, m.agent_id, m.session_id, m.created_at, m.access_count, m.importance, m.metadata,
            pgmem._jam_semantic(m, q) as semantic,
-           case when q.lexical_mode = 'rank' then pgmem._jam_lexical_rank(m, q) else pgmem._jam_coverage(m, q) end as lexical,
+           pgmem._jam_lexical(m, q) as lexical,
            pgmem._jam_recency(m, q) as recency,
            pgmem._jam_actor(m, q) as actor,
            pgmem._jam_spatial(m, q) as spatial,
-           pgmem._jam_usage(m, q) as usage
+           pgmem._jam_usage(m, q) as usage,
+           pgmem._jam_time(m, q) as time
       from pgmem.memories m
      where m.id = any(array(select c.id from pgmem._candidates(q) c(id))) and m.tenant = q.tenant),
   s as (
-    -- lexical = rank: ts_rank / the largest ts_rank among the candidates (JAM's literal reading)
-    select c.*, case when c.lexical is null or q.lexical_mode <> 'rank' then c.lexical
+    -- lexical = rank (JAM's literal reading) or bm25: divided by the largest among the candidates
+    select c.*, case when c.lexical is null or q.lexical_mode = 'coverage' then c.lexical
                      when max(c.lexical) over () > 0 then c.lexical / max(c.lexical) over () else 0 end as lex
-      from c)
-  select s.id,
-         -- JAM Stage 2.3, Score Fusion
-         coalesce(q.w_semantic * s.semantic, 0) + coalesce(q.w_lexical * s.lex, 0)
-       + coalesce(q.w_recency * s.recency, 0) + coalesce(q.w_actor * s.actor, 0)
-       + coalesce(q.w_spatial * s.spatial, 0) + coalesce(q.w_usage * s.usage, 0) as score,
-         s.semantic, s.lex, s.recency, s.actor, s.spatial, s.usage,
-         s.content, s.summary, s.who, s.what, s.happened_at, s.location, s.why, s.how, s.category, s.tier,
-         s.user_id, s.agent_id, s.session_id, s.created_at, s.access_count, s.importance, s.metadata
-    from s
-   order by 2 desc, s.id
+      from c),
+  b as (
+    -- JAM Stage 2.3, Score Fusion: Σ weight · signal over the memory's own signals; a signal the
+    -- memory does not have (no embedding yet) shares its weight out like one the query lacks
+    select s.*,
+           coalesce(q.w_semantic * s.semantic, 0) + coalesce(q.w_lexical * s.lex, 0) + coalesce(q.w_recency * s.recency, 0)
+         + coalesce(q.w_actor * s.actor, 0) + coalesce(q.w_spatial * s.spatial, 0) + coalesce(q.w_usage * s.usage, 0)
+         + coalesce(q.w_time * s.time, 0) as own,
+           pgmem._jam_present(q, s.semantic, s.lex, s.recency, s.actor, s.spatial, s.usage, s.time, null, null) as own_w
+      from s),
+  e as (
+    -- the links of q.neighbour_links at each candidate, either direction: (memory, its neighbour)
+    select l.src_id as id, l.dst_id as other from pgmem.links l
+     where q.w_neighbour > 0 and l.tenant = q.tenant and l.kind = any(q.neighbour_links) and l.src_id in (select b.id from b)
+    union all
+    select l.dst_id, l.src_id from pgmem.links l
+     where q.w_neighbour > 0 and l.tenant = q.tenant and l.kind = any(q.neighbour_links) and l.dst_id in (select b.id from b)),
+  nb as (
+    -- the best own score among each memory's neighbours: the neighbours' scores are looked up
+    -- by a window over (candidates ∪ links) keyed by the neighbour's id, one sort, instead of a
+    -- join the planner would make a nested loop of (it cannot know how many candidates come)
+    select w.id, max(w.best) as best
+      from (select u.id, max(u.own) over (partition by u.key) as best
+              from (select b.id as key, null::bigint as id, b.own / nullif(b.own_w, 0) as own from b
+                    union all
+                    select e.other, e.id, null from e) u) w
+     where w.id is not null
+     group by w.id),
+  x as (
+    -- conversation context (issue 12, item 6): the best own score of the memory's session, and
+    -- of its neighbours
+    select b.*,
+           case when q.w_session > 0 and b.session_id is not null
+                then max(b.own / nullif(b.own_w, 0)) over (partition by b.session_id) end as session,
+           case when q.w_neighbour > 0 then nb.best end as neighbour
+      from b left join nb on nb.id = b.id)
+  select x.id,
+         coalesce((x.own + coalesce(q.w_session * x.session, 0) + coalesce(q.w_neighbour * x.neighbour, 0))
+                  / nullif(pgmem._jam_present(q, x.semantic, x.lex, x.recency, x.actor, x.spatial, x.usage, x.time,
+                                              x.session, x.neighbour), 0), 0) as score,
+         x.semantic, x.lex, x.recency, x.actor, x.spatial, x.usage, x.time, x.session, x.neighbour,
+         x.content, x.summary, x.who, x.what, x.happened_at, x.location, x.why, x.how, x.category, x.tier,
+         x.user_id, x.agent_id, x.session_id, x.created_at, x.access_count, x.importance, x.metadata
+    from x
+   order by 2 desc, x.id
    limit q.k;
 end $$;
 
@@ -64,7 +99,7 @@ create or replace function pgmem.search(
   k integer default 10,
   actor text default null,
   location text default null,
-  profile text default 'jam',
+  profile text default null,
   weights jsonb default null,
   filters jsonb default '{}',
   as_of timestamptz default null,
@@ -88,7 +123,7 @@ begin
   return query select * from unnest(hits);
 end $$;
 comment on function pgmem.search(text, vector, integer, text, text, text, jsonb, jsonb, timestamptz, boolean, integer) is
-  'JAM six-signal fused search over the current tenant''s memories: candidates from the HNSW and full-text indexes, each signal in [0,1] per row, weights from a profile (default jam: .55/.20/.10/.07/.03/.05) or an explicit jsonb. touch => true records the access.';
+  'Fused search over the current tenant''s memories: candidates from the HNSW and full-text indexes, each signal in [0,1] per row (semantic, lexical, recency, actor, spatial, usage, time, session, neighbour), weights from a profile (default: the setting search_profile, pgmem; jam is JAM''s .55/.20/.10/.07/.03/.05) or an explicit jsonb. touch => true records the access.';
 
 create or replace function pgmem.search_exact(
   query_text text default null,
@@ -96,7 +131,7 @@ create or replace function pgmem.search_exact(
   k integer default 10,
   actor text default null,
   location text default null,
-  profile text default 'jam',
+  profile text default null,
   weights jsonb default null,
   filters jsonb default '{}',
   as_of timestamptz default null)
@@ -115,7 +150,7 @@ create or replace function pgmem.explain_search(
   k integer default 10,
   actor text default null,
   location text default null,
-  profile text default 'jam',
+  profile text default null,
   weights jsonb default null,
   filters jsonb default '{}',
   as_of timestamptz default null)
@@ -129,14 +164,21 @@ declare
 begin
   return query
   with h as (
-    select row_number() over () as rk, x.*
+    select row_number() over () as rk, x.*,
+           pgmem._jam_present(q, x.semantic, x.lexical, x.recency, x.actor, x.spatial, x.usage, x.time, x.session,
+                              x.neighbour) as present
       from pgmem.search(query_text, query_embedding, k, explain_search.actor, explain_search.location,
                         explain_search.profile, explain_search.weights, filters, as_of) x)
-  select h.rk, h.id, h.score, s.name, s.val, s.w, coalesce(s.val, 0) * s.w, h.content
-    from h cross join lateral (values ('semantic', h.semantic, q.w_semantic), ('lexical', h.lexical, q.w_lexical),
-                                      ('recency', h.recency, q.w_recency), ('actor', h.actor, q.w_actor),
-                                      ('spatial', h.spatial, q.w_spatial), ('usage', h.usage, q.w_usage)) s(name, val, w)
-   order by h.rk, coalesce(s.val, 0) * s.w desc;
+  -- each signal's weight for this memory: the query's effective weight, divided by the weights
+  -- of the signals the memory has (0 for one it lacks): the contributions add up to the score
+  select h.rk, h.id, h.score, s.name, s.val, case when s.val is null or h.present = 0 then 0 else s.w / h.present end,
+         case when s.val is null or h.present = 0 then 0 else s.val * s.w / h.present end, h.content
+    from h cross join lateral (values
+           ('semantic', h.semantic, q.w_semantic), ('lexical', h.lexical, q.w_lexical),
+           ('recency', h.recency, q.w_recency), ('actor', h.actor, q.w_actor), ('spatial', h.spatial, q.w_spatial),
+           ('usage', h.usage, q.w_usage), ('time', h.time, q.w_time), ('session', h.session, q.w_session),
+           ('neighbour', h.neighbour, q.w_neighbour)) s(name, val, w)
+   order by h.rk, case when s.val is null or h.present = 0 then 0 else s.val * s.w / h.present end desc, s.name;
 end $$;
 comment on function pgmem.explain_search(text, vector, integer, text, text, text, jsonb, jsonb, timestamptz) is
   'Why each memory ranked where it did: one row per (memory, signal) with the signal value, its effective weight and its contribution to the score (contributions add up to the score).';

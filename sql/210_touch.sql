@@ -8,20 +8,35 @@ declare
   v_tenant text := pgmem._require_tenant();
   n integer;
   v_ids bigint[];
+  v_dup bigint;
 begin
   if ids is null or cardinality(ids) = 0 then return 0; end if;
   -- scaleout (issue 19): on a hot standby, an error naming the primary (not "read-only transaction")
   perform pgmem._standby_refuses('pgmem.touch (search/activate/recall with touch => true)');
-  if cardinality(ids) > 1000 then
-    perform pgmem._bad_input(format('touch takes at most 1000 ids at once, got %s', cardinality(ids)));
+  if cardinality(ids) > pgmem._setting_num('touch_max_ids', 1000) then
+    perform pgmem._bad_input(format('touch takes at most %s ids at once, got %s',
+                                    pgmem._setting_num('touch_max_ids', 1000)::bigint, cardinality(ids)),
+      'touch in batches, or raise touch_max_ids in pgmem.settings');
   end if;
-  -- only the current tenant's memories, each once, in a stable order (no deadlocks between callers)
-  v_ids := array(select distinct m.id from pgmem.memories m where m.id = any(ids) and m.tenant = v_tenant order by m.id);
+  -- one access of a memory is one use: access_count and the access log (Fragment's rehearsal,
+  -- Engram's count) must agree, so an id given twice is a mistake, not two uses (issue 14)
+  select x into v_dup from unnest(ids) x group by x having count(*) > 1 order by x limit 1;
+  if v_dup is not null then
+    perform pgmem._bad_input(format('touch got memory %s more than once: each id counts as one use', v_dup),
+      'pass each memory id once (select distinct ...)');
+  end if;
+  if kind is null or kind !~ '^[a-z][a-z0-9_]{0,31}$' then
+    perform pgmem._bad_input(format('touch kind must be a short lower-case name (a-z, 0-9, _; at most 32 characters), got %s',
+                                    coalesce(quote_literal(left(kind, 40)) || case when char_length(kind) > 40 then '...' else '' end, 'NULL')),
+      'e.g. touch, search, used');
+  end if;
+  -- only the current tenant's memories, in a stable order (no deadlocks between callers)
+  v_ids := array(select m.id from pgmem.memories m where m.id = any(ids) and m.tenant = v_tenant order by m.id);
   update pgmem.memories m set access_count = m.access_count + 1, last_accessed_at = now()
-   where m.id = any(v_ids);
+   where m.id = any(v_ids) and m.tenant = v_tenant;
   get diagnostics n = row_count;
   insert into pgmem.accesses (tenant, memory_id, kind, query_id, rank)
-  select v_tenant, x.id, coalesce(kind, 'touch'), query_id, x.ord::int
+  select v_tenant, x.id, kind, query_id, x.ord::int
     from unnest(ids) with ordinality x(id, ord) where x.id = any(v_ids);
   -- memories returned together are bound together (JAM liquid clusters: co-access affinity)
   insert into pgmem.links as l (tenant, src_id, dst_id, kind, weight, count)
@@ -31,4 +46,4 @@ begin
   return n;
 end $$;
 comment on function pgmem.touch(bigint[], text, uuid) is
-  'Records that memories were used: access_count + 1, last_accessed_at, one pgmem.accesses row each (rehearsal for Fragment strength), and co_access links between memories used together. Returns how many were touched.';
+  'Records that memories were used: access_count + 1, last_accessed_at, one pgmem.accesses row each (rehearsal for Fragment strength), and co_access links between memories used together. Each id once; kind a short lower-case name. Returns how many were touched.';

@@ -3,7 +3,8 @@
 -- with thresholds by context type (query .75, task .8, conversation .3, document .6,
 -- mixed .65). Every candidate is returned with its score and whether it is activated
 -- (sent to the LLM) or only a candidate (tracked, shown for transparency).
---   embedding  cosine similarity clipped to [0,1]
+--   embedding  cosine similarity clipped to [0,1]; absent when the query or the memory has no
+--              vector (not embedded yet): the other three weights are then rescaled to sum 1
 --   metadata   Jaccard of the query's topics ∪ entities with the memory's (lower-cased);
 --              when the query gives none, its tokens are used
 --   summary    token overlap (Jaccard) of the query summary (or text) with the memory's
@@ -13,13 +14,15 @@
 -- contextual = metadata + summary, temporal), else mixed. confidence: how much the three
 -- content signals agree, 1 - 2·(their standard deviation), in [0,1] (pgmem's reading of
 -- "score reliability": one strong signal alone is less reliable than three that agree).
+-- The weights and parameters (thresholds, temporal half-life) come from an activate profile:
+-- `shadow` by default, or one of the tenant's own (pgmem.profiles, method activate).
 
-create or replace function pgmem.context_threshold(context_type text) returns float8
+create or replace function pgmem.context_threshold(context_type text, profile text default 'shadow') returns float8
   language plpgsql stable
   set search_path = pgmem, public, pg_temp
 as $$
 declare
-  v_params jsonb := (pgmem._profile('shadow', 'activate')).params;
+  v_params jsonb := (pgmem._profile(coalesce(context_threshold.profile, 'shadow'), 'activate')).params;
   v float8;
 begin
   select t.threshold into v from pgmem.thresholds t
@@ -33,8 +36,8 @@ begin
   end if;
   return v;
 end $$;
-comment on function pgmem.context_threshold(text) is
-  'The activation threshold of a context type for the current tenant: its tuned value (pgmem.thresholds) or the Shadow default.';
+comment on function pgmem.context_threshold(text, text) is
+  'The activation threshold of a context type for the current tenant: its tuned value (pgmem.thresholds) or the default of the activate profile (shadow: query .75, task .8, conversation .3, document .6, mixed .65).';
 
 create or replace function pgmem._activate(
   query_text text default null,
@@ -47,7 +50,8 @@ create or replace function pgmem._activate(
   k integer default 50,
   filters jsonb default '{}',
   as_of timestamptz default null,
-  weights jsonb default null)
+  weights jsonb default null,
+  profile text default 'shadow')
 returns table (id bigint, score float8, activated boolean, relevance_type text, confidence float8, threshold_used float8,
                embedding_sim float8, metadata_sim float8, summary_sim float8, temporal float8,
                memory_summary text, content text, who text, category text, created_at timestamptz)
@@ -56,11 +60,11 @@ returns table (id bigint, score float8, activated boolean, relevance_type text, 
   set plan_cache_mode = force_custom_plan  -- see sql/200_query.sql, "Plans"
 as $$
 declare
-  q pgmem.query := pgmem._query('activate', query_text, query_embedding, k, null, null, null, 'shadow', weights,
+  q pgmem.query := pgmem._query('activate', query_text, query_embedding, k, null, null, null, profile, weights,
                                 filters, as_of);
 begin
   perform pgmem._check_unit(threshold, 'threshold');
-  q.threshold := coalesce(threshold, pgmem.context_threshold(coalesce(context_type, 'conversation')));
+  q.threshold := coalesce(threshold, pgmem.context_threshold(coalesce(context_type, 'conversation'), q.profile));
   q.keys := array(select distinct lower(x) from unnest(coalesce(topics, '{}') || coalesce(entities, '{}')) x where x <> '');
   if cardinality(q.keys) = 0 then q.keys := pgmem.tokens(coalesce(query_text, '')); end if;
   q.tokens := pgmem.tokens(coalesce(summary, query_text, ''));
@@ -71,11 +75,17 @@ begin
            pgmem._shadow_summary(m, q) as su, pgmem._shadow_temporal(m, q) as te
       from pgmem.memories m
      where m.id = any(array(select c.id from pgmem._candidates(q) c(id))) and m.tenant = q.tenant),
+  r as (
+    -- the weights of this memory: without an embedding (query or memory) the embedding
+    -- component is absent and the other three are rescaled to sum 1 (0 when nothing is left)
+    select s.*, case when s.e is not null then 1.0 when q.w_embedding < 1 then 1 / (1 - q.w_embedding) else 0 end as f
+      from s),
   sc as (
     -- Shadow, Activation Score Formula: 0.6 embedding + 0.2 metadata + 0.15 summary + 0.05 temporal,
     -- as its semantic (embedding), contextual (metadata + summary) and temporal parts
-    select s.*, q.w_embedding * s.e as ce, q.w_metadata * s.md + q.w_summary * s.su as cc, q.w_temporal * s.te as ct
-      from s)
+    select r.*, coalesce(q.w_embedding * r.e, 0) as ce, (q.w_metadata * r.md + q.w_summary * r.su) * r.f as cc,
+           q.w_temporal * r.te * r.f as ct
+      from r)
   select sc.id, sc.ce + sc.cc + sc.ct, sc.ce + sc.cc + sc.ct >= q.threshold,
          case when sc.ce + sc.cc + sc.ct = 0 then 'mixed'
               when sc.ce >= 0.5 * (sc.ce + sc.cc + sc.ct) then 'semantic'
@@ -101,7 +111,8 @@ create or replace function pgmem.activate(
   filters jsonb default '{}',
   as_of timestamptz default null,
   weights jsonb default null,
-  query_id uuid default null)
+  query_id uuid default null,
+  profile text default 'shadow')
 returns table (id bigint, score float8, activated boolean, relevance_type text, confidence float8, threshold_used float8,
                embedding_sim float8, metadata_sim float8, summary_sim float8, temporal float8,
                memory_summary text, content text, who text, category text, created_at timestamptz)
@@ -111,13 +122,13 @@ as $$
 begin
   if query_id is null then
     return query select * from pgmem._activate(query_text, query_embedding, context_type, topics, entities, summary,
-                                               threshold, k, filters, as_of, weights);
+                                               threshold, k, filters, as_of, weights, profile);
     return;
   end if;
   -- with a query_id, what was shown is logged so that pgmem.feedback() can refer to it
   return query
   with r as (select * from pgmem._activate(query_text, query_embedding, context_type, topics, entities, summary,
-                                           threshold, k, filters, as_of, weights)),
+                                           threshold, k, filters, as_of, weights, profile)),
   logged as (
     insert into pgmem.activation_log (tenant, query_id, memory_id, context_type, score, threshold, activated)
     select pgmem.current_tenant(), activate.query_id, r.id, coalesce(activate.context_type, 'conversation'),
@@ -125,5 +136,5 @@ begin
     on conflict on constraint activation_log_pkey do nothing)
   select * from r;
 end $$;
-comment on function pgmem.activate(text, vector, text, text[], text[], text, float8, integer, jsonb, timestamptz, jsonb, uuid) is
-  'Shadow activation: every candidate memory with its activation score (0.6 embedding + 0.2 metadata + 0.15 summary + 0.05 temporal), activated = score >= the context type''s threshold (query .75, task .8, conversation .3, document .6, mixed .65, or threshold =>), relevance_type and confidence.';
+comment on function pgmem.activate(text, vector, text, text[], text[], text, float8, integer, jsonb, timestamptz, jsonb, uuid, text) is
+  'Shadow activation: every candidate memory with its activation score (0.6 embedding + 0.2 metadata + 0.15 summary + 0.05 temporal; profile => another activate profile), activated = score >= the context type''s threshold (query .75, task .8, conversation .3, document .6, mixed .65, or threshold =>), relevance_type and confidence.';

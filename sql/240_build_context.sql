@@ -1,7 +1,9 @@
 -- Context building (jam-journalistic-agent-memory.md, Context Building Pipeline):
 -- ranked memories -> token budget -> MMR diversity -> 0/1 knapsack packing.
--- The ranking is pgmem.search (any search profile); MMR and the knapsack run in PL/Python
--- with the module python/pgmem/engine/packing.py, stored in pgmem.py_modules.
+-- The ranking is pgmem.search (any search profile, actor and location); MMR and the knapsack
+-- run in PL/Python with the module python/pgmem/engine/packing.py, stored in pgmem.py_modules.
+-- Memory is bounded for any input: at most 500 candidates, a budget of at most 1,000,000
+-- tokens, and the knapsack's table on a grid of at most 8,192 cells (packing.GRID).
 
 create or replace function pgmem._pack(relevance float8[], embeddings real[], dim integer, tokens integer[],
                                        importance float8[], budget integer, lam float8)
@@ -30,14 +32,16 @@ create or replace function pgmem.build_context(
   token_budget integer default null,
   candidates integer default 50,
   lambda float8 default 0.5,
-  profile text default 'jam',
+  profile text default null,
   weights jsonb default null,
   filters jsonb default '{}',
   as_of timestamptz default null,
   context_window integer default 8192,
   reserve_system integer default 512,
   reserve_output integer default 1024,
-  conversation_tokens integer default 0)
+  conversation_tokens integer default 0,
+  actor text default null,
+  location text default null)
 returns table (pick integer, id bigint, selected boolean, score float8, mmr_score float8, value float8,
                token_count integer, cumulative_tokens bigint, content text, who text, created_at timestamptz)
   -- SECURITY DEFINER (sql/900_security.sql, rule 3): pgmem._pack is not executable by
@@ -60,7 +64,8 @@ begin
   with c as (
     select row_number() over (order by h.score desc, h.id) - 1 as i, h.id, h.score, m.token_count as tok,
            m.importance::float8 as imp, m.embedding, h.content, h.who, h.created_at
-      from pgmem.search(query_text, query_embedding, candidates, null, null, profile, weights, filters, as_of) h
+      from pgmem.search(query_text, query_embedding, candidates, build_context.actor, build_context.location, profile,
+                        weights, filters, as_of) h
       join pgmem.memories m on m.id = h.id and m.tenant = v_tenant),
   arr as (
     select array_agg(c.score order by c.i) filter (where o = 1) as rel,
@@ -76,5 +81,5 @@ begin
     from c join p on p.idx = c.i
    order by p.selected desc, p.pick nulls last, c.score desc;
 end $$;
-comment on function pgmem.build_context(text, vector, integer, integer, float8, text, jsonb, jsonb, timestamptz, integer, integer, integer, integer) is
-  'JAM context building: the top candidates of pgmem.search, ordered by MMR (λ relevance vs diversity) and packed by 0/1 knapsack (value = MMR score × importance) into the token budget (default 8192 - 512 - 1024 - conversation_tokens). Every candidate is returned; selected ones first, in MMR order, with cumulative tokens.';
+comment on function pgmem.build_context(text, vector, integer, integer, float8, text, jsonb, jsonb, timestamptz, integer, integer, integer, integer, text, text) is
+  'JAM context building: the top candidates of pgmem.search (with its profile, weights, filters, actor and location), ordered by MMR (λ relevance vs diversity) and packed by 0/1 knapsack (value = MMR score × importance) into the token budget (default 8192 - 512 - 1024 - conversation_tokens). Every candidate is returned; selected ones first, in MMR order, with cumulative tokens.';

@@ -46,7 +46,9 @@ as $$
     ('work',    'work',             false, '* * * * *',  'runs ready work items, highest priority first (450_work_queue.sql)'),
     ('reflect', 'reflect',          false, '40 * * * *', 'fragment reflection: bindings and salience of newly embedded memories (460_reflect.sql)'),
     -- clusters (issue 17): concept and liquid clusters, hourly; it writes memories.cluster_id
-    ('cluster', 'cluster',          true,  '20 * * * *', 'concept and liquid clusters (470_cluster.sql)')
+    ('cluster', 'cluster',          true,  '20 * * * *', 'concept and liquid clusters (470_cluster.sql)'),
+    -- read path (issue 12/14): the lexical statistics' appended changes, folded every minute
+    ('lexicon', 'fold_lexicon',     false, '* * * * *',  'folds the appended lexical statistics (pgmem.lexicon_delta) into pgmem.lexicon (201_lexical.sql)')
   ) j(job, fn, changes_memories, schedule, description)
 $$;
 comment on function pgmem._jobs() is

@@ -129,7 +129,12 @@ begin
   delete from pgmem.eval_runs r where r.tenant = v_tenant and (r.retrieved && v_ids or r.query = any(v_queries));
   perform pgmem._set_op('erase', jsonb_build_object('erased_user', true));
   delete from pgmem.memories m where m.tenant = v_tenant and m.id = any(v_ids);  -- links, accesses, feedback, judgements cascade
-  get diagnostics memories = row_count;
+  get diagnostics memories = row_count;  -- before the lexicon loop below, whose PERFORMs reset row_count
+  -- read path (sql/201_lexical.sql): the erased memories' words leave the lexical statistics (a
+  -- word only they held is then counted nowhere, not even as an appended -1)
+  loop
+    exit when pgmem._fold_lexicon(v_tenant, 100000) = 0;
+  end loop;
   delete from pgmem.eval_queries q
    where q.tenant = v_tenant and q.query = any(v_queries)
      and not exists (select 1 from pgmem.eval_judgements j where j.tenant = v_tenant and j.query = q.query);

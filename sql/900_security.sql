@@ -188,6 +188,11 @@ begin
   end loop;
 end $$;
 
+-- read path (sql/201_lexical.sql): the lexical statistics. The statement triggers on memories
+-- (SECURITY DEFINER, rule 6) append them; the app reads its tenant's (RLS) in lexical_probe and
+-- query_actors; folding them is an administrator's job
+grant select on pgmem.lexicon, pgmem.lexicon_delta to pgmem_app;
+
 -- app: every public function but the jobs, schedules and purge (pgmem_admin's), and the
 -- private helpers of app_helpers (rule 2). Everything else private stays the owner's and
 -- the admin's: pgmem._pack in particular (unbounded by its arguments; build_context bounds it).
@@ -196,7 +201,8 @@ declare
   r record;
   admin_only text[] := array['merge_duplicates', 'unmerge', 'prune', 'purge', 'archive_stale', 'tune_thresholds', 'index_vectors',
                              'schedule_jobs', 'unschedule_jobs', 'run_job', 'grant_tenant', 'revoke_tenant', 'set_session_limits',
-                             'add_claim_key', 'drop_claim_key', 'sign_tenant_claim', 'cluster'];
+                             'add_claim_key', 'drop_claim_key', 'sign_tenant_claim', 'cluster',
+                             'fold_lexicon', 'rebuild_lexicon'];  -- read path (201): the lexicon's upkeep
   app_helpers text[] := array[
     -- the tenant, errors and argument checks: every API path (and the generated columns) use them
     '_require_tenant', '_check_registered', '_is_admin', '_bad_input', '_check_between', '_check_unit', '_check_time',
@@ -213,7 +219,9 @@ declare
     -- writejobs: the job registry (400), constant: job_schedule_commands lists the jobs from it
     '_jobs',
     -- scaleout (issue 19): touch on a hot standby raises 25006 naming the primary; reads settings only
-    '_standby_refuses', '_primary_address'];
+    '_standby_refuses', '_primary_address',
+    -- read path's lexical statistics (201): bounded by their arguments, the caller's tenant only, no writes
+    '_lexicon_df', '_lexical_probe', '_query_actors', '_month'];
 begin
   for r in select p.oid::regprocedure::text as sig, p.proname, p.prokind from pg_proc p
              join pg_namespace n on n.oid = p.pronamespace

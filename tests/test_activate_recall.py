@@ -264,8 +264,9 @@ def test_activate_text_only_and_custom_weights(conn, act):
     rows = activate(conn, query_embedding=None)
     # candidates come from the full-text index alone (memories with "hotel", "lisbon" or "wed")
     assert act["c"] not in {r["id"] for r in rows} and act["e"] not in {r["id"] for r in rows}
-    for r in rows:
-        assert r["embedding_sim"] == 0
+    for r in rows:  # no query vector: the embedding weight is shared out over the other three
+        assert r["embedding_sim"] is None
+        assert r["score"] == pytest.approx((0.2 * r["metadata_sim"] + 0.15 * r["summary_sim"] + 0.05 * r["temporal"]) / 0.4)
     w = {"embedding": 0.0, "metadata": 0.5, "summary": 0.5, "temporal": 0.0}
     rows = activate(conn, weights=w)
     by = {r["id"]: r for r in rows}

@@ -306,7 +306,9 @@ ALLOWED_HELPERS = [
     # writejobs: pure size checks of update_memory/forget/restore's reason; the constant job registry
     "_check_reason", "_check_bytes", "_jobs",
     # scaleout (issue 19): touch/search(touch) on a hot standby raise 25006 naming the primary (reads settings only)
-    "_standby_refuses", "_primary_address"]
+    "_standby_refuses", "_primary_address",
+    # read path (201): the lexical statistics of the caller's tenant, bounded by their arguments
+    "_lexicon_df", "_lexical_probe", "_query_actors", "_month"]
 
 
 # ============================================================== attacker: the admin role

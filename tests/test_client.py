@@ -98,7 +98,8 @@ def test_search_returns_hits_with_signals_and_5w1h(mem, embedder):
     a = mem.remember("Maya is allergic to peanuts", who="maya", where="chat/web/maya", category="fact", when=when,
                      why="food safety", how="told the assistant")
     b = mem.remember("Tom is learning Rust for his Raft project", who="tom", where="chat/mobile/tom", category="skill")
-    hits = mem.search("what is maya allergic to", actor="maya", location="chat/web/maya", k=5)
+    # profile jam: JAM's six signals, recomputed below (the default profile, pgmem, is tests/test_search_pgmem.py's)
+    hits = mem.search("what is maya allergic to", actor="maya", location="chat/web/maya", k=5, profile="jam")
     assert hits and all(isinstance(h, Hit) for h in hits)
     top = hits[0]
     assert top.id == a.id
@@ -118,14 +119,14 @@ def test_search_returns_hits_with_signals_and_5w1h(mem, embedder):
     other = next(h for h in hits if h.id == b.id)
     assert other.signals["actor"] == pytest.approx(0.3) and other.score < top.score
     # no actor/location: those signals are left out of the dict (NULL), the score renormalised
-    hits = mem.search("what is maya allergic to", k=5)
+    hits = mem.search("what is maya allergic to", k=5, profile="jam")
     assert "actor" not in hits[0].signals and "spatial" not in hits[0].signals
     assert sum(hits[0].signals.values()) > 0
     # touch through the client
     mem.search("what is maya allergic to", k=1, touch=True)
     assert mem.get(a.id)["access_count"] == 1
     # search_exact agrees
-    assert [h.id for h in mem.search_exact("what is maya allergic to", k=5)] == [h.id for h in hits]
+    assert [h.id for h in mem.search_exact("what is maya allergic to", k=5, profile="jam")] == [h.id for h in hits]
 
 
 def test_remember_in_the_callers_transaction_rolls_back(mem, dsn):
@@ -352,7 +353,9 @@ def test_cli_search_prints_the_signal_table(mem, dsn):
     assert lines[3] == ""
     assert lines[4].split() == ["id", "rank", "signal", "value", "weight", "contribution"]
     ex = [line.split() for line in lines[6:]]
-    assert len(ex) == 6 and {e[2] for e in ex} == {"semantic", "lexical", "recency", "actor", "spatial", "usage"}
+    # every signal of the default profile (pgmem), those it lacks for this query with weight 0
+    assert len(ex) == 9 and {e[2] for e in ex} == {"semantic", "lexical", "recency", "actor", "spatial", "usage",
+                                                   "time", "session", "neighbour"}
     assert sum(float(e[-1]) for e in ex) == pytest.approx(float(row[1]), abs=6e-3)
     # another tenant sees an empty table
     p = cli(dsn, "search", "what is maya allergic to", "--tenant", "other")

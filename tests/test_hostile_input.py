@@ -355,7 +355,7 @@ def _cases() -> list[Case]:
         Case("k.search.null", "select * from pgmem.search('seed', k => null)", (), "error", "22023", "got NULL"),
         Case("k.search.2^31", "select * from pgmem.search('seed', k => %s::int)", (2 ** 31,), "error", "22003", "out of range"),
         Case("candidates.0", "select * from pgmem.search('seed', candidates => 0)", (), "error", "22023",
-             "candidates must be between 1 and 100000, got 0"),
+             "candidates must be between 1 and 10000, got 0"),
         Case("claim.batch.-1", "select * from pgmem.claim_embeddings(-1)", (), "error", "22023", "batch must be between 1 and 10000"),
         Case("importance.nan", "select * from pgmem.remember('imp nan', importance => 'NaN')", (), "error", "22023",
              "importance must be between 0 and 1, got NaN"),

@@ -218,6 +218,63 @@ def test_merge_repoints_links_and_unmerge_restores_them(conn):
         conn.execute("select pgmem.unmerge(%s)", (lo,))
 
 
+def test_forget_refuses_a_merged_memory(conn):
+    """Before (issue 14, L2): forget turned a merged memory into a deleted one, and restore then
+    brought it back active beside its survivor, whose access count still held its accesses.
+    Now forget refuses a merged memory with a 22023 naming the survivor and unmerge; the
+    memory, its survivor and the history are left as they were."""
+    ids = _merge_fixture(conn)
+    lo, hi = ids["sq_lo"], ids["sq_hi"]
+    touch(conn, [lo], 3)
+    assert (hi, lo) in pairs_of(merge(conn))
+    lo_before, hi_before, n = mem(conn, lo), mem(conn, hi), scalar(conn, "select count(*) from pgmem.history")
+    with pytest.raises(psycopg.errors.InvalidParameterValue) as ei:
+        conn.execute("select pgmem.forget(%s, 'no longer true')", (lo,))
+    assert ei.value.diag.message_primary == (f"memory {lo} was merged into memory {hi}: forget memory {hi} instead, "
+                                             f"or split it out first with pgmem.unmerge({lo})")
+    assert mem(conn, lo) == lo_before and mem(conn, hi) == hi_before
+    assert scalar(conn, "select count(*) from pgmem.history") == n
+    # what the message says works: unmerge, then forget
+    conn.execute("select pgmem.unmerge(%s)", (lo,))
+    assert one(conn, "select * from pgmem.forget(%s, 'no longer true')", (lo,))["state"] == "deleted"
+
+
+def test_restored_memory_forgotten_while_merged_goes_back_to_merged(conn):
+    """Before (issue 14, L2): a memory forgotten while merged (state deleted, merged_into still
+    set, as forget left it before it refused merged memories) was restored to active; the next
+    merge run merged it into its survivor a second time and added its access count again
+    (survivor 2 + 3 + 3). Now restore puts it back to merged: merge leaves it alone, the
+    survivor's count stays 2 + 3, unmerge takes the 3 back once, and merging again adds it once."""
+    ids = _merge_fixture(conn)
+    lo, hi = ids["sq_lo"], ids["sq_hi"]
+    touch(conn, [lo], 3)
+    touch(conn, [hi], 2)
+    assert (mem(conn, lo)["access_count"], mem(conn, hi)["access_count"]) == (3, 2)
+    assert (hi, lo) in pairs_of(merge(conn))
+    assert mem(conn, hi)["access_count"] == 2 + 3
+    # a row forgotten before forget refused merged memories (written by hand: forget refuses now)
+    conn.execute("update pgmem.memories set state = 'deleted' where id = %s", (lo,))
+    assert (mem(conn, lo)["state"], mem(conn, lo)["merged_into"]) == ("deleted", hi)
+
+    m = one(conn, "select * from pgmem.restore(%s, 'forgotten by mistake')", (lo,))
+    assert (m["state"], m["merged_into"]) == ("merged", hi)
+    h = hist(conn, lo)[-1]
+    assert h["op"] == "restore" and h["after"]["state"] == "merged" and h["details"]["previous_state"] == "deleted"
+
+    # merge runs (incremental and full scan) see no pair with it: the survivor is not counted twice
+    assert not any(lo in (r["survivor_id"], r["merged_id"]) for r in merge(conn) + merge(conn, full_scan=True))
+    s = mem(conn, hi)
+    assert s["access_count"] == 2 + 3 and s["merged_from"] == [lo]
+
+    # unmerge takes lo's 3 accesses back once; merging the pair again adds them once
+    u = one(conn, "select * from pgmem.unmerge(%s)", (lo,))
+    assert (u["state"], u["merged_into"], u["access_count"]) == ("active", None, 3)
+    assert mem(conn, hi)["access_count"] == 2
+    assert (hi, lo) in pairs_of(merge(conn, full_scan=True))
+    s = mem(conn, hi)
+    assert s["access_count"] == 2 + 3 and s["merged_from"] == [lo]
+
+
 def test_merge_dry_run_lists_the_same_pairs_and_changes_nothing(conn):
     ids = _merge_fixture(conn)
     touch(conn, [ids["sq_lo"]], 2)
@@ -1196,11 +1253,14 @@ def test_job_schedule_commands(conn, dsn):
         (f"pgmem-work-{db}", "* * * * *", """CALL pgmem.run_job('work', '{"tenant": "*"}')""", db),
         (f"pgmem-reflect-{db}", "40 * * * *", """CALL pgmem.run_job('reflect', '{"tenant": "*"}')""", db),
         (f"pgmem-cluster-{db}", "20 * * * *", """CALL pgmem.run_job('cluster', '{"tenant": "*"}')""", db),
+        # the read path's lexicon job (201_lexical.sql): folds the appended lexical statistics
+        (f"pgmem-lexicon-{db}", "* * * * *", """CALL pgmem.run_job('lexicon', '{"tenant": "*"}')""", db),
     ]
     got = rows(conn, "select * from pgmem.job_schedule_commands(merge => null, purge => '0 4 * * 0', database => 'elsewhere')")
     assert [r["job_name"] for r in got] == ["pgmem-prune-elsewhere", "pgmem-archive-elsewhere",
                                            "pgmem-tune-elsewhere", "pgmem-purge-elsewhere", "pgmem-index-elsewhere",
-                                           "pgmem-work-elsewhere", "pgmem-reflect-elsewhere", "pgmem-cluster-elsewhere"]
+                                           "pgmem-work-elsewhere", "pgmem-reflect-elsewhere", "pgmem-cluster-elsewhere",
+                                           "pgmem-lexicon-elsewhere"]
     # each command is valid as it stands
     for r in rows(conn, "select * from pgmem.job_schedule_commands()"):
         conn.execute(r["command"])
@@ -1212,7 +1272,7 @@ def _cli(dsn: str, *args: str) -> subprocess.CompletedProcess:
                           env=env, capture_output=True, text=True, timeout=120)
 
 
-JOBS_SCHEDULED = ("merge", "prune", "archive", "tune", "index", "work", "reflect", "cluster")
+JOBS_SCHEDULED = ("merge", "prune", "archive", "tune", "index", "work", "reflect", "cluster", "lexicon")
 
 
 def test_cli_jobs_schedule_status_unschedule(cluster, conn, dsn):
@@ -1225,12 +1285,12 @@ def test_cli_jobs_schedule_status_unschedule(cluster, conn, dsn):
             got = rows(cron, q, (db,))
             assert [(r["jobname"], r["schedule"]) for r in got] == [
                 (f"pgmem-archive-{db}", "30 3 * * *"), (f"pgmem-cluster-{db}", "20 * * * *"),
-                (f"pgmem-index-{db}", "* * * * *"), (f"pgmem-merge-{db}", "0 5 * * *"),
+                (f"pgmem-index-{db}", "* * * * *"), (f"pgmem-lexicon-{db}", "* * * * *"), (f"pgmem-merge-{db}", "0 5 * * *"),
                 (f"pgmem-prune-{db}", "15 3 * * *"), (f"pgmem-reflect-{db}", "40 * * * *"),
                 (f"pgmem-tune-{db}", "45 3 * * *"), (f"pgmem-work-{db}", "* * * * *")]
             assert {r["command"] for r in got} == {f"""CALL pgmem.run_job('{j}', '{{"tenant": "*"}}')"""
                                                    for j in JOBS_SCHEDULED}
-            assert p.stdout.count("scheduled pgmem-") == 8
+            assert p.stdout.count("scheduled pgmem-") == 9
 
             conn.execute("select * from pgmem.prune('gentle')")
             p = _cli(dsn, "jobs", "status")
@@ -1242,7 +1302,7 @@ def test_cli_jobs_schedule_status_unschedule(cluster, conn, dsn):
 
             p = _cli(dsn, "jobs", "unschedule")
             assert p.returncode == 0, p.stderr
-            assert "removed 8 schedule(s)" in p.stdout
+            assert "removed 9 schedule(s)" in p.stdout
             assert rows(cron, q, (db,)) == []
             p = _cli(dsn, "jobs", "status")
             assert p.returncode == 0 and "no pg_cron schedules" in p.stdout

@@ -129,3 +129,39 @@ def test_build_context_rejects_bad_input(conn):
         conn.execute("select * from pgmem.build_context('x', lambda => 1.5)")
     with pytest.raises(psycopg.errors.InvalidParameterValue, match="candidates must be between 1 and 500"):
         conn.execute("select * from pgmem.build_context('x', candidates => 0)")
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_knapsack_on_a_grid_keeps_the_budget_and_its_bound(seed):
+    """Beyond `grid` tokens the weights are rounded up onto the grid (packing.py, GRID): the
+    packing never exceeds the budget, and it is at least as good as the exact optimum of the
+    budget minus n·budget/grid tokens (every set that fits that also fits after rounding)."""
+    rng = random.Random(1000 + seed)
+    n = rng.randint(1, 9)
+    grid = rng.choice([8, 16, 64])
+    budget = rng.randint(grid + 1, 5000)
+    values = [rng.uniform(-0.2, 1.0) for _ in range(n)]
+    weights = [rng.randint(0, budget // 2) for _ in range(n)]
+    chosen = knapsack(values, weights, budget, grid=grid)
+    assert sum(weights[i] for i in chosen) <= budget
+    assert all(values[i] > 0 for i in chosen)
+    slack = -(-n * budget // grid)
+    got = sum(values[i] for i in chosen)
+    assert got >= brute_force(values, weights, max(0, budget - slack)) - 1e-9
+    assert got <= brute_force(values, weights, budget) + 1e-9
+
+
+@pytest.mark.parametrize("budget", [150_000_000, 2**31 - 1])
+def test_knapsack_memory_is_bounded_for_any_budget(budget):
+    """Issue 14: a budget of 150,000,000 took 1.3 GB. With 500 candidates (build_context's cap)
+    the table stays within n·GRID bits whatever the budget."""
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        chosen = knapsack([1.0] * 500, [budget // 600] * 500, budget)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert len(chosen) == 500  # they all fit (500 · budget/600 < budget)
+    assert peak < 4 * 2**20, peak

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import functools
+import inspect
 import json
 import logging
 import random
@@ -84,7 +85,7 @@ def _hit(row: Mapping[str, Any], signal_names: Sequence[str]) -> Hit:
                created_at=row.get("created_at"), metadata=row.get("metadata") or {}, extra=extra)
 
 
-SEARCH_SIGNALS = ("semantic", "lexical", "recency", "actor", "spatial", "usage")
+SEARCH_SIGNALS = ("semantic", "lexical", "recency", "actor", "spatial", "usage", "time", "session", "neighbour")
 ACTIVATE_SIGNALS = ("embedding_sim", "metadata_sim", "summary_sim", "temporal")
 RECALL_SIGNALS = ("relevance", "decayed_importance", "recency", "access_frequency")
 
@@ -269,6 +270,20 @@ class _Base:
             return self.embedder.embed(query)
         return embedding
 
+    def _with_search_embedding(self, query: str | None, embedding: Any, profile: str | None, conn, then,
+                               filters: dict | None = None):
+        """then(embedding) for a search: the caller's embedding, or the question embedded here
+        without the names of the actors it names and of the user it is filtered on
+        (pgmem.query_embedding_text: with the default profile those count through the actor
+        signal or the filter, and in an embedding a name swamps what is asked). One more round
+        trip, a fraction of the embedding's cost."""
+        if embedding is not None or not query or self.embedder is None:
+            return then(embedding)
+        user = (filters or {}).get("user_id")
+        return self._do("query_embedding_text", dict(p_text=query, p_profile=profile,
+                                                     p_user_id=user if isinstance(user, str) else None),
+                        lambda rows: then(self.embedder.embed(rows[0]["query_embedding_text"] or query)), conn, setof=False)
+
     def set_tenant_claim(self, token: str) -> None:
         """Use a (fresh) signed tenant claim: connections take it at their next use."""
         if not isinstance(token, str) or not token:
@@ -393,56 +408,66 @@ class _Base:
     def search(self, query: str | None = None, *, embedding: Any = None, k: int = 10, actor: str | None = None,
                location: str | None = None, profile: str | None = None, weights: dict | None = None,
                filters: dict | None = None, as_of: Any = None, touch: bool = False, conn=None) -> list[Hit]:
-        """JAM six-signal fused search (pgmem.search)."""
-        return self._do("search", dict(query_text=query, query_embedding=self._embed_query(query, embedding),
-                         k=k, actor=actor, location=location, profile=profile,
-                         weights=json.dumps(weights) if weights else None,
-                         filters=json.dumps(filters, default=_jsonable) if filters else None, as_of=as_of, touch=touch),
-            lambda rows: [_hit(r, SEARCH_SIGNALS) for r in rows], conn)
+        """Fused search (pgmem.search; default profile: the setting search_profile)."""
+        return self._with_search_embedding(query, embedding, profile, conn, filters=filters, then=lambda vec: self._do(
+            "search", dict(query_text=query, query_embedding=vec, k=k, actor=actor, location=location, profile=profile,
+                           weights=json.dumps(weights) if weights else None,
+                           filters=json.dumps(filters, default=_jsonable) if filters else None, as_of=as_of, touch=touch),
+            lambda rows: [_hit(r, SEARCH_SIGNALS) for r in rows], conn))
 
     def search_exact(self, query: str | None = None, *, embedding: Any = None, k: int = 10, actor: str | None = None,
                      location: str | None = None, profile: str | None = None, weights: dict | None = None,
                      filters: dict | None = None, as_of: Any = None, conn=None) -> list[Hit]:
         """The exhaustive reference scorer (pgmem.search_exact): same scores over every eligible memory."""
-        return self._do("search_exact", dict(query_text=query, query_embedding=self._embed_query(query, embedding),
-                         k=k, actor=actor, location=location, profile=profile,
-                         weights=json.dumps(weights) if weights else None,
-                         filters=json.dumps(filters, default=_jsonable) if filters else None, as_of=as_of),
-            lambda rows: [_hit(r, SEARCH_SIGNALS) for r in rows], conn)
+        return self._with_search_embedding(query, embedding, profile, conn, filters=filters, then=lambda vec: self._do(
+            "search_exact", dict(query_text=query, query_embedding=vec, k=k, actor=actor, location=location, profile=profile,
+                                 weights=json.dumps(weights) if weights else None,
+                                 filters=json.dumps(filters, default=_jsonable) if filters else None, as_of=as_of),
+            lambda rows: [_hit(r, SEARCH_SIGNALS) for r in rows], conn))
 
     def explain_search(self, query: str | None = None, *, embedding: Any = None, k: int = 10, conn=None, **kw) -> list[dict]:
-        return self._do("explain_search", dict(query_text=query, query_embedding=self._embed_query(query, embedding), k=k,
-                        **{k2: (json.dumps(v) if isinstance(v, dict) else v) for k2, v in kw.items()}), list, conn)
+        return self._with_search_embedding(query, embedding, kw.get("profile"), conn, filters=kw.get("filters"),
+                                           then=lambda vec: self._do(
+            "explain_search", dict(query_text=query, query_embedding=vec, k=k,
+                                   **{k2: (json.dumps(v) if isinstance(v, dict) else v) for k2, v in kw.items()}), list, conn))
 
     def activate(self, query: str | None = None, *, embedding: Any = None, context_type: str = "conversation",
                  topics: Sequence[str] | None = None, entities: Sequence[str] | None = None,
                  summary: str | None = None, threshold: float | None = None, k: int = 50,
-                 filters: dict | None = None, as_of: Any = None, conn=None) -> list[Hit]:
+                 filters: dict | None = None, as_of: Any = None, profile: str | None = None,
+                 weights: dict | None = None, query_id: Any = None, conn=None) -> list[Hit]:
         """Shadow activation (pgmem.activate): every candidate with its activation score and
-        whether it passed the threshold of the context type (``hit.extra['activated']``)."""
+        whether it passed the threshold of the context type (``hit.extra['activated']``).
+        ``profile`` names an activate profile (default shadow); ``query_id`` logs what was shown
+        so that ``pgmem.feedback`` can refer to it."""
         return self._do("activate", dict(query_text=query, query_embedding=self._embed_query(query, embedding),
                          context_type=context_type, topics=list(topics) if topics else None,
                          entities=list(entities) if entities else None, summary=summary, threshold=threshold, k=k,
-                         filters=json.dumps(filters, default=_jsonable) if filters else None, as_of=as_of),
+                         filters=json.dumps(filters, default=_jsonable) if filters else None, as_of=as_of,
+                         weights=json.dumps(weights) if weights else None, query_id=query_id, profile=profile),
             lambda rows: [_hit(r, ACTIVATE_SIGNALS) for r in rows], conn)
 
     def recall(self, query: str | None = None, *, embedding: Any = None, k: int = 10, weights: dict | None = None,
-               filters: dict | None = None, as_of: Any = None, conn=None) -> list[Hit]:
-        """Engram ranking (pgmem.recall)."""
+               filters: dict | None = None, as_of: Any = None, profile: str | None = None, conn=None) -> list[Hit]:
+        """Engram ranking (pgmem.recall); ``profile`` names a recall profile (default engram)."""
         return self._do("recall", dict(query_text=query, query_embedding=self._embed_query(query, embedding),
                          k=k, weights=json.dumps(weights) if weights else None,
-                         filters=json.dumps(filters, default=_jsonable) if filters else None, as_of=as_of),
+                         filters=json.dumps(filters, default=_jsonable) if filters else None, as_of=as_of,
+                         profile=profile),
             lambda rows: [_hit(r, RECALL_SIGNALS) for r in rows], conn)
 
     def build_context(self, query: str | None = None, *, embedding: Any = None, token_budget: int | None = None,
-                      candidates: int = 50, lam: float = 0.5, profile: str | None = None, filters: dict | None = None,
-                      as_of: Any = None, conversation_tokens: int = 0, conn=None) -> list[dict]:
-        """JAM context building (pgmem.build_context): search candidates, MMR order, knapsack
-        into the token budget. Returns every candidate; ``selected`` ones first in MMR order."""
-        return self._do("build_context", dict(query_text=query, query_embedding=self._embed_query(query, embedding),
-                        token_budget=token_budget, candidates=candidates, **{"lambda": lam}, profile=profile,
-                        filters=json.dumps(filters, default=_jsonable) if filters else None, as_of=as_of,
-                        conversation_tokens=conversation_tokens), list, conn)
+                      candidates: int = 50, lam: float = 0.5, profile: str | None = None, weights: dict | None = None,
+                      filters: dict | None = None, as_of: Any = None, conversation_tokens: int = 0,
+                      actor: str | None = None, location: str | None = None, conn=None) -> list[dict]:
+        """JAM context building (pgmem.build_context): search candidates (with the same profile,
+        weights, filters, actor and location as ``search``), MMR order, knapsack into the token
+        budget. Returns every candidate; ``selected`` ones first in MMR order."""
+        return self._with_search_embedding(query, embedding, profile, conn, filters=filters, then=lambda vec: self._do(
+            "build_context", dict(query_text=query, query_embedding=vec, token_budget=token_budget, candidates=candidates,
+                                  **{"lambda": lam}, profile=profile, weights=json.dumps(weights) if weights else None,
+                                  filters=json.dumps(filters, default=_jsonable) if filters else None, as_of=as_of,
+                                  conversation_tokens=conversation_tokens, actor=actor, location=location), list, conn))
 
     def touch(self, ids: Sequence[int], kind: str = "touch", conn=None) -> int:
         return self._do("touch", dict(ids=list(ids), kind=kind), lambda rows: rows[0]["touch"], conn, setof=False)
@@ -590,7 +615,7 @@ class _Base:
 
 _CASTS = {"metadata": "::jsonb", "filters": "::jsonb", "weights": "::jsonb", "changes": "::jsonb",
           "items": "::jsonb", "params": "::jsonb", "embedding": "::vector", "query_embedding": "::vector",
-          "ids": "::bigint[]", "topics": "::text[]", "entities": "::text[]",
+          "ids": "::bigint[]", "topics": "::text[]", "entities": "::text[]", "query_id": "::uuid",
           "motor": "::jsonb", "sensory": "::jsonb",  # Fragment content domains (issue 16)
           # layered tiers (issue 15)
           "value": "::jsonb", "insights": "::jsonb", "types": "::text[]"}
@@ -690,12 +715,14 @@ class MemoryClient(_Base):
                     raise
                 raise mapped from e
 
-    def _do(self, fn: str, args: dict, post, conn=None, *, setof: bool = True):
+    def _do(self, fn: str, args: dict, post, conn=None, *, setof: bool = True, replica: bool = True):
         sql, params = self._call_sql(fn, {k: v for k, v in args.items() if v is not None}, setof=setof)
-        if self._arg_names is None:
-            self._arg_names = {r["proname"]: frozenset(r["array_agg"] or ()) for r in self._rows(self._ARG_NAMES_SQL, {}, conn)}
+        read = replica and self._on_replica(fn, params, conn)
+        if self._arg_names is None:  # the catalog is the same on a replica: read where the call goes
+            self._arg_names = {r["proname"]: frozenset(r["array_agg"] or ())
+                               for r in self._rows(self._ARG_NAMES_SQL, {}, conn, read=read)}
         self._check_args(fn, params)
-        return post(self._rows(sql, params, conn, read=self._on_replica(fn, params, conn)))
+        return post(self._rows(sql, params, conn, read=read))
 
     def _run(self, steps, conn=None):
         """Runs a generator of SQL calls (layered methods): each yielded (function, args, post,
@@ -704,7 +731,8 @@ class MemoryClient(_Base):
         try:
             while True:
                 fn, args, post, setof = steps.send(result)
-                result = self._do(fn, args, post, conn, setof=setof)
+                # a pipeline reads what it just wrote (thread_messages after context_for): primary only
+                result = self._do(fn, args, post, conn, setof=setof, replica=False)
         except StopIteration as stop:
             return stop.value
 
@@ -739,7 +767,11 @@ class MemoryClient(_Base):
 # scaleout (issue 19): the calls a client with read_dsn sends to the replica (they write nothing;
 # search with touch => true and activate with a query_id write, and go to the primary)
 READ_ONLY_CALLS = frozenset({"search", "search_exact", "explain_search", "activate", "recall", "build_context",
-                             "get_memory", "history", "export_user"})
+                             "query_embedding_text",
+                             "get_memory", "history", "export_user",
+                             # layered reads (sql/6xx): language sql STABLE, no write, no touch
+                             "profile", "fact_history", "conversation_state", "conversation_threads",
+                             "thread_messages", "search_insights"})
 
 JOBS = {"merge": "merge_duplicates", "prune": "prune", "archive": "archive_stale", "tune": "tune_thresholds",
         "purge": "purge", "index": "index_vectors", "cluster": "cluster"}
@@ -916,13 +948,17 @@ class AsyncMemoryClient(_Base):
                     raise
                 raise mapped from e
 
-    async def _do(self, fn: str, args: dict, post, conn=None, *, setof: bool = True):
+    async def _do(self, fn: str, args: dict, post, conn=None, *, setof: bool = True, replica: bool = True):
         sql, params = self._call_sql(fn, {k: v for k, v in args.items() if v is not None}, setof=setof)
+        read = replica and self._on_replica(fn, params, conn)
         if self._arg_names is None:
             self._arg_names = {r["proname"]: frozenset(r["array_agg"] or ())
-                               for r in await self._rows(self._ARG_NAMES_SQL, {}, conn)}
+                               for r in await self._rows(self._ARG_NAMES_SQL, {}, conn, read=read)}
         self._check_args(fn, params)
-        return post(await self._rows(sql, params, conn, read=self._on_replica(fn, params, conn)))
+        out = post(await self._rows(sql, params, conn, read=read))
+        while inspect.isawaitable(out):  # a method that chains two calls (search: embedding text, then search)
+            out = await out
+        return out
 
     async def _run(self, steps, conn=None):
         """MemoryClient._run, awaiting each SQL call."""
@@ -930,7 +966,7 @@ class AsyncMemoryClient(_Base):
         try:
             while True:
                 fn, args, post, setof = steps.send(result)
-                result = await self._do(fn, args, post, conn, setof=setof)
+                result = await self._do(fn, args, post, conn, setof=setof, replica=False)
         except StopIteration as stop:
             return stop.value
 

@@ -135,6 +135,7 @@ __all__ = [
     # layered tiers (0007)
     "profile_facts", "conversations", "threads", "messages", "insights", "concept_mentions", "intent_cache",
     "behaviour_rules", "policy_rules",
+    "lexicon", "lexicon_delta", "LexiconEntry", "LexiconDelta",  # 0005 (read path)
     "ProfileFact", "Conversation", "Thread", "Message", "Insight", "ConceptMention", "IntentCacheEntry",
     "BehaviourRule", "PolicyRule",
 ]
@@ -152,7 +153,8 @@ TABLE_NAMES = ("settings", "tenants", "categories", "profiles", "memories", "lin
                "eval_queries", "eval_judgements", "eval_runs",  # 0009 (clusters)
                "memory_vectors", "vector_queue", "job_locks", "write_locks",  # 0006
                "profile_facts", "conversations", "threads", "messages", "insights",  # 0007 (layered tiers)
-               "concept_mentions", "intent_cache", "behaviour_rules", "policy_rules")
+               "concept_mentions", "intent_cache", "behaviour_rules", "policy_rules",
+               "lexicon", "lexicon_delta")  # 0005 (read path)
 #: (table, column) of the generated (``GENERATED ALWAYS AS ... STORED``) columns.
 GENERATED_COLUMNS = frozenset({("memories", "tsv"), ("memories", "content_hash"), ("insights", "tsv")})
 
@@ -813,6 +815,28 @@ def make_metadata(embedding_dim: int = DEFAULT_EMBEDDING_DIM) -> MetaData:
         comment="One row per (tenant, user scope) that remember/remember_many lock while they gate and write a "
                 "batch: concurrent writes to one scope take turns.",
     )
+    # --- revision 0005 (read path): lexical statistics per tenant (sql/201_lexical.sql) ---
+    Table(
+        "lexicon", md,
+        Column("tenant", Text, nullable=False),
+        Column("scope", Text, nullable=False),
+        Column("lexeme", Text, nullable=False),
+        Column("df", BigInteger, nullable=False, server_default=text("0")),
+        Column("len", BigInteger, nullable=False, server_default=text("0")),
+        PrimaryKeyConstraint("tenant", "scope", "lexeme", name="lexicon_pkey"),
+        comment="Per tenant (and user, and actor) document frequencies of lexemes among active memories, folded from lexicon_delta.",
+    )
+    Table(
+        "lexicon_delta", md,
+        Column("id", BigInteger, Identity(always=True), nullable=False),
+        Column("tenant", Text, nullable=False),
+        Column("scope", Text, nullable=False),
+        Column("lexeme", Text, nullable=False),
+        Column("df", BigInteger, nullable=False),
+        Column("len", BigInteger, nullable=False, server_default=text("0")),
+        PrimaryKeyConstraint("id", name="lexicon_delta_pkey"),
+        comment="Changes to pgmem.lexicon appended by the triggers on memories; pgmem.fold_lexicon() folds them.",
+    )
     _layered_tables(md, embedding_dim)
     return md
 
@@ -1105,6 +1129,8 @@ memory_vectors: Table = metadata.tables["pgmem.memory_vectors"]
 vector_queue: Table = metadata.tables["pgmem.vector_queue"]
 job_locks: Table = metadata.tables["pgmem.job_locks"]
 write_locks: Table = metadata.tables["pgmem.write_locks"]
+lexicon: Table = metadata.tables["pgmem.lexicon"]  # 0005 (read path)
+lexicon_delta: Table = metadata.tables["pgmem.lexicon_delta"]
 # layered tiers (0007)
 profile_facts: Table = metadata.tables["pgmem.profile_facts"]
 conversations: Table = metadata.tables["pgmem.conversations"]
@@ -1605,6 +1631,27 @@ class WriteLock(Base):
     __table__ = write_locks
     tenant: Mapped[str]
     scope: Mapped[str]
+
+
+class LexiconEntry(Base):
+    """0005 (read path): a lexeme's document frequency in a tenant's scope (sql/201_lexical.sql)."""
+    __table__ = lexicon
+    tenant: Mapped[str]
+    scope: Mapped[str]
+    lexeme: Mapped[str]
+    df: Mapped[int]
+    len: Mapped[int]
+
+
+class LexiconDelta(Base):
+    """0005 (read path): an appended change to pgmem.lexicon, folded by the job lexicon."""
+    __table__ = lexicon_delta
+    id: Mapped[int]
+    tenant: Mapped[str]
+    scope: Mapped[str]
+    lexeme: Mapped[str]
+    df: Mapped[int]
+    len: Mapped[int]
 # layered tiers (0007)
 
 

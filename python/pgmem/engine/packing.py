@@ -49,32 +49,56 @@ def mmr(relevance, embeddings, lam: float = 0.5):
     return chosen, scores
 
 
-def knapsack(values, weights, budget: int):
+# The knapsack's table has one cell per token of the budget and item: budgets beyond GRID
+# tokens are packed on a grid of GRID cells instead (issue 14: a budget of 150,000,000 took
+# 1.3 GB). Memory is then at most n · (GRID + 1) bits (0.5 MiB for build_context's 500
+# candidates) and time O(n · GRID), whatever the budget.
+GRID = 8192
+
+
+def knapsack(values, weights, budget: int, grid: int = GRID):
     """JAM Stage 3.3, 0/1 knapsack by dynamic programming: maximise Σ value·x subject to
     Σ weight·x ≤ budget. Items with value ≤ 0 or weight > budget are never taken. Returns the
-    chosen indexes in ascending order. O(n·budget) time, O(n·budget) bits of memory."""
+    chosen indexes in ascending order.
+
+    Exact when budget ≤ grid: O(n·budget) time and bits of memory. Beyond that the weights are
+    scaled to `grid` cells and rounded up (w' = ceil(w·grid/budget)), so memory and time stay
+    O(n·grid) for any budget. Rounding up only makes items heavier: every set that fits the
+    grid fits the budget (the packing never exceeds it), and the result is optimal among the
+    sets whose weights, each rounded up by less than budget/grid tokens, fit; compared with the
+    exact optimum it can only lose what that rounding (< n·budget/grid tokens in all) pushes out.
+    Items left out that still fit the real budget are then added, best value per token first."""
     v = [float(x) for x in values]
     w = [max(0, int(x)) for x in weights]
     budget = max(0, int(budget))
+    if budget > grid > 0:
+        chosen = knapsack(v, [-(-x * grid // budget) if x <= budget else grid + 1 for x in w], grid, grid)
+        room = budget - sum(w[i] for i in chosen)
+        for i in sorted(set(range(len(v))) - set(chosen), key=lambda i: (-v[i] / max(w[i], 1), i)):
+            if v[i] > 0 and w[i] <= room:
+                chosen.append(i)
+                room -= w[i]
+        return sorted(chosen)
     n = len(v)
     dp = np.zeros(budget + 1)
-    take = np.zeros((n, budget + 1), dtype=bool)
+    take = []  # per item, which capacities take it: budget + 1 bits, packed
     for i in range(n):
-        if v[i] <= 0 or w[i] > budget:
-            continue
-        if w[i] == 0:
-            dp += v[i]
-            take[i, :] = True
-            continue
-        cand = dp[: budget + 1 - w[i]] + v[i]
-        better = cand > dp[w[i]:] + 1e-12
-        new = dp.copy()
-        new[w[i]:][better] = cand[better]
-        take[i, w[i]:] = better
-        dp = new
+        row = np.zeros(budget + 1, dtype=bool)
+        if v[i] > 0 and w[i] <= budget:
+            if w[i] == 0:
+                dp += v[i]
+                row[:] = True
+            else:
+                cand = dp[: budget + 1 - w[i]] + v[i]
+                better = cand > dp[w[i]:] + 1e-12
+                new = dp.copy()
+                new[w[i]:][better] = cand[better]
+                row[w[i]:] = better
+                dp = new
+        take.append(np.packbits(row))
     chosen, cap = [], budget
     for i in range(n - 1, -1, -1):
-        if take[i, cap]:
+        if (take[i][cap >> 3] >> (7 - (cap & 7))) & 1:
             chosen.append(i)
             cap -= w[i]
     return sorted(chosen)
