@@ -46,6 +46,22 @@ def banner(text: str) -> None:
     print(f"\n\033[1m== {text}\033[0m" if sys.stdout.isatty() else f"\n== {text}")
 
 
+# The two places the demo names the cluster: the DSNs are printed with the password masked
+# (issue 14, L5b); tests/test_demo.py checks them with a known password.
+def running_line(c) -> str:
+    return f"running: {c.owner_dsn(mask=True)}"
+
+
+def explore_hint(c, memory_id: int) -> str:
+    return f"""  .venv/bin/pgmem search "what editor does maya use" --explain
+  .venv/bin/pgmem activate "trip to japan" --context-type task
+  .venv/bin/pgmem history {memory_id}
+  .venv/bin/pgmem context "Where do I live?" --conversation demo-layered --user maya
+  .venv/bin/pgmem profile maya --history
+  psql '{c.dsn(mask=True)}' -c "select * from pgmem.search('peanut allergy', k => 3)"
+  .venv/bin/pgmem db down      # stop it"""
+
+
 # ------------------------------------------------------------------ layered tiers (issue 15)
 LAYERED_CHAT = ["Hi again!", "I moved to Lisbon last month.", "What do you know about me?",
                 "How should I tune the HNSW index for the order search?", "Tell me more about it"]
@@ -85,7 +101,7 @@ def main() -> int:
     for w in migrate.upgrade(c.dsn()):
         print("warning:", w)
     c.ensure_owner_login()
-    print(f"running: {c.owner_dsn(mask=True)}")
+    print(running_line(c))
 
     from pgmem import MemoryClient
 
@@ -166,13 +182,7 @@ def main() -> int:
     layered_demo(mem)
 
     banner(f"done in {time.monotonic() - t0:.1f}s; the cluster keeps running with the data")
-    print(f"""  .venv/bin/pgmem search "what editor does maya use" --explain
-  .venv/bin/pgmem activate "trip to japan" --context-type task
-  .venv/bin/pgmem history {results[0].id}
-  .venv/bin/pgmem context "Where do I live?" --conversation demo-layered --user maya
-  .venv/bin/pgmem profile maya --history
-  psql '{c.dsn(mask=True)}' -c "select * from pgmem.search('peanut allergy', k => 3)"
-  .venv/bin/pgmem db down      # stop it""")
+    print(explore_hint(c, results[0].id))
     return 0
 
 

@@ -53,7 +53,7 @@ begin
   return m;
 end $$;
 comment on function pgmem.forget(bigint, text) is
-  'Soft-deletes a memory (state deleted; excluded from search; kept in history and restorable with pgmem.restore). pgmem.purge is the only path that destroys data.';
+  'Soft-deletes a memory (state deleted; excluded from search; kept in history and restorable with pgmem.restore). pgmem.purge is the only path that destroys data. A merged memory is refused (forget its survivor, or pgmem.unmerge it first).';
 
 create or replace function pgmem.restore(memory_id bigint, reason text default null) returns pgmem.memories
   language plpgsql volatile
@@ -75,7 +75,7 @@ begin
   perform pgmem._set_op(null);
   return m;
 end $$;
-comment on function pgmem.restore(bigint, text) is 'Brings a deleted or archived memory back to active, recorded in history.';
+comment on function pgmem.restore(bigint, text) is 'Brings a deleted or archived memory back to active, recorded in history. A merged memory is refused (pgmem.unmerge splits it out); a deleted memory that still points at its survivor (merged_into, forgotten while merged) goes back to merged, not active.';
 
 create or replace function pgmem.update_memory(memory_id bigint, changes jsonb, reason text default null)
 returns pgmem.memories

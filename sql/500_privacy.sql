@@ -38,7 +38,16 @@ as $$
     'memory_coords', coalesce((select jsonb_agg(to_jsonb(c)) from pgmem.memory_coords c, t
                                 where c.tenant = t.tenant and c.memory_id in (select id from mem)), '[]'),
     'eval_judgements', coalesce((select jsonb_agg(to_jsonb(j)) from pgmem.eval_judgements j, t
-                                  where j.tenant = t.tenant and j.memory_id in (select id from mem)), '[]'))
+                                  where j.tenant = t.tenant and j.memory_id in (select id from mem)), '[]'),
+    -- the free text of the judged queries naming the user's memories, and the evaluation runs
+    -- of those queries or that retrieved the user's memories (issue 17)
+    'eval_queries', coalesce((select jsonb_agg(to_jsonb(q) - 'query_embedding' order by q.query) from pgmem.eval_queries q, t
+                               where q.tenant = t.tenant and q.query in (select j.query from pgmem.eval_judgements j
+                                                                          where j.tenant = t.tenant and j.memory_id in (select id from mem))), '[]'),
+    'eval_runs', coalesce((select jsonb_agg(to_jsonb(r) order by r.id) from pgmem.eval_runs r, t
+                            where r.tenant = t.tenant and (r.retrieved && array(select id from mem)
+                                  or r.query in (select j.query from pgmem.eval_judgements j
+                                                  where j.tenant = t.tenant and j.memory_id in (select id from mem)))), '[]'))
     -- layered tiers (issue 15): profile facts, conversations, messages, threads, insights, concepts, cached intents
     || (with conv as (select c.* from pgmem.conversations c, t where c.tenant = t.tenant and c.user_id = export_user.user_id)
         select jsonb_build_object(
@@ -58,7 +67,7 @@ as $$
                                      where ic.tenant = t.tenant and ic.user_id = export_user.user_id), '[]')))
 $$;
 comment on function pgmem.export_user(text) is
-  'Everything stored about a user in the current tenant, as one JSON document: memories (all states), their history, links, accesses, feedback, the reconstructions of the user''s queries or memories, the identity beliefs with the user''s memories as evidence, their clusters, cluster moves, map coordinates and retrieval judgements, and the layered tiers (profile facts, conversations, messages, threads, insights, concept mentions, cached intents).';
+  'Everything stored about a user in the current tenant, as one JSON document: memories (all states), their history, links, accesses, feedback, the reconstructions of the user''s queries or memories, the identity beliefs with the user''s memories as evidence, their clusters, cluster moves, map coordinates, retrieval judgements, the judged queries and the evaluation runs naming them, and the layered tiers (profile facts, conversations, messages, threads, insights, concept mentions, cached intents).';
 
 -- SECURITY DEFINER, audited: history is append-only for pgmem_app, so erasing content from
 -- it needs the owner's rights. Every statement below filters on v_tenant, the caller's
@@ -73,6 +82,7 @@ as $$
 declare
   v_tenant text := pgmem._require_tenant();
   v_ids bigint[];
+  v_queries text[];
 begin
   if user_id is null or btrim(user_id) = '' then
     perform pgmem._bad_input('erase_user needs a user_id');
@@ -110,17 +120,27 @@ begin
   -- names the cluster again from the members left. Moves, coordinates, judgements cascade.
   update pgmem.clusters c set label = null, top_terms = '{}'
    where c.tenant = v_tenant and c.id in (select m.cluster_id from pgmem.memories m where m.tenant = v_tenant and m.id = any(v_ids));
+  -- judgements (issue 17): the judgements naming the user's memories cascade with them. The
+  -- evaluation runs that retrieved one of them, or scored a query judged on them, go (their
+  -- free query text and their figures rest on the erased memories); so do those queries when
+  -- no judgement is left. A query still judged on other users' memories stays: it is their
+  -- ground truth, and its text is kept with it.
+  v_queries := array(select distinct j.query from pgmem.eval_judgements j where j.tenant = v_tenant and j.memory_id = any(v_ids));
+  delete from pgmem.eval_runs r where r.tenant = v_tenant and (r.retrieved && v_ids or r.query = any(v_queries));
   perform pgmem._set_op('erase', jsonb_build_object('erased_user', true));
-  delete from pgmem.memories m where m.tenant = v_tenant and m.id = any(v_ids);  -- links, accesses, feedback cascade
+  delete from pgmem.memories m where m.tenant = v_tenant and m.id = any(v_ids);  -- links, accesses, feedback, judgements cascade
+  get diagnostics memories = row_count;  -- before the lexicon loop below, whose PERFORMs reset row_count
   -- read path (sql/201_lexical.sql): the erased memories' words leave the lexical statistics (a
   -- word only they held is then counted nowhere, not even as an appended -1)
   loop
     exit when pgmem._fold_lexicon(v_tenant, 100000) = 0;
   end loop;
-  get diagnostics memories = row_count;
+  delete from pgmem.eval_queries q
+   where q.tenant = v_tenant and q.query = any(v_queries)
+     and not exists (select 1 from pgmem.eval_judgements j where j.tenant = v_tenant and j.query = q.query);
   perform pgmem._set_op(null);
   perform pgmem._erase_layered(v_tenant, user_id);  -- layered tiers (issue 15): sql/330_tier_views.sql
   return next;
 end $$;
 comment on function pgmem.erase_user(text) is
-  'Deletes everything stored about a user in the current tenant for good (memories, links, accesses, feedback, reconstructions, beliefs resting only on the user''s memories; queued ids and snapshot beliefs citing them; the layered tiers: profile facts, conversations, messages, threads, insights, concept mentions, cached intents) and removes the content from history, leaving content-free tombstones; returns the counts. SECURITY DEFINER, tenant-filtered.';
+  'Deletes everything stored about a user in the current tenant for good (memories, links, accesses, feedback, reconstructions, beliefs resting only on the user''s memories; queued ids and snapshot beliefs citing them; the layered tiers: profile facts, conversations, messages, threads, insights, concept mentions, cached intents; the judgements naming the user''s memories, the evaluation runs that retrieved them or scored a query judged on them, and such queries left without judgements) and removes the content from history, leaving content-free tombstones; returns the counts. SECURITY DEFINER, tenant-filtered.';

@@ -22,6 +22,7 @@ from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 
 from conftest import connect
+from sqlhelpers import call, scalar
 
 DIM = 384
 LN2 = math.log(2)
@@ -57,32 +58,10 @@ def exp_decay(days: float, half_life: float = 30.0) -> float:
     return math.exp(-LN2 * max(days, 0.0) / half_life)
 
 
-_CASTS = {"query_text": "::text", "query_embedding": "::vector", "k": "::int", "context_type": "::text",
-          "topics": "::text[]", "entities": "::text[]", "summary": "::text", "threshold": "::float8",
-          "weights": "::jsonb", "filters": "::jsonb", "as_of": "::timestamptz", "profile": "::text"}
-
-
-def call(conn, fn: str, **kw) -> list[dict]:
-    args, params = [], []
-    for k, v in kw.items():
-        if k in ("weights", "filters") and v is not None:
-            v = Jsonb(v)
-        args.append(f"{k} => %s{_CASTS.get(k, '')}")
-        params.append(v)
-    return conn.cursor(row_factory=dict_row).execute(
-        f"select * from pgmem.{fn}({', '.join(args)})", params).fetchall()
-
-
 def remember(conn, content: str, **kw) -> int:
-    casts = {"created_at": "::timestamptz", "embedding": "::vector", "topics": "::text[]", "entities": "::text[]"}
-    args, params = ["%s"], [content]
-    for k, v in kw.items():
-        args.append(f"{k} => %s{casts.get(k, '')}")
-        params.append(v)
-    row = conn.execute(f"select memory_id, decision from pgmem.remember({', '.join(args)}, force => true)",
-                       params).fetchone()
-    assert row[1] == "stored", row
-    return row[0]
+    r = call(conn, "remember", content, force=True, **kw)[0]
+    assert r["decision"] == "stored", r
+    return r["memory_id"]
 
 
 # ======================================================================== activate
@@ -194,10 +173,6 @@ def test_thresholds_by_context_type(conn, act, context_type, activated):
         assert r["activated"] == (r["score"] >= THRESHOLDS[context_type])
     assert len(rows) == 5  # not activated candidates are returned too
     assert scalar(conn, "select pgmem.context_threshold(%s)", (context_type,)) == pytest.approx(THRESHOLDS[context_type])
-
-
-def scalar(conn, sql, params=()):
-    return conn.execute(sql, params).fetchone()[0]
 
 
 def test_default_context_type_is_conversation(conn, act):

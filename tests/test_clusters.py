@@ -364,16 +364,33 @@ def test_export_and_erase_cover_clusters(conn):
     run_cluster(conn)
     conn.execute("select pgmem.project('pca')")
     conn.execute("select pgmem.judge('zanzibar', %s, 1)", (ids[0],))
+    conn.execute("select pgmem.judge('shared plan', %s, 1)", (ids[1],))
+    conn.execute("select pgmem.judge('shared plan', %s, 1)", (ids[4],))
+    conn.execute("select pgmem.judge('coffee', %s, 1)", (ids[5],))
+    conn.execute("select count(*) from pgmem.evaluate(k => 10, method => 'search_exact')")
+    conn.execute("insert into pgmem.eval_runs (tenant, query, method, k, retrieved, relevant, judged, precision_at_k, ndcg) "
+                 "values ('acme', 'coffee', 'hand', 2, %s, 0, 1, 0, 0), ('acme', 'coffee', 'hand', 1, %s, 1, 1, 1, 1)",
+                 ([ids[2], ids[5]], [ids[5]]))
+    runs = rows(conn, "select id, query, retrieved from pgmem.eval_runs")
+    naming = {r["id"] for r in runs if set(r["retrieved"]) & set(ids[:4]) or r["query"] in ("zanzibar", "shared plan")}
+    assert naming and len(naming) < len(runs)  # the hand-made run retrieving only tom's memory stays
     doc = scalar(conn, "select pgmem.export_user('maya')")
     mine = scalar(conn, "select cluster_id from pgmem.memories where id = %s", (ids[0],))
     assert [c["id"] for c in doc["clusters"]] == [mine] and "zanzibar" in doc["clusters"][0]["label"]
     assert {c["memory_id"] for c in doc["memory_coords"]} == set(ids[:4])
-    assert [j["memory_id"] for j in doc["eval_judgements"]] == [ids[0]]
+    assert sorted(j["memory_id"] for j in doc["eval_judgements"]) == [ids[0], ids[1]]
+    assert [q["query"] for q in doc["eval_queries"]] == ["shared plan", "zanzibar"]
+    assert {r["id"] for r in doc["eval_runs"]} == naming
     conn.execute("select * from pgmem.erase_user('maya')")
+    # judgements naming maya's memories and the runs naming them or their queries are gone; a query
+    # left without judgements goes, one still judged on tom's memory stays
+    assert {r["id"] for r in rows(conn, "select id from pgmem.eval_runs")} == {r["id"] for r in runs} - naming
+    assert sorted(scalar(conn, "select array_agg(query) from pgmem.eval_queries")) == ["coffee", "shared plan"]
+    assert rows(conn, "select query, memory_id from pgmem.eval_judgements order by query") == [
+        {"query": "coffee", "memory_id": ids[5]}, {"query": "shared plan", "memory_id": ids[4]}]
     # the label quoted maya's words: gone until the job names the cluster from who is left
     assert rows(conn, "select label, top_terms from pgmem.clusters where id = %s", (mine,))[0] == {"label": None, "top_terms": []}
     assert scalar(conn, "select count(*) from pgmem.memory_coords where memory_id = any(%s)", (ids[:4],)) == 0
-    assert scalar(conn, "select count(*) from pgmem.eval_judgements") == 0
     run_cluster(conn)
     assert "zanzibar" not in json.dumps(rows(conn, "select label, top_terms from pgmem.clusters"))
 

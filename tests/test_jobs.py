@@ -218,6 +218,63 @@ def test_merge_repoints_links_and_unmerge_restores_them(conn):
         conn.execute("select pgmem.unmerge(%s)", (lo,))
 
 
+def test_forget_refuses_a_merged_memory(conn):
+    """Before (issue 14, L2): forget turned a merged memory into a deleted one, and restore then
+    brought it back active beside its survivor, whose access count still held its accesses.
+    Now forget refuses a merged memory with a 22023 naming the survivor and unmerge; the
+    memory, its survivor and the history are left as they were."""
+    ids = _merge_fixture(conn)
+    lo, hi = ids["sq_lo"], ids["sq_hi"]
+    touch(conn, [lo], 3)
+    assert (hi, lo) in pairs_of(merge(conn))
+    lo_before, hi_before, n = mem(conn, lo), mem(conn, hi), scalar(conn, "select count(*) from pgmem.history")
+    with pytest.raises(psycopg.errors.InvalidParameterValue) as ei:
+        conn.execute("select pgmem.forget(%s, 'no longer true')", (lo,))
+    assert ei.value.diag.message_primary == (f"memory {lo} was merged into memory {hi}: forget memory {hi} instead, "
+                                             f"or split it out first with pgmem.unmerge({lo})")
+    assert mem(conn, lo) == lo_before and mem(conn, hi) == hi_before
+    assert scalar(conn, "select count(*) from pgmem.history") == n
+    # what the message says works: unmerge, then forget
+    conn.execute("select pgmem.unmerge(%s)", (lo,))
+    assert one(conn, "select * from pgmem.forget(%s, 'no longer true')", (lo,))["state"] == "deleted"
+
+
+def test_restored_memory_forgotten_while_merged_goes_back_to_merged(conn):
+    """Before (issue 14, L2): a memory forgotten while merged (state deleted, merged_into still
+    set, as forget left it before it refused merged memories) was restored to active; the next
+    merge run merged it into its survivor a second time and added its access count again
+    (survivor 2 + 3 + 3). Now restore puts it back to merged: merge leaves it alone, the
+    survivor's count stays 2 + 3, unmerge takes the 3 back once, and merging again adds it once."""
+    ids = _merge_fixture(conn)
+    lo, hi = ids["sq_lo"], ids["sq_hi"]
+    touch(conn, [lo], 3)
+    touch(conn, [hi], 2)
+    assert (mem(conn, lo)["access_count"], mem(conn, hi)["access_count"]) == (3, 2)
+    assert (hi, lo) in pairs_of(merge(conn))
+    assert mem(conn, hi)["access_count"] == 2 + 3
+    # a row forgotten before forget refused merged memories (written by hand: forget refuses now)
+    conn.execute("update pgmem.memories set state = 'deleted' where id = %s", (lo,))
+    assert (mem(conn, lo)["state"], mem(conn, lo)["merged_into"]) == ("deleted", hi)
+
+    m = one(conn, "select * from pgmem.restore(%s, 'forgotten by mistake')", (lo,))
+    assert (m["state"], m["merged_into"]) == ("merged", hi)
+    h = hist(conn, lo)[-1]
+    assert h["op"] == "restore" and h["after"]["state"] == "merged" and h["details"]["previous_state"] == "deleted"
+
+    # merge runs (incremental and full scan) see no pair with it: the survivor is not counted twice
+    assert not any(lo in (r["survivor_id"], r["merged_id"]) for r in merge(conn) + merge(conn, full_scan=True))
+    s = mem(conn, hi)
+    assert s["access_count"] == 2 + 3 and s["merged_from"] == [lo]
+
+    # unmerge takes lo's 3 accesses back once; merging the pair again adds them once
+    u = one(conn, "select * from pgmem.unmerge(%s)", (lo,))
+    assert (u["state"], u["merged_into"], u["access_count"]) == ("active", None, 3)
+    assert mem(conn, hi)["access_count"] == 2
+    assert (hi, lo) in pairs_of(merge(conn, full_scan=True))
+    s = mem(conn, hi)
+    assert s["access_count"] == 2 + 3 and s["merged_from"] == [lo]
+
+
 def test_merge_dry_run_lists_the_same_pairs_and_changes_nothing(conn):
     ids = _merge_fixture(conn)
     touch(conn, [ids["sq_lo"]], 2)

@@ -3,7 +3,9 @@ base backup + streaming replication; the client sends read-only calls to read_ds
 gives read-your-writes; a write (touch) on the standby fails naming the primary; replication lag
 shows in pgmem.replication_status and in `pgmem db status`.
 
-One synchronous primary/standby pair for the module (private clusters under .pgmem/scale-*).
+One synchronous primary/standby pair for the module (private clusters under .pgmem/scale-*); the
+standby is made by the command `pgmem db replica up --sync` (a subprocess), and `db replica
+status` / `down` / `up` run as commands too.
 """
 from __future__ import annotations
 
@@ -27,14 +29,26 @@ def pair():
     primary = new_cluster(scratch_home("replica"))
     standby = None
     try:
-        standby, created = replica.replica_up(primary, port=_port(), sync=True)
-        assert created
-        replica.wait_streaming(primary)
+        port = _port()
+        out = pgmem_cli(primary, "db", "replica", "up", "--sync", "--port", str(port)).stdout
+        assert f"hot standby created and started on port {port} (streaming, sync)" in out, out
+        standby = replica.replica_cluster(primary, port)
+        assert standby.running()
         with psycopg.connect(primary.dsn(), autocommit=True) as c:
             c.execute("select pgmem.grant_tenant('pgmem_owner', 'acme')")
         yield primary, standby
     finally:
         destroy(*(c for c in (standby, primary) if c is not None))
+
+
+def pgmem_cli(primary, *args: str) -> subprocess.CompletedProcess:
+    """`pgmem <args>` as a command, for the primary as the embedded cluster (PGMEM_HOME/PORT)."""
+    env = {**os.environ, "PGMEM_HOME": str(primary.home), "PGMEM_PORT": str(primary.port),
+           "PYTHONPATH": str(ROOT / "python"), "PGMEM_SHARED_BUFFERS": "128MB"}
+    out = subprocess.run([sys.executable, "-m", "pgmem.cli", *args], env=env, capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0, f"pgmem {' '.join(args)}: {out.stderr}"
+    return out
 
 
 def _port() -> int:
@@ -149,15 +163,9 @@ def test_replication_lag_in_view_and_db_status(pair):
             mem.remember("lag: the baker opens at six " + "x" * 2000, embedding=vec(4))
         lag = sql(standby, "select role, lag_bytes, replay_lag_s from pgmem.replication_status")
         assert lag[0][0] == "standby" and lag[0][1] > 0 and lag[0][2] > 0, lag
-        env = {**os.environ, "PGMEM_HOME": str(primary.home), "PGMEM_PORT": str(primary.port),
-               "PYTHONPATH": str(ROOT / "python")}
-        out = subprocess.run([sys.executable, "-m", "pgmem.cli", "db", "status"], env=env, capture_output=True,
-                             text=True, timeout=60)
-        assert out.returncode == 0, out.stderr
+        out = pgmem_cli(primary, "db", "status")
         assert "standby: pgmem_replica streaming (sync), behind by" in out.stdout, out.stdout
-        out = subprocess.run([sys.executable, "-m", "pgmem.cli", "db", "replica", "status"], env=env,
-                             capture_output=True, text=True, timeout=60)
-        assert out.returncode == 0, out.stderr
+        out = pgmem_cli(primary, "db", "replica", "status")
         assert "received but not replayed" in out.stdout, out.stdout
     finally:
         sql(standby, "select pg_wal_replay_resume()")
@@ -185,3 +193,61 @@ def test_async_client_reads_on_the_standby_too(pair):
                 assert (await (await c.execute("show synchronous_commit")).fetchone())[0] == "remote_apply"
 
     asyncio.run(go())
+
+
+def test_layered_reads_go_to_the_standby(pair):
+    """profile, fact_history, conversation_state, conversation_threads, thread_messages and
+    search_insights are read-only (sql/6xx: STABLE SQL, no touch): the client sends them to
+    read_dsn. Proof 1: with replay paused, profile() shows the standby's (older) facts, not the
+    primary's. Proof 2: a client whose primary is unreachable still answers all six."""
+    from pgmem.client import READ_ONLY_CALLS
+
+    primary, standby = pair
+    layered = {"profile", "fact_history", "conversation_state", "conversation_threads", "thread_messages",
+               "search_insights"}
+    assert layered <= READ_ONLY_CALLS
+    # none of them may write: every one is declared non-volatile (a STABLE SQL function cannot INSERT/UPDATE)
+    vol = dict(sql(primary, "select proname, provolatile from pg_proc where pronamespace = 'pgmem'::regnamespace"
+                            " and proname = any(%s)", (sorted(layered),)))
+    assert set(vol) == layered and set(vol.values()) == {"s"}, vol
+    with client(pair) as mem:
+        mem.set_fact("ulla", "city", "Oslo")
+        assert wait_until(lambda: mem.profile("ulla") == {"city": "Oslo"})
+        sql(standby, "select pg_wal_replay_pause()")
+        try:
+            mem.set_fact("ulla", "city", "Bergen")  # committed on the primary, not applied on the standby
+            assert sql(primary, "select value from pgmem.profile('ulla')")[0][0] == "Bergen"
+            assert mem.profile("ulla") == {"city": "Oslo"}  # the standby answered
+            assert [h["value"] for h in mem.fact_history("ulla", "city")] == ["Oslo"]
+        finally:
+            sql(standby, "select pg_wal_replay_resume()")
+        assert wait_until(lambda: mem.profile("ulla") == {"city": "Bergen"})
+    dead = primary.owner_dsn().replace(f":{primary.port}/", f":{_port()}/")  # nothing listens there
+    assert dead != primary.owner_dsn()
+    with MemoryClient(dead, tenant="acme", embedder=None, read_dsn=standby.owner_dsn(), retries=0, timeout=5) as mem:
+        assert mem.profile("ulla") == {"city": "Bergen"}
+        assert {h["value"] for h in mem.fact_history("ulla", "city")} == {"Oslo", "Bergen"}
+        assert mem.conversation_state("no-such-conversation") is None
+        assert mem.conversation_threads("no-such-conversation") == []
+        assert mem.call("thread_messages", thread_id=0) == []
+        assert mem.search_insights("lighthouse", embedding=vec(9)) == []
+        with pytest.raises(psycopg.OperationalError):  # ... while a write has nowhere to go
+            mem.remember("nowhere to go", embedding=vec(10))
+
+
+def test_db_replica_down_and_up_as_commands(pair):
+    """`pgmem db replica down` stops the standby and makes the primary asynchronous again (its
+    commits would wait for a stopped synchronous standby); `db replica up --sync` starts the same
+    standby again (no new base backup), which catches up with what was written meanwhile."""
+    primary, standby = pair
+    out = pgmem_cli(primary, "db", "replica", "down").stdout
+    assert out.strip() == "stopped" and not standby.running(), out
+    assert sql(primary, "show synchronous_standby_names") == [("",)]
+    out = pgmem_cli(primary, "db", "replica", "status").stdout
+    assert "standby: not running" in out and "primary (port" in out, out
+    with client(pair) as mem:  # a write does not hang without the standby
+        r = mem.remember("written while the standby was down", embedding=vec(11))
+    out = pgmem_cli(primary, "db", "replica", "up", "--sync").stdout
+    assert f"hot standby running on port {standby.port} (streaming, sync)" in out, out
+    assert sql(primary, "select sync_state from pg_stat_replication") == [("sync",)]
+    assert wait_until(lambda: sql(standby, "select count(*) from pgmem.memories where id = %s", (r.id,))[0][0] == 1)

@@ -26,10 +26,11 @@ from datetime import datetime, timedelta, timezone
 import numpy as np
 import psycopg
 import pytest
-from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 
 from conftest import TEMPLATE, _janitor, connect
+import sqlhelpers
+from sqlhelpers import scalar
 
 DIM = 384
 LN2 = math.log(2)
@@ -65,25 +66,13 @@ def path_overlap(a: str | None, b: str | None) -> float:
     return len(set(pa) & set(pb)) / max(len(pa), len(pb), 1)
 
 
-_CASTS = {"query_text": "::text", "query_embedding": "::vector", "k": "::int", "actor": "::text",
-          "location": "::text", "profile": "::text", "weights": "::jsonb", "filters": "::jsonb",
-          "as_of": "::timestamptz", "touch": "::boolean", "candidates": "::int"}
-
-
 def call(conn, fn: str, **kw) -> list[dict]:
     """select * from pgmem.<fn>(name => value, ...) as a list of dicts. search, search_exact and
     explain_search rank with profile jam unless told otherwise: this file checks JAM as written
     (tests/test_search_pgmem.py checks the default profile, pgmem)."""
     if fn in ("search", "search_exact", "explain_search") and "profile" not in kw:
         kw["profile"] = "jam"
-    args, params = [], []
-    for k, v in kw.items():
-        if k in ("weights", "filters") and v is not None:
-            v = Jsonb(v)
-        args.append(f"{k} => %s{_CASTS.get(k, '')}")
-        params.append(v)
-    cur = conn.cursor(row_factory=dict_row)
-    return cur.execute(f"select * from pgmem.{fn}({', '.join(args)})", params).fetchall()
+    return sqlhelpers.call(conn, fn, **kw)
 
 
 def search(conn, **kw) -> list[dict]:
@@ -91,25 +80,13 @@ def search(conn, **kw) -> list[dict]:
 
 
 def remember(conn, content: str, **kw) -> int:
-    casts = {"metadata": "::jsonb", "created_at": "::timestamptz", "embedding": "::vector"}
-    args, params = ["%s"], [content]
-    for k, v in kw.items():
-        if k == "metadata":
-            v = Jsonb(v)
-        args.append(f"{k} => %s{casts.get(k, '')}")
-        params.append(v)
-    row = conn.execute(f"select memory_id, decision from pgmem.remember({', '.join(args)}, force => true)",
-                       params).fetchone()
-    assert row[1] == "stored", row
-    return row[0]
+    r = sqlhelpers.call(conn, "remember", content, force=True, **kw)[0]
+    assert r["decision"] == "stored", r
+    return r["memory_id"]
 
 
 def ids(rows) -> list[int]:
     return [r["id"] for r in rows]
-
-
-def scalar(conn, sql, params=()):
-    return conn.execute(sql, params).fetchone()[0]
 
 
 # ---------------------------------------------------------------- the hand-computed fixture

@@ -6,9 +6,11 @@ hashtext(tenant) to shard clusters that are normal pgmem installs.
   data: the examples of docs/reference.md (scripts/gen_reference.py: one for every public
   function and view, enforced by tests/test_reference.py) run on both and are compared;
 - a tenant's rows live on exactly one shard, the one PL/Proxy's mapping names;
-- a missing or malformed tenant is refused at the proxy, an unknown (not granted) one by the
-  shard's own check, relayed with its SQLSTATE; nothing is written anywhere;
-- the map grows 2 -> 4 partitions by splitting (shards.split) and every tenant's answers stay.
+- a missing or malformed tenant is refused at the proxy, an unknown one (not granted, or existing
+  on no shard) by the shard's own check, relayed with its SQLSTATE; nothing is written anywhere;
+- the map grows 2 -> 4 partitions by splitting (shards.split) and every tenant's answers stay;
+- the clusters are made by the command `pgmem db shards up --shards 2` (run as a subprocess),
+  and `db shards status` / `down` / `up` (a restart) are run as commands too.
 
 One proxy + 2 shards + 1 single server for the module (private clusters under .pgmem/scale-*);
 the split adds 2 clusters.
@@ -16,14 +18,18 @@ the split adds 2 clusters.
 from __future__ import annotations
 
 import importlib.util
+import os
 import re
+import shutil
+import subprocess
+import sys
 
 import psycopg
 import pytest
 
 from conftest import ROOT
 from pgmem import shards
-from scaleout_util import SMALL, destroy, free_port, new_cluster, scratch_home, vec
+from scaleout_util import destroy, free_port, new_cluster, scratch_home, vec
 
 spec = importlib.util.spec_from_file_location("gen_reference", ROOT / "scripts" / "gen_reference.py")
 genref = importlib.util.module_from_spec(spec)
@@ -46,16 +52,37 @@ APP_PW = "shard-app-pw-1"
 APP_OPTS = "-c statement_timeout=30s -c idle_in_transaction_session_timeout=60s"
 
 
+# the settings `pgmem db shards up` gives its clusters (with PGMEM_SHARED_BUFFERS=128MB, below):
+# the split's copies are hot standbys first, which need max_connections etc. no lower than theirs
+CLI_SETTINGS = {"shared_buffers": "'128MB'"}
+
+
+def pgmem_cli(base, *args: str) -> subprocess.CompletedProcess:
+    """`pgmem <args>` as a command, with PGMEM_HOME=base (the shards live in base/shards)."""
+    env = {**os.environ, "PGMEM_HOME": str(base), "PYTHONPATH": str(ROOT / "python"), "PGMEM_SHARED_BUFFERS": "128MB"}
+    out = subprocess.run([sys.executable, "-m", "pgmem.cli", *args], env=env, capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0, f"pgmem {' '.join(args)}: {out.stderr}"
+    return out
+
+
 @pytest.fixture(scope="module")
 def sharded():
-    home = scratch_home("shards")
+    base = scratch_home("shards")
+    home = shards.shards_home(base)
     single = None
     try:
-        proxy, parts = shards.shards_up(home, 2, [free_port(), free_port(), free_port()], settings=SMALL)
+        ports = [free_port(), free_port(), free_port()]
+        out = pgmem_cli(base, "db", "shards", "up", "--shards", "2", "--ports", ",".join(map(str, ports))).stdout
+        assert f"proxy on port {ports[0]}" in out and f"partition 0: port {ports[1]}" in out \
+            and f"partition 1: port {ports[2]}" in out, out
+        proxy, parts = shards.topology(home, CLI_SETTINGS)
+        assert [proxy.port] + [p.cluster.port for p in parts] == ports and all(p.cluster.running() for p in parts)
         single = new_cluster(scratch_home("single"))
         yield home, proxy, parts, single
     finally:
         shards.remove(home)
+        shutil.rmtree(base, ignore_errors=True)
         if single is not None:
             destroy(single)
 
@@ -192,6 +219,17 @@ def test_missing_malformed_and_unknown_tenants_are_refused(sharded):
             c.execute("select * from pgmem.remember('a memory for somebody else')")
         with pytest.raises(psycopg.errors.InsufficientPrivilege):
             c.execute("select * from pgmem.search('door')")
+        # a well-formed tenant that exists nowhere: no grant, no row on any shard. Refused by the
+        # shard PL/Proxy routes it to, relayed with its SQLSTATE, message naming login and tenant
+        # and hint naming the fix
+        assert all(not rows_of_tenant(p, "ghost-co") for p in parts)
+        c.execute("set pgmem.tenant = 'ghost-co'")
+        for q in ("select * from pgmem.search('door')", "select * from pgmem.profile('u1')",
+                  "select * from pgmem.remember('a memory for nobody')"):
+            with pytest.raises(psycopg.errors.InsufficientPrivilege) as ei:
+                c.execute(q)
+            assert f'login "{APP}" may not act for tenant "ghost-co"' in ei.value.diag.message_primary, q
+            assert f"pgmem.grant_tenant('{APP}', 'ghost-co')" in (ei.value.diag.message_hint or ""), ei.value.diag
         c.execute("set pgmem.tenant = '*'")
         with pytest.raises(psycopg.errors.InsufficientPrivilege, match="only pgmem_admin"):
             c.execute("select * from pgmem.search('door')")  # '*' runs on every shard: each refuses
@@ -200,6 +238,13 @@ def test_missing_malformed_and_unknown_tenants_are_refused(sharded):
                          (str(vec(1000 * 1 + 1)),)).fetchall()
         assert hits == [("t01 fact 1: the green door of house 1",)]
     assert count_everywhere(parts) == before, "a refused call wrote something"
+
+
+def rows_of_tenant(p, tenant: str) -> int:
+    """Rows of a tenant in the shard's tenant_grants and memories (as superuser: no RLS)."""
+    with psycopg.connect(p.cluster.dsn(p.dbname), autocommit=True) as c:
+        return c.execute("select (select count(*) from pgmem.tenant_grants where tenant = %(t)s)"
+                         " + (select count(*) from pgmem.memories where tenant = %(t)s)", {"t": tenant}).fetchone()[0]
 
 
 def count_everywhere(parts) -> list[int]:
@@ -221,11 +266,38 @@ def answers(proxy) -> dict[str, list]:
     return out
 
 
+def test_db_shards_status_down_up_as_commands(sharded):
+    home, proxy, parts, single = sharded
+    base = home.parent
+    before = answers(proxy)
+    out = pgmem_cli(base, "db", "shards", "status").stdout
+    assert f"proxy:       port {proxy.port} (running)" in out, out
+    tenants = [int(re.search(rf"partition {p.part}: port {p.cluster.port} \(running\), (\d+) tenants", out).group(1))
+               for p in parts]
+    assert sum(tenants) == count_tenants(parts) > 0, out
+    out = pgmem_cli(base, "db", "shards", "down").stdout
+    assert out.strip() == f"stopped ports {', '.join(str(c.port) for c in [proxy] + [p.cluster for p in parts])}", out
+    assert not proxy.running() and not any(p.cluster.running() for p in parts)
+    out = pgmem_cli(base, "db", "shards", "status").stdout
+    assert "(stopped)" in out and "running" not in out, out
+    out = pgmem_cli(base, "db", "shards", "up", "--shards", "2").stdout  # a restart: nothing is created again
+    assert f"proxy on port {proxy.port}" in out and proxy.running() and all(p.cluster.running() for p in parts)
+    assert answers(proxy) == before  # the proxy's connections to the shards are new ones
+
+
+def count_tenants(parts) -> int:
+    n = 0
+    for p in parts:
+        with psycopg.connect(p.cluster.dsn(p.dbname), autocommit=True) as c:
+            n += c.execute("select count(distinct tenant) from pgmem.memories").fetchone()[0]
+    return n
+
+
 def test_split_two_partitions_into_four(sharded):
     home, proxy, parts, single = sharded
     before = answers(proxy)
     assert all(len(v) == 3 for v in before.values())
-    new = shards.split(home, [free_port(), free_port()], settings=SMALL, log=lambda *_: None)
+    new = shards.split(home, [free_port(), free_port()], settings=CLI_SETTINGS, log=lambda *_: None)
     assert [p.part for p in new] == [0, 1, 2, 3]
     with psycopg.connect(proxy.dsn(), autocommit=True) as c:
         assert c.execute("select count(*) from pgmem_proxy.partitions").fetchone()[0] == 4

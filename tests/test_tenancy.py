@@ -450,7 +450,7 @@ def _export_user(w: World):
     assert doc["tenant"] == "a"
     w.no_b(doc, "export_user")
     assert {m["id"] for m in doc["memories"]} == {w.a_ids[k] for k in ("m0", "m1", "dup", "queued", "deleted")}
-    for part in ("history", "links", "accesses", "feedback"):
+    for part in ("history", "links", "accesses", "feedback", "eval_judgements", "eval_queries", "eval_runs"):
         w.no_b(doc[part], f"export_user {part}", id_is_memory=False)
 
 
@@ -535,8 +535,16 @@ def _remember_many(w: World):
 
 @check("erase_user")
 def _erase_user(w: World):
+    b_eval = [scalar(w.su, f"select count(*) from pgmem.{t} where tenant = 'b'") for t in ("eval_queries", "eval_judgements", "eval_runs")]
+    assert all(b_eval), b_eval  # b's judged queries, judgements and runs name b's memories of the same user_id
     r = one(w.a, "select * from pgmem.erase_user(%s)", (SHARED_USER,))
     assert r["memories"] >= 5, r
+    assert [scalar(w.su, f"select count(*) from pgmem.{t} where tenant = 'b'") for t in ("eval_queries", "eval_judgements", "eval_runs")] == b_eval
+    # a's runs named the erased memories and went with them (sql/500_privacy.sql); a's memory of
+    # another user is judged and evaluated again, for the eval_by_day view checked below
+    assert scalar(w.su, "select count(*) from pgmem.eval_runs where tenant = 'a'") == 0
+    w.a.execute("select pgmem.judge('bicycle tyre', %s, 1, %s)", (w.a_ids["m2"], w.vec["a2"]))
+    assert rows(w.a, "select * from pgmem.evaluate(10)")
     assert scalar(w.su, "select count(*) from pgmem.memories where tenant = 'a' and user_id = %s", (SHARED_USER,)) == 0
     assert scalar(w.su, "select count(*) from pgmem.memories where tenant = 'b' and user_id = %s", (SHARED_USER,)) == 8
 

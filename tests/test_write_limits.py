@@ -4,7 +4,8 @@
   remember, remember_many, update_memory, complete_embedding, a plain INSERT and `pgmem ingest`;
 - an observation time from 1901 (whose decay underflowed) is refused at write;
 - every field has a size limit with a setting (metadata, summary, 5W1H, ids, tags, reason);
-- with enforce_tenants on, a plain INSERT that names an unregistered tenant is refused.
+- with enforce_tenants on, a plain INSERT that names an unregistered tenant is refused;
+- remember_many takes at most max_batch_items items (the client splits larger batches).
 """
 from __future__ import annotations
 
@@ -167,3 +168,39 @@ def test_unregistered_tenant_cannot_write_by_plain_insert(dsn, conn):
             'unknown tenant "ghost"')
     with connect(dsn, tenant=None) as su:
         assert su.execute("select count(*) from pgmem.memories where tenant = 'ghost'").fetchone()[0] == 0
+
+
+def test_remember_many_takes_at_most_max_batch_items(dsn, conn):
+    """Before (issue 14, M4c): remember_many took any number of items in one call (10,000
+    items ran 110 s in one statement). Now more than max_batch_items (1000) is a clear 22023
+    naming the count, the limit and the setting, before anything is stored; the limit is a
+    setting, and MemoryClient.remember_many splits a larger batch into calls below it."""
+    from pgmem.client import MemoryClient
+    from pgmem.errors import InvalidInput
+
+    def many(n: int, prefix: str = "batch item") -> Jsonb:
+        return Jsonb([{"content": f"{prefix} {i}", "force": True} for i in range(n)])
+
+    call = "select count(*) from pgmem.remember_many(%s)"
+    err = refused(conn, lambda: conn.execute(call, (many(1001),)),
+                  "remember_many got 1001 items, more than max_batch_items (1000)")
+    assert "split the batch" in err.diag.message_hint and "max_batch_items in pgmem.settings" in err.diag.message_hint
+    # the limit itself goes through
+    assert conn.execute(call, (many(1000),)).fetchone()[0] == 1000
+
+    # a tenant's own limit: 3 items pass, 4 are refused whole (not the first 3 of them)
+    conn.execute("insert into pgmem.settings (tenant, key, value) values ('acme', 'max_batch_items', '3')")
+    refused(conn, lambda: conn.execute(call, (many(4, "small"),)), "got 4 items, more than max_batch_items (3)")
+    assert conn.execute(call, (many(3, "small"),)).fetchone()[0] == 3
+
+    # the client: a batch_size above the limit is the same clear error; below it, the events
+    # are sent in several calls and all stored
+    with MemoryClient(dsn, tenant="acme", embedder=None) as mem:
+        before = counts(conn)
+        with pytest.raises(InvalidInput, match=r"more than max_batch_items \(3\)"):
+            mem.remember_many([f"client event {i}" for i in range(5)], batch_size=5, embed=False)
+        assert counts(conn) == before
+        res = mem.remember_many([f"client event number {i} about topic {i}" for i in range(5)], batch_size=2,
+                                embed=False)
+    assert len(res) == 5
+    assert counts(conn)[0] == before[0] + sum(r.decision == "stored" for r in res) > before[0]

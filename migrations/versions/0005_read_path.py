@@ -6,7 +6,7 @@ Revision ID: 0005
 Revises: 0004
 Create Date: 2026-11-24
 """
-from pgmem.migrate import run_sql
+from pgmem.migrate import drop_dependents, run_sql
 
 revision = "0005"
 down_revision = "0004"
@@ -185,4 +185,6 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
+    # the sql/ lane's functions over the lexicon (recreated by the next upgrade) go first
+    drop_dependents("pgmem.lexicon_delta", "pgmem.lexicon")
     run_sql(DOWNGRADE)

@@ -715,12 +715,14 @@ class MemoryClient(_Base):
                     raise
                 raise mapped from e
 
-    def _do(self, fn: str, args: dict, post, conn=None, *, setof: bool = True):
+    def _do(self, fn: str, args: dict, post, conn=None, *, setof: bool = True, replica: bool = True):
         sql, params = self._call_sql(fn, {k: v for k, v in args.items() if v is not None}, setof=setof)
-        if self._arg_names is None:
-            self._arg_names = {r["proname"]: frozenset(r["array_agg"] or ()) for r in self._rows(self._ARG_NAMES_SQL, {}, conn)}
+        read = replica and self._on_replica(fn, params, conn)
+        if self._arg_names is None:  # the catalog is the same on a replica: read where the call goes
+            self._arg_names = {r["proname"]: frozenset(r["array_agg"] or ())
+                               for r in self._rows(self._ARG_NAMES_SQL, {}, conn, read=read)}
         self._check_args(fn, params)
-        return post(self._rows(sql, params, conn, read=self._on_replica(fn, params, conn)))
+        return post(self._rows(sql, params, conn, read=read))
 
     def _run(self, steps, conn=None):
         """Runs a generator of SQL calls (layered methods): each yielded (function, args, post,
@@ -729,7 +731,8 @@ class MemoryClient(_Base):
         try:
             while True:
                 fn, args, post, setof = steps.send(result)
-                result = self._do(fn, args, post, conn, setof=setof)
+                # a pipeline reads what it just wrote (thread_messages after context_for): primary only
+                result = self._do(fn, args, post, conn, setof=setof, replica=False)
         except StopIteration as stop:
             return stop.value
 
@@ -765,7 +768,10 @@ class MemoryClient(_Base):
 # search with touch => true and activate with a query_id write, and go to the primary)
 READ_ONLY_CALLS = frozenset({"search", "search_exact", "explain_search", "activate", "recall", "build_context",
                              "query_embedding_text",
-                             "get_memory", "history", "export_user"})
+                             "get_memory", "history", "export_user",
+                             # layered reads (sql/6xx): language sql STABLE, no write, no touch
+                             "profile", "fact_history", "conversation_state", "conversation_threads",
+                             "thread_messages", "search_insights"})
 
 JOBS = {"merge": "merge_duplicates", "prune": "prune", "archive": "archive_stale", "tune": "tune_thresholds",
         "purge": "purge", "index": "index_vectors", "cluster": "cluster"}
@@ -942,13 +948,14 @@ class AsyncMemoryClient(_Base):
                     raise
                 raise mapped from e
 
-    async def _do(self, fn: str, args: dict, post, conn=None, *, setof: bool = True):
+    async def _do(self, fn: str, args: dict, post, conn=None, *, setof: bool = True, replica: bool = True):
         sql, params = self._call_sql(fn, {k: v for k, v in args.items() if v is not None}, setof=setof)
+        read = replica and self._on_replica(fn, params, conn)
         if self._arg_names is None:
             self._arg_names = {r["proname"]: frozenset(r["array_agg"] or ())
-                               for r in await self._rows(self._ARG_NAMES_SQL, {}, conn)}
+                               for r in await self._rows(self._ARG_NAMES_SQL, {}, conn, read=read)}
         self._check_args(fn, params)
-        out = post(await self._rows(sql, params, conn, read=self._on_replica(fn, params, conn)))
+        out = post(await self._rows(sql, params, conn, read=read))
         while inspect.isawaitable(out):  # a method that chains two calls (search: embedding text, then search)
             out = await out
         return out
@@ -959,7 +966,7 @@ class AsyncMemoryClient(_Base):
         try:
             while True:
                 fn, args, post, setof = steps.send(result)
-                result = await self._do(fn, args, post, conn, setof=setof)
+                result = await self._do(fn, args, post, conn, setof=setof, replica=False)
         except StopIteration as stop:
             return stop.value
 

@@ -174,7 +174,7 @@ $$;"""]
         for variant, result in ((f.name, f.result), (f.name + "__all", _setof_type(f))):
             if variant.endswith("__all") and f.retset:
                 continue  # a set-returning target serves both
-            out.append(f"""create or replace function {SHARD_SCHEMA}.{_q(variant)}({_with_session(f.identity)})
+            out.append(f"""create or replace function {SHARD_SCHEMA}.{_q(variant)}({_with_session(', '.join(f.argtypes))})
   returns {result} language sql volatile
 as $$
   select {SHARD_SCHEMA}._enter($1, $2, $3, $4);
@@ -327,13 +327,14 @@ def proxy_sql(cat: Catalog) -> str:
         n = len(f.argtypes)
         pure = f.volatility == "i"
         # pure functions need no tenant: they run on any partition
-        ses = "null, null, null, null" if pure else "s.tenant, s.claim, s.statement_timeout, s.idle_timeout"
+        ses = "null, null, null, null" if pure else "_pgmem_s.tenant, _pgmem_s.claim, _pgmem_s.statement_timeout, _pgmem_s.idle_timeout"
         args = _positional(n)
         if f.name == "add_claim_key" and n >= 2:
             # one secret for every partition: made here when not given (48 bytes, as the shard would)
             args = ("$1, coalesce($2, uuid_send(gen_random_uuid()) || uuid_send(gen_random_uuid()) || "
                     "uuid_send(gen_random_uuid()))" + (", " + _positional(n - 2, 3) if n > 2 else ""))
         call_args = ses + (", " + args if n else "")
+        args_public = _positional(n)
         # the routing key: an explicit `tenant` argument (admin jobs) wins over the session's
         key = "proxy_tenant"
         tenant_arg = next((i for i, (a, t) in enumerate(zip(f.argnames, f.argtypes)) if a == "tenant" and t == "text"), None)
@@ -342,17 +343,17 @@ def proxy_sql(cat: Catalog) -> str:
         always_all = f.name in RUN_ON_ALL
         run = "all" if always_all else ("any" if pure else f"hashtext({key})")
         result_one = _setof_type(f) if always_all else f.result
-        out.append(f"""create or replace function {PROXY_SCHEMA}.{_q(f.name)}({_with_session(f.identity)})
+        out.append(f"""create or replace function {PROXY_SCHEMA}.{_q(f.name)}({_with_session(', '.join(f.argtypes))})
   returns {result_one} language plproxy as $$
   cluster '{CLUSTER_NAME}'; run on {run}; target {SHARD_SCHEMA}.{f.name if (always_all and f.retset) or not always_all else f.name + '__all'};
 $$;""")
         if not always_all and not pure:
-            out.append(f"""create or replace function {PROXY_SCHEMA}.{_q(f.name + '__all')}({_with_session(f.identity)})
+            out.append(f"""create or replace function {PROXY_SCHEMA}.{_q(f.name + '__all')}({_with_session(', '.join(f.argtypes))})
   returns {_setof_type(f)} language plproxy as $$
   cluster '{CLUSTER_NAME}'; run on all; target {SHARD_SCHEMA}.{f.name if f.retset else f.name + '__all'};
 $$;""")
         # the public wrapper, same name and signature as on a shard
-        star = f"s.tenant = '*'" if tenant_arg is None else f"coalesce(${1 + tenant_arg}, s.tenant) = '*'"
+        star = f"_pgmem_s.tenant = '*'" if tenant_arg is None else f"coalesce(${1 + tenant_arg}, _pgmem_s.tenant) = '*'"
         if f.retset:
             if always_all:
                 body = f"return query select * from {PROXY_SCHEMA}.{_q(f.name)}({call_args});"
@@ -368,22 +369,31 @@ $$;""")
                 if f.is_void:
                     body = f"perform count(*) from {PROXY_SCHEMA}.{_q(f.name)}({call_args});"
                 elif agg:
-                    body = f"select {agg}(x) into r from {PROXY_SCHEMA}.{_q(f.name)}({call_args}) x;\n  return r;"
+                    body = f"select {agg}(x) into _pgmem_r from {PROXY_SCHEMA}.{_q(f.name)}({call_args}) x;\n  return _pgmem_r;"
                 else:
-                    body = f"select x into r from {PROXY_SCHEMA}.{_q(f.name)}({call_args}) x limit 1;\n  return r;"
+                    body = f"select x into _pgmem_r from {PROXY_SCHEMA}.{_q(f.name)}({call_args}) x limit 1;\n  return _pgmem_r;"
             else:
                 one = (f"perform {PROXY_SCHEMA}.{_q(f.name)}({call_args});" if f.is_void else
-                       f"r := {PROXY_SCHEMA}.{_q(f.name)}({call_args});\n  return r;")
+                       f"_pgmem_r := {PROXY_SCHEMA}.{_q(f.name)}({call_args});\n  return _pgmem_r;")
                 body = one if pure else (f"if {star} then\n    perform {PROXY_SCHEMA}._no_star({_lit(f.name)});\n  end if;\n  " + one)
-            decl = "" if f.is_void else f"  r {f.rettype};\n"
-        session = "" if pure else f"  s record := {PROXY_SCHEMA}._session();\n"
-        out.append(f"""create or replace function pgmem.{_q(f.name)}({f.args})
+            decl = "" if f.is_void else f"  _pgmem_r {f.rettype};\n"
+        session = "" if pure else f"  _pgmem_s record := {PROXY_SCHEMA}._session();\n"
+        # the router: PL/pgSQL with unnamed parameters (a result column may share an argument's
+        # name, which PL/pgSQL refuses), called by the public wrapper, which is SQL
+        route = f.name + "__route"
+        out.append(f"""create or replace function {PROXY_SCHEMA}.{_q(route)}({', '.join(f.argtypes)})
   returns {f.result} language plpgsql volatile
 as $body$
 declare
 {session}{decl}begin
   {body}
 end $body$;""")
+        call = f"{PROXY_SCHEMA}.{_q(route)}({args_public})"
+        out.append(f"""create or replace function pgmem.{_q(f.name)}({f.args})
+  returns {f.result} language sql volatile
+as $body$
+  select {'* from ' + call if (f.retset or f.composite) else call}
+$body$;""")
     for v in cat.views:
         cols = ", ".join(f"{_q(a)} {t}" for a, t in v.columns)
         ses = "s.tenant, s.claim, s.statement_timeout, s.idle_timeout"
