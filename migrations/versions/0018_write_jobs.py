@@ -10,7 +10,7 @@ Create Date: 2026-11-26
 from pgmem.migrate import run_sql  # noqa: F401
 
 revision = "0018"
-down_revision = "0018"
+down_revision = "0017"
 branch_labels = None
 depends_on = None
 
