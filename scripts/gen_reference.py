@@ -173,6 +173,9 @@ EXAMPLES: list[tuple[str, str]] = [
     ("event_time", "select id, happened_at, created_at, pgmem.event_time(m) from pgmem.memories m where id in (1, 4) order by id"),
     ("fold_lexicon", "select pgmem.fold_lexicon() as folded, (select count(*) from pgmem.lexicon_delta) as deltas_left"),
     ("rebuild_lexicon", "select pgmem.rebuild_lexicon() as rows_written, (select df from pgmem.lexicon where tenant = 'acme' and scope = '' and lexeme = '') as memories"),
+    # the recent memories' own HNSW index (search's recent branch); how many of the fixture's
+    # memories are recent depends on the day the page is generated, so the example checks the count
+    ("rebuild_recent_vectors", "select pgmem.rebuild_recent_vectors() = (select count(*) from pgmem.recent_vectors) as every_recent_memory_indexed"),
     ("check_weights", """select pgmem.check_weights('{"a": 0.25, "b": 0.75}', array['a', 'b'])"""),
     ("age_days", "select pgmem.age_days('2026-10-01', '2026-10-31')"),
     ("exp_decay", "select pgmem.exp_decay(0) as d0, pgmem.exp_decay(30) as d30, pgmem.exp_decay(60) as d60, pgmem.exp_decay(90) as d90"),

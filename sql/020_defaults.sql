@@ -17,7 +17,7 @@ insert into pgmem.settings (tenant, key, value, description) values
   ('*', 'hnsw_ef_search', '100', 'hnsw.ef_search used by pgmem''s index scans'),
   ('*', 'candidate_pool', '100', 'search(), activate(), recall(): candidates taken from each index branch (HNSW, lexical, recent) before fusion'),
   ('*', 'recent_window', '1', 'search(): a third candidate branch takes the HNSW top-N among the memories younger than this many recency half-lives (0 = off)'),
-  ('*', 'lexical_probe_rows', '5000', 'the lexical candidates come from the query''s rarest lexemes whose estimated matches add up to at most this many rows (pgmem.lexical_probe); 0 = every lexeme'),
+  ('*', 'lexical_probe_rows', '1000', 'the lexical candidates come from the query''s rarest lexemes whose estimated matches add up to at most this many rows (pgmem.lexical_probe); when every lexeme is more common, from the matches among this many newest memories; 0 = every lexeme'),
   -- security (issue 14): ceilings for the sessions of logins that are not pgmem_admin (015_limits.sql)
   ('*', 'max_statement_timeout_ms', '60000', 'sessions of pgmem_app and pgmem_reader logins must run with statement_timeout on and at most this (ms; 0 = no ceiling)'),
   ('*', 'max_idle_in_transaction_ms', '60000', 'sessions of pgmem_app and pgmem_reader logins must run with idle_in_transaction_session_timeout on and at most this (ms; 0 = no ceiling)')
@@ -29,6 +29,9 @@ insert into pgmem.settings (tenant, key, value, description) values
   ('*', 'max_candidates', '10000', 'largest candidates => of search, and most ids in a filters.ids list'),
   ('*', 'touch_max_ids', '1000', 'most memory ids one touch() call records'),
   ('*', 'search_profile', '"pgmem"', 'the profile search() ranks with when the call names none (jam: JAM as written)'),
+  -- issue 23 (the read path at the speed of its indexes; bench/README.md R4-R6)
+  ('*', 'exact_scan_rows', '2000', 'search(), activate(), recall(): a tenant (or a filtered user) with at most this many active memories is scored exactly, every memory a candidate, instead of through the shared indexes'),
+  ('*', 'recent_vectors_days', '30', 'pgmem.recent_vectors (the recent candidate branch''s own HNSW index) holds the memories created in the last this many days; an older recent window falls back to a filtered scan of the global index'),
   ('*', 'hnsw_max_scan_tuples', '10000', 'most index tuples a filtered (iterative) HNSW scan of search, activate or recall visits (pgvector hnsw.max_scan_tuples)')
 on conflict (tenant, key) do nothing;
 

@@ -111,28 +111,6 @@ end $$;
 comment on function pgmem.check_weights(jsonb, text[]) is
   'Validates a weights object (known keys, numbers, non-negative, sum 1) and returns it with every known signal (those left out weigh 0); raises a clear error otherwise.';
 
--- Zero the weights of signals the query cannot have, and rescale the rest to sum to 1.
-create or replace function pgmem._effective_weights(p_weights jsonb, p_missing text[]) returns jsonb
-  language plpgsql immutable
-  set search_path = pgmem, public, pg_temp
-as $$
-declare
-  total float8;
-  r jsonb := '{}';
-  k text;
-  v jsonb;
-begin
-  select sum((value::text)::float8) into total from jsonb_each(p_weights) where not key = any(p_missing);
-  if coalesce(total, 0) <= 0 then
-    perform pgmem._bad_input(format('nothing to rank by: the query has no %s, and every other signal has weight 0',
-                                    array_to_string(p_missing, ', ')), 'give a query text or embedding');
-  end if;
-  for k, v in select * from jsonb_each(p_weights) loop
-    r := r || jsonb_build_object(k, case when k = any(p_missing) then 0 else (v::text)::float8 / total end);
-  end loop;
-  return r;
-end $$;
-
 -- ------------------------------------------------------------------ filters
 -- A filter value that names one or several strings, as an array (NULL when the key is absent).
 create or replace function pgmem._filter_strings(p_filters jsonb, p_key text) returns text[]
@@ -256,6 +234,11 @@ declare
   unit text;
   nums constant jsonb := jsonb '{"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10, "few": 3, "couple of": 2}';
 begin
+  -- most questions name no time: one test of the words every phrase below needs (a digit, a
+  -- month or season, day/week/month/year words, ago, recent) before the dozen patterns
+  if t !~ '\d|yesterday|today|tonight|morning|week|month|year|ago|recent|lately|spring|summer|autumn|fall|winter|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec' then
+    return;
+  end if;
   -- a day: "7 July, 2023", "July 7th, 2023", "on 2023-07-07"
   m := regexp_match(t, '\m(\d{1,2})(?:st|nd|rd|th)?\s+' || months || '\.?,?\s+(\d{4})\M');
   if m is not null then
@@ -354,11 +337,46 @@ comment on function pgmem.time_window(text, timestamptz) is
   'The time window a question names (a date, a month, a season, a year, or a phrase relative to as_of such as "last week" or "3 days ago"): lo, hi, tau_days (the soft edge) or a month of any year, and the phrase. search() boosts memories whose event time falls inside.';
 
 -- ------------------------------------------------------------------ the preamble
+-- The settings of a tenant as one object (its own values over the installation defaults): the
+-- preamble reads a dozen settings, one query instead of two per setting (bench/README.md R4).
+create or replace function pgmem._settings_of(p_tenant text) returns jsonb
+  language plpgsql stable
+  set search_path = pgmem, pg_catalog, pg_temp
+as $$
+begin
+  return (select jsonb_object_agg(x.key, x.value)
+            from (select distinct on (s.key) s.key, s.value from pgmem.settings s
+                   where s.tenant in (p_tenant, '*') order by s.key, (s.tenant = '*')) x);
+end $$;
+comment on function pgmem._settings_of(text) is
+  'Every setting of a tenant as one JSON object: its own value where it has one, else the installation default.';
+
+-- The weights a query ranks with: a signal the query cannot have (p_missing) weighs 0 and the
+-- others are rescaled to sum 1 (one statement; the loop it replaced cost 0.06 ms a call).
+create or replace function pgmem._effective_weights(p_weights jsonb, p_missing text[]) returns jsonb
+  language plpgsql immutable
+  set search_path = pgmem, pg_catalog, pg_temp
+as $$
+declare
+  total float8 := (select sum(value::text::float8) from jsonb_each(p_weights) where not key = any(p_missing));
+begin
+  if coalesce(total, 0) <= 0 then
+    perform pgmem._bad_input(format('nothing to rank by: the query has no %s, and every other signal has weight 0',
+                                    array_to_string(p_missing, ', ')), 'give a query text or embedding');
+  end if;
+  return (select jsonb_object_agg(key, case when key = any(p_missing) then 0 else value::text::float8 / total end)
+            from jsonb_each(p_weights));
+end $$;
+
 -- The query record of one call of a ranking (p_ranking: search, activate, recall). Checks the
 -- arguments, resolves the profile, its parameters and the effective weights, parses the filters,
--- computes the lexical queries, and sets the HNSW search depth for the index scans of this
+-- computes the lexical queries, chooses the candidate branches (sql/203_candidates.sql: a small
+-- tenant is scored exactly, q.scan) and sets the HNSW search depth for the index scans of this
 -- transaction: ef_search = the candidate pool (pgvector's maximum is 1000; the iterative scan,
 -- relaxed order, goes further when filters drop rows).
+-- Its cost is part of every search: 1.6 ms p50 before issue 23, mostly the actors a question
+-- names (tokens() per actor), the lexicon look-ups (four per lexeme), a dozen settings read one
+-- by one and the time phrases; now one read of each (bench/README.md R4).
 create or replace function pgmem._query(
   p_ranking text, p_text text, p_embedding vector, p_k integer, p_candidates integer,
   p_actor text, p_location text, p_profile text, p_weights jsonb, p_filters jsonb, p_as_of timestamptz,
@@ -370,9 +388,9 @@ as $$
 declare
   q pgmem.query;
   p pgmem.profiles;
+  st jsonb;
   w jsonb;
   v_missing text[] := array[]::text[];
-  v_scope text;
   v_docs bigint;
   v_len bigint;
   v_df bigint[];
@@ -380,25 +398,30 @@ declare
   v_names text[];
   v_users text[];
   v_recent float8;
+  v_max_candidates bigint;
+  v_max_chars bigint;
   tw record;
 begin
   q.ranking := p_ranking;
   q.tenant := pgmem._require_tenant();
-  p := pgmem._profile(coalesce(p_profile, case p_ranking when 'search' then pgmem._setting('search_profile') #>> '{}'
+  st := pgmem._settings_of(q.tenant);
+  p := pgmem._profile(coalesce(p_profile, case p_ranking when 'search' then st->>'search_profile'
                                                           when 'activate' then 'shadow' else 'engram' end, 'jam'),
                       p_ranking);
   q.profile := p.name;
   q.params := p.params;
   perform pgmem._check_between(p_k, 'k', 1, 1000);
+  v_max_candidates := coalesce((st->>'max_candidates')::float8, 10000)::bigint;
   if p_candidates is not null then  -- NULL: the setting candidate_pool
-    perform pgmem._check_between(p_candidates, 'candidates', 1, pgmem._setting_num('max_candidates', 10000)::bigint);
+    perform pgmem._check_between(p_candidates, 'candidates', 1, v_max_candidates);
   end if;
   if (p_text is null or btrim(p_text) = '') and p_embedding is null then
     perform pgmem._bad_input(format('%s needs a query_text, a query_embedding, or both', p_ranking));
   end if;
-  if char_length(p_text) > pgmem._setting_num('max_query_chars', 4000) then
+  v_max_chars := coalesce((st->>'max_query_chars')::float8, 4000)::bigint;
+  if char_length(p_text) > v_max_chars then
     perform pgmem._bad_input(format('query_text is %s characters, more than max_query_chars (%s)', char_length(p_text),
-                                    pgmem._setting_num('max_query_chars', 4000)::bigint),
+                                    v_max_chars),
       'ask with the question (its lexemes and embedding), not a whole document; or raise max_query_chars in pgmem.settings');
   end if;
   q.k := p_k;
@@ -408,9 +431,15 @@ begin
   q.query_text := p_text;
   q.actor := p_actor;
   q.location := p_location;
-  q.n := greatest(coalesce(p_candidates, pgmem._setting_num('candidate_pool', 100)::int), p_k);
+  q.n := greatest(coalesce(p_candidates, coalesce((st->>'candidate_pool')::float8, 100)::int), p_k);
   q.recent_n := 0;
   q := pgmem._query_filters(q, p_filters);
+  -- whether anything but the tenant and the state restricts the memories: then the HNSW branch
+  -- filters in its (iterative) scan, joined to memories (sql/203_candidates.sql)
+  q.filtered := q.ids is not null or q.user_ids is not null or q.agent_ids is not null or q.session_ids is not null
+             or q.whos is not null or q.categories is not null or q.tiers is not null or q.locations is not null
+             or q.created_after is not null or q.created_before is not null or q.metadata is not null
+             or q.motor is not null or q.sensory is not null or q.as_of < now();
 
   -- the words of the question. With params.actor_from_text (and no actor given), the actors it
   -- names (pgmem.query_actors) are matched by the actor signal, and their names leave the
@@ -426,38 +455,48 @@ begin
     v_names := v_names || v_users;
   end if;
   q.lexemes := array(select distinct lex from unnest(tsvector_to_array(to_tsvector('english', coalesce(p_text, '')))) lex
-                      where lex <> '' and not lex = any(coalesce(tsvector_to_array(to_tsvector('english', array_to_string(v_names, ' '))), '{}'))
+                      where lex <> '' and (cardinality(v_names) is null or cardinality(v_names) = 0
+                                           or not lex = any(tsvector_to_array(to_tsvector('english', array_to_string(v_names, ' ')))))
                       order by 1);
-  q.terms := array(select pgmem._lexeme_query(x) from unnest(q.lexemes) x);
-  q.tsq := (select string_agg(t::text, ' | ')::tsquery from unnest(q.terms) t);
-  -- lexical statistics of the tenant, or of the one user a filter names (pgmem.lexicon)
-  v_scope := case when cardinality(q.user_ids) = 1 then 'user:' || q.user_ids[1] else '' end;
+  -- lexical statistics of the tenant, or of the one user a filter names (pgmem.lexicon); the
+  -- memories counted ('' lexeme) decide whether the candidates come from the indexes or from
+  -- every eligible memory (q.scan, sql/203_candidates.sql)
+  if cardinality(q.user_ids) = 1 then q.user_scope := q.user_ids[1]; end if;
   select array_agg(d.df order by d.lexeme) filter (where d.lexeme <> ''), max(d.df) filter (where d.lexeme = ''),
          max(d.len) filter (where d.lexeme = '')
     into v_df, v_docs, v_len
-    from pgmem._lexicon_df(q.tenant, v_scope, q.lexemes || ''::text) d;
+    from pgmem._lexicon_df(q.tenant, coalesce('user:' || q.user_scope, ''), q.lexemes || ''::text) d;
   -- BM25's inverse document frequency (Robertson/Spärck Jones with +1 inside the log, so never
-  -- negative): ln(1 + (N - df + 0.5) / (df + 0.5))
+  -- negative): ln(1 + (N - df + 0.5) / (df + 0.5)); the terms rarest first (pgmem._jam_bm25 sums
+  -- over the first 16)
   -- (df clamped to [0, N]: statistics gone out of step, e.g. rows written with triggers off and
   -- then changed with them on, must not break reads; pgmem.rebuild_lexicon() recounts them)
   v_docs := greatest(v_docs, 0);
-  q.idf := array(select ln(1 + (v_docs - least(greatest(x.df, 0), v_docs) + 0.5) / (least(greatest(x.df, 0), v_docs) + 0.5))
-                   from unnest(v_df) x(df));
-  -- the terms rarest first (pgmem._jam_bm25 sums over the first 16)
-  select coalesce(array_agg(t.term order by t.idf desc, t.ord), '{}'), coalesce(array_agg(t.idf order by t.idf desc, t.ord), '{}')
+  q.docs := v_docs;
+  select coalesce(array_agg(pgmem._lexeme_query(t.lex) order by t.idf desc, t.lex), '{}'),
+         coalesce(array_agg(t.idf order by t.idf desc, t.lex), '{}')
     into q.terms, q.idf
-    from unnest(q.terms, q.idf) with ordinality t(term, idf, ord);
+    from (select x.lex, ln(1 + (v_docs - least(greatest(x.df, 0), v_docs) + 0.5) / (least(greatest(x.df, 0), v_docs) + 0.5)) as idf
+            from unnest(q.lexemes, v_df) x(lex, df)) t;
+  q.tsq := (select string_agg(t::text, ' | ')::tsquery from unnest(q.terms) t);
   q.avg_len := case when v_docs > 0 then v_len::float8 / v_docs else 1 end;
-  q.probe := case when q.exact or q.embedding is null then q.tsq
-                  else pgmem._lexical_probe(q.lexemes, v_df, v_docs, pgmem._setting_num('lexical_probe_rows', 5000)) end;
+  -- a tenant (or filtered user) of at most exact_scan_rows memories is scored exactly: every
+  -- eligible memory is a candidate, faster than filtering the shared indexes and exact
+  q.scan := not q.exact and v_docs <= coalesce((st->>'exact_scan_rows')::float8, 2000);
+  q.probe_rows := coalesce((st->>'lexical_probe_rows')::float8, 1000);
+  q.probe := case when q.exact or q.scan or q.embedding is null or q.probe_rows <= 0 then q.tsq
+                  else pgmem._lexical_probe(q.lexemes, v_df, v_docs, q.probe_rows) end;
 
   if p_ranking = 'search' then
     -- jam-journalistic-agent-memory.md, Stage 2.3 Score Fusion: the weights of the profile (jam:
     -- JAM's six); a signal the query cannot have is shared out over the others in proportion
     -- (for a given query every memory is scored with the same weights, so the ranking equals
     -- that of a constant neutral value, and scores stay in [0,1])
-    w := pgmem.check_weights(coalesce(p_weights, p.weights),
-                             array['semantic', 'lexical', 'recency', 'actor', 'spatial', 'usage', 'time', 'session', 'neighbour']);
+    w := case when p_weights is null and p.builtin then p.weights  -- checked when the profile was written
+              else pgmem.check_weights(coalesce(p_weights, p.weights),
+                     array['semantic', 'lexical', 'recency', 'actor', 'spatial', 'usage', 'time', 'session', 'neighbour']) end;
+    w := (select jsonb_object_agg(k, coalesce(w->k, '0'::jsonb))
+            from unnest(array['semantic', 'lexical', 'recency', 'actor', 'spatial', 'usage', 'time', 'session', 'neighbour']) k);
     if (w->>'time')::float8 > 0 then
       select * into tw from pgmem.time_window(p_text, q.as_of) limit 1;
       q.time_from := tw.lo; q.time_to := tw.hi; q.time_month := tw.month; q.time_tau := tw.tau_days;
@@ -487,14 +526,17 @@ begin
     end if;
     q.bm25_k1 := coalesce((q.params->>'bm25_k1')::float8, 1.2);
     q.bm25_b := coalesce((q.params->>'bm25_b')::float8, 0.75);
+    -- BM25 of a memory of average length that holds every term (sql/202_signals.sql, _jam_prior)
+    q.bm25_norm := (select sum(x) from unnest(q.idf[1:16]) x) * (q.bm25_k1 + 1) / (1 + q.bm25_k1);
     q.neighbour_links := coalesce(array(select jsonb_array_elements_text(q.params->'neighbour_links')), array['temporal']);
     q.max_access := coalesce((select max(m.access_count) from pgmem.memories m where m.tenant = q.tenant), 0);
+    q.usage_log := q.params->>'usage' = 'log';
     -- the recent branch: memories younger than recent_window half-lives of the recency signal
     -- (sql/203_candidates.sql); 0 turns it off. The profile's params.recent_window wins over the
-    -- setting (pgmem's profile: 0, its recency weighs .04; bench/README.md R2)
-    v_recent := coalesce((q.params->>'recent_window')::float8, pgmem._setting_num('recent_window', 1));
+    -- setting.
+    v_recent := coalesce((q.params->>'recent_window')::float8, (st->>'recent_window')::float8, 1);
     if v_recent > 0 then
-      q.recent_n := greatest(1, coalesce(pgmem._setting_num('recent_pool')::int, q.n));
+      q.recent_n := greatest(1, coalesce((st->>'recent_pool')::float8::int, q.n));
       q.recent_since := q.as_of - make_interval(secs => v_recent * q.half_life * 86400);
     end if;
   elsif p_ranking = 'activate' then
@@ -520,15 +562,14 @@ begin
     perform pgmem._bad_input(format('unknown ranking "%s"', p_ranking));
   end if;
 
-  if not q.exact then
-    perform set_config('hnsw.iterative_scan', 'relaxed_order', true);
-    -- a filtered branch (the recent one, a user's memories) stops after this many index tuples:
-    -- at 100,000 the recent branch's p95 went from seconds to ~100 ms under load, overlap@10 .98 -> .95
-    -- (bench/README.md R2)
-    perform set_config('hnsw.max_scan_tuples', pgmem._setting_num('hnsw_max_scan_tuples', 10000)::int::text, true);
-    perform set_config('hnsw.ef_search', least(1000, greatest(q.n, pgmem._setting_num('hnsw_ef_search', 100)::int))::text, true);
+  if not (q.exact or q.scan) then
+    perform set_config('hnsw.iterative_scan', 'relaxed_order', true),
+            -- a filtered branch (a user's memories, other filters) stops after this many index
+            -- tuples (bench/README.md R2)
+            set_config('hnsw.max_scan_tuples', coalesce((st->>'hnsw_max_scan_tuples')::float8, 10000)::int::text, true),
+            set_config('hnsw.ef_search', least(1000, greatest(q.n, coalesce((st->>'hnsw_ef_search')::float8, 100)::int))::text, true);
   end if;
   return q;
 end $$;
 comment on function pgmem._query(text, text, vector, integer, integer, text, text, text, jsonb, jsonb, timestamptz, boolean) is
-  'The shared preamble of search, search_exact, activate and recall: checks the arguments and returns the typed query record (effective weights, profile parameters, filters, lexical queries) that the ranking statement reads.';
+  'The shared preamble of search, search_exact, activate and recall: checks the arguments and returns the typed query record (effective weights, profile parameters, filters, lexical queries, the candidate branches) that the ranking statement reads.';

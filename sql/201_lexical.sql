@@ -166,46 +166,53 @@ comment on function pgmem.rebuild_lexicon() is
 
 -- The document frequencies of lexemes in a scope: base + deltas. Lexeme '' is the number of
 -- memories (df) and their summed length (len).
+-- PL/pgSQL, not SQL: a SQL function with a SET clause is not inlined and is planned again at
+-- every call (0.2-0.9 ms of planning per search for this one and _query_actors, R4); PL/pgSQL
+-- keeps the plans of its statements for the session.
 create or replace function pgmem._lexicon_df(p_tenant text, p_scope text, p_lexemes text[])
 returns table (lexeme text, df bigint, len bigint)
-  language sql stable
+  language plpgsql stable
   set search_path = pgmem, public, pg_temp
-begin atomic
-  select x.lexeme,
-         coalesce((select l.df from pgmem.lexicon l where l.tenant = p_tenant and l.scope = p_scope and l.lexeme = x.lexeme), 0)
-       + coalesce((select sum(d.df) from pgmem.lexicon_delta d
-                    where d.tenant = p_tenant and d.scope = p_scope and d.lexeme = x.lexeme), 0)::bigint,
-         coalesce((select l.len from pgmem.lexicon l where l.tenant = p_tenant and l.scope = p_scope and l.lexeme = x.lexeme), 0)
-       + coalesce((select sum(d.len) from pgmem.lexicon_delta d
-                    where d.tenant = p_tenant and d.scope = p_scope and d.lexeme = x.lexeme), 0)::bigint
-    from unnest(p_lexemes) x(lexeme);
-end;
+as $$
+begin
+  -- one primary-key probe of the base row and one of the deltas per lexeme (lateral, and the
+  -- LIMIT keeps the planner from turning the probe into a join: a probe whatever the statistics
+  -- say; with stale statistics it hashed the tenant's whole lexicon, 1 ms)
+  return query
+  select x.lexeme, coalesce(b.df, 0) + coalesce(d.df, 0), coalesce(b.len, 0) + coalesce(d.len, 0)
+    from unnest(p_lexemes) x(lexeme)
+    left join lateral (select l.df, l.len from pgmem.lexicon l
+                        where l.tenant = p_tenant and l.scope = p_scope and l.lexeme = x.lexeme limit 1) b on true
+    left join lateral (select sum(y.df)::bigint as df, sum(y.len)::bigint as len from pgmem.lexicon_delta y
+                        where y.tenant = p_tenant and y.scope = p_scope and y.lexeme = x.lexeme) d on true;
+end $$;
 
--- The actors of a tenant that a text names: the who values and the user_ids of its active
--- memories of which every word is a word of the text ("Caroline" in "What did Caroline
--- research?", "Dr. Okafor" in "ask dr okafor", user "maya" in "which editor does maya use?"),
--- and how many names the tenant has.
 -- The actors (who) of a tenant that a text names: every word of the actor's name is a word of
 -- the text ("Caroline" in "What did Caroline research?", "Dr. Okafor" in "ask dr okafor"), and
 -- how many actors the tenant has (its active memories' distinct who values); and p_user (the
 -- user a search is filtered on) when the text names it.
 create or replace function pgmem._query_actors(p_tenant text, p_text text, p_user text default null)
 returns table (named text[], total integer, users text[])
-  language sql stable
+  language plpgsql stable
   set search_path = pgmem, public, pg_temp
-begin atomic
-  -- (select pgmem.tokens(p_text)): the text's tokens once (an InitPlan), not once per actor
-  select coalesce(array_agg(a.who order by a.who) filter (where pgmem.tokens(a.who) <@ (select pgmem.tokens(p_text))
-                                                            and cardinality(pgmem.tokens(a.who)) > 0), '{}'),
+as $$
+declare
+  v_tokens text[] := pgmem.tokens(p_text);
+begin
+  -- An actor's words are split with regexp_split_to_array (a built-in) and tested against the
+  -- text's tokens; pgmem.tokens() per actor (a SQL function with a sort) cost ~7 us an actor,
+  -- 0.5 ms a search over the bench's 70 actors (bench/README.md R4).
+  return query
+  select coalesce(array_agg(a.who order by a.who) filter (where cardinality(a.words) > 0 and a.words <@ v_tokens), '{}'),
          count(*)::int,
-         case when cardinality(pgmem.tokens(p_user)) > 0 and pgmem.tokens(p_user) <@ pgmem.tokens(p_text)
+         case when cardinality(pgmem.tokens(p_user)) > 0 and pgmem.tokens(p_user) <@ v_tokens
               then array[p_user] else '{}' end
-    from (select x.who from (
+    from (select x.who, array_remove(regexp_split_to_array(lower(x.who), '[^[:alnum:]]+'), '') as words from (
             select l.lexeme as who, l.df from pgmem.lexicon l where l.tenant = p_tenant and l.scope = 'who'
             union all
             select d.lexeme, d.df from pgmem.lexicon_delta d where d.tenant = p_tenant and d.scope = 'who') x
           group by x.who having sum(x.df) > 0) a;
-end;
+end $$;
 
 create or replace function pgmem.query_actors(p_text text) returns text[]
   language sql stable
@@ -286,10 +293,17 @@ begin
       v_probe := v_probe || r.q; v_est := v_est + r.est;
     end if;
   end loop;
+  -- even the AND of every lexeme is over budget: every word of the question is common (the
+  -- bench's "what is on the calendar this week": 'week' in 4.4% of 100,000 memories). No probe:
+  -- ranking those matches would cost what the budget is there to cap (30 ms for 4,373 rows,
+  -- bench/README.md R5), and such words tell the HNSW branch's candidates apart without it.
+  if v_est > p_budget then
+    return null;
+  end if;
   return v_probe;
 end $$;
 comment on function pgmem._lexical_probe(text[], bigint[], bigint, float8) is
-  'The lexical candidate query from lexemes and their document frequencies: the OR of the rarest whose matches fit the budget, or the AND of the rarest when even one is over it.';
+  'The lexical candidate query from lexemes and their document frequencies: the OR of the rarest whose matches fit the budget, or the AND of the rarest when even one is over it; NULL when even the AND of every lexeme is over it.';
 
 create or replace function pgmem.lexical_probe(p_text text, p_budget float8 default null) returns tsquery
   language plpgsql stable
@@ -305,7 +319,7 @@ begin
   select array_agg(d.df order by d.lexeme) filter (where d.lexeme <> ''), max(d.df) filter (where d.lexeme = '')
     into v_df, v_docs
     from pgmem._lexicon_df(v_tenant, '', v_lexemes || ''::text) d;
-  return pgmem._lexical_probe(v_lexemes, v_df, v_docs, coalesce(p_budget, pgmem._setting_num('lexical_probe_rows', 5000)));
+  return pgmem._lexical_probe(v_lexemes, v_df, v_docs, coalesce(p_budget, pgmem._setting_num('lexical_probe_rows', 1000)));
 end $$;
 comment on function pgmem.lexical_probe(text, float8) is
-  'The tsquery of the lexical candidate branch of search/activate/recall for a text: the OR of its rarest lexemes (the tenant''s document frequencies) whose matches fit in p_budget rows (default: setting lexical_probe_rows), or an AND of the rarest when even one is over budget; the plain OR of every lexeme when the tenant has fewer memories than the budget.';
+  'The tsquery of the lexical candidate branch of search/activate/recall for a text: the OR of its rarest lexemes (the tenant''s document frequencies) whose matches fit in p_budget rows (default: setting lexical_probe_rows), or an AND of the rarest when even one is over budget; NULL (no lexical branch) when even the AND of every lexeme is over budget; the plain OR of every lexeme when the tenant has fewer memories than the budget.';

@@ -117,8 +117,9 @@ create or replace function pgmem._jam_time(m pgmem.memories, q pgmem.query) retu
               when q.time_month is not null then
                 pgmem.exp_decay(30 * least(abs(extract(month from pgmem.event_time(m) at time zone 'UTC')::int - q.time_month),
                                            12 - abs(extract(month from pgmem.event_time(m) at time zone 'UTC')::int - q.time_month)), q.time_tau)
-              else pgmem.exp_decay(greatest(extract(epoch from q.time_from - pgmem.event_time(m)),
-                                            extract(epoch from pgmem.event_time(m) - q.time_to), 0) / 86400, q.time_tau) end;
+              else pgmem.exp_decay(greatest(date_part('epoch', q.time_from - pgmem.event_time(m)),
+                                            date_part('epoch', pgmem.event_time(m) - q.time_to), 0::float8) / 86400.0::float8,
+                                   q.time_tau) end;
 
 -- spatial = shared path components / max(component counts)   (JAM Stage 2.2: spatial proximity)
 create or replace function pgmem._jam_spatial(m pgmem.memories, q pgmem.query) returns float8
@@ -134,7 +135,7 @@ create or replace function pgmem._jam_spatial(m pgmem.memories, q pgmem.query) r
 create or replace function pgmem._jam_usage(m pgmem.memories, q pgmem.query) returns float8
   language sql immutable parallel safe
   return case when q.max_access > 0
-              then case when q.params->>'usage' = 'log' then ln(1.0 + m.access_count) / ln(1.0 + q.max_access)
+              then case when q.usage_log then ln(1.0::float8 + m.access_count) / ln(1.0::float8 + q.max_access)
                         else least(1.0, m.access_count::float8 / q.max_access) end
                    * pgmem.exp_decay(pgmem.age_days(coalesce(m.last_accessed_at, m.created_at), q.as_of), q.usage_half_life)
               else 0 end;
@@ -152,19 +153,26 @@ create or replace function pgmem._jam_present(q pgmem.query, p_semantic float8, 
        + case when p_time is null then 0 else q.w_time end + case when p_session is null then 0 else q.w_session end
        + case when p_neighbour is null then 0 else q.w_neighbour end;
 
--- The order of search's lexical candidates. With lexical = bm25: BM25 (the best matches).
--- Otherwise the fused score without the semantic and the spatial signals: among the lexical
--- probe's matches many memories share the best coverage (at 1,000,000 in the benchmark,
--- thousands hold every lexeme of a templated question) and the other signals rank them;
--- ordering by coverage and ts_rank alone kept the wrong ones. The semantic signal is left to
--- the two HNSW branches (computing it here means reading every match's vector: 60-80 ms for
--- 10,000 matches at 1,000,000); path_overlap is the one expensive expression and weighs .03.
--- Figures: bench/README.md L12.
+-- The order of search's lexical candidates: the fused score without the signals that are
+-- costly here or need the other candidates (semantic, spatial, session, neighbour), i.e. the
+-- lexical signal with recency, actor, usage and time at their weights. Among the lexical probe's
+-- matches many memories share the best lexical score (at 1,000,000 in the benchmark, thousands
+-- hold every lexeme of a templated question) and the other signals rank them; ordering by the
+-- lexical score alone kept the wrong ones (bench/README.md L12; and R5: with BM25 alone, "what is
+-- on the calendar with Nadia this week" lost the memories of this week, and "how experienced is
+-- Fatima with German" Fatima's, to older or other speakers' ones with the same words:
+-- overlap@10 .92 -> see R5). With lexical = bm25 the BM25 sum is divided by q.bm25_norm, the
+-- score of a memory of average length holding every term, so that it weighs what it weighs in
+-- the fused score (where it is divided by the best candidate's). The semantic signal is left
+-- to the HNSW branches (computing it here means reading every match's vector: 60-80 ms for
+-- 10,000 matches at 1,000,000); path_overlap is the one expensive expression and weighs .01-.03.
 create or replace function pgmem._jam_prior(m pgmem.memories, q pgmem.query) returns float8
   language sql immutable parallel safe
-  return case when q.lexical_mode = 'bm25' then pgmem._jam_bm25(m.tsv, q)
-              else coalesce(q.w_lexical * pgmem._jam_coverage(m, q), 0) + coalesce(q.w_recency * pgmem._jam_recency(m, q), 0)
-                 + coalesce(q.w_actor * pgmem._jam_actor(m, q), 0) + coalesce(q.w_usage * pgmem._jam_usage(m, q), 0) end;
+  return coalesce(q.w_lexical * case when q.lexical_mode = 'bm25' then pgmem._jam_bm25(m.tsv, q) / nullif(q.bm25_norm, 0)
+                                     else pgmem._jam_coverage(m, q) end, 0)
+       + coalesce(q.w_recency * pgmem._jam_recency(m, q), 0)
+       + coalesce(q.w_actor * pgmem._jam_actor(m, q), 0) + coalesce(q.w_usage * pgmem._jam_usage(m, q), 0)
+       + coalesce(q.w_time * pgmem._jam_time(m, q), 0);
 
 -- ================================================================== Shadow (activate)
 -- shadow-memory-system.md, MemoryAwarenessInterface / SimilarityEngine.

@@ -22,16 +22,17 @@ create or replace function pgmem._search(
 returns setof pgmem.search_hit
   language plpgsql volatile security definer
   set search_path = pgmem, public, pg_temp
-  set plan_cache_mode = force_custom_plan  -- see sql/200_query.sql, "Plans"
+  set plan_cache_mode = force_generic_plan  -- plans cached for the session, never per call (sql/203_candidates.sql)
 as $$
 declare
   q pgmem.query := pgmem._query('search', query_text, query_embedding, k, candidates, actor, location,
                                 profile, weights, filters, as_of, p_exact);
+  v_ids bigint[] := pgmem._candidate_ids(q);
 begin
   return query
   with c as (
-    select m.id, m.content, m.summary, m.who, m.what, m.happened_at, m.location, m.why, m.how, m.category, m.tier,
-           m.user_id, m.agent_id, m.session_id, m.created_at, m.access_count, m.importance, m.metadata,
+    -- each candidate's own signals (sql/202_signals.sql), and its session
+    select m.id, m.session_id,
            pgmem._jam_semantic(m, q) as semantic,
            pgmem._jam_lexical(m, q) as lexical,
            pgmem._jam_recency(m, q) as recency,
@@ -40,7 +41,7 @@ begin
            pgmem._jam_usage(m, q) as usage,
            pgmem._jam_time(m, q) as time
       from pgmem.memories m
-     where m.id = any(array(select c.id from pgmem._candidates(q) c(id))) and m.tenant = q.tenant),
+     where m.id = any(v_ids) and m.tenant = q.tenant and m.state = any(q.states) and pgmem._eligible(m, q)),
   s as (
     -- lexical = rank (JAM's literal reading) or bm25: divided by the largest among the candidates
     select c.*, case when c.lexical is null or q.lexical_mode = 'coverage' then c.lexical
@@ -58,14 +59,15 @@ begin
   e as (
     -- the links of q.neighbour_links at each candidate, either direction: (memory, its neighbour)
     select l.src_id as id, l.dst_id as other from pgmem.links l
-     where q.w_neighbour > 0 and l.tenant = q.tenant and l.kind = any(q.neighbour_links) and l.src_id in (select b.id from b)
+     where q.w_neighbour > 0 and l.tenant = q.tenant and l.kind = any(q.neighbour_links) and l.src_id = any(v_ids)
     union all
     select l.dst_id, l.src_id from pgmem.links l
-     where q.w_neighbour > 0 and l.tenant = q.tenant and l.kind = any(q.neighbour_links) and l.dst_id in (select b.id from b)),
+     where q.w_neighbour > 0 and l.tenant = q.tenant and l.kind = any(q.neighbour_links) and l.dst_id = any(v_ids)),
   nb as (
     -- the best own score among each memory's neighbours: the neighbours' scores are looked up
     -- by a window over (candidates ∪ links) keyed by the neighbour's id, one sort, instead of a
-    -- join the planner would make a nested loop of (it cannot know how many candidates come)
+    -- join the planner would make a nested loop of (a generic plan cannot know how many
+    -- candidates come: it plans for one)
     select w.id, max(w.best) as best
       from (select u.id, max(u.own) over (partition by u.key) as best
               from (select b.id as key, null::bigint as id, b.own / nullif(b.own_w, 0) as own from b
@@ -80,17 +82,21 @@ begin
            case when q.w_session > 0 and b.session_id is not null
                 then max(b.own / nullif(b.own_w, 0)) over (partition by b.session_id) end as session,
            case when q.w_neighbour > 0 then nb.best end as neighbour
-      from b left join nb on nb.id = b.id)
-  select x.id,
-         coalesce((x.own + coalesce(q.w_session * x.session, 0) + coalesce(q.w_neighbour * x.neighbour, 0))
-                  / nullif(pgmem._jam_present(q, x.semantic, x.lex, x.recency, x.actor, x.spatial, x.usage, x.time,
-                                              x.session, x.neighbour), 0), 0) as score,
-         x.semantic, x.lex, x.recency, x.actor, x.spatial, x.usage, x.time, x.session, x.neighbour,
-         x.content, x.summary, x.who, x.what, x.happened_at, x.location, x.why, x.how, x.category, x.tier,
-         x.user_id, x.agent_id, x.session_id, x.created_at, x.access_count, x.importance, x.metadata
-    from x
-   order by 2 desc, x.id
-   limit q.k;
+      from b left join nb on nb.id = b.id),
+  top as (
+    select x.*,
+           coalesce((x.own + coalesce(q.w_session * x.session, 0) + coalesce(q.w_neighbour * x.neighbour, 0))
+                    / nullif(pgmem._jam_present(q, x.semantic, x.lex, x.recency, x.actor, x.spatial, x.usage, x.time,
+                                                x.session, x.neighbour), 0), 0) as score
+      from x
+     order by score desc, x.id
+     limit q.k)
+  -- the memories' fields, for the k returned only
+  select t.id, t.score, t.semantic, t.lex, t.recency, t.actor, t.spatial, t.usage, t.time, t.session, t.neighbour,
+         m.content, m.summary, m.who, m.what, m.happened_at, m.location, m.why, m.how, m.category, m.tier,
+         m.user_id, m.agent_id, m.session_id, m.created_at, m.access_count, m.importance, m.metadata
+    from top t join pgmem.memories m on m.id = t.id
+   order by t.score desc, t.id;
 end $$;
 
 create or replace function pgmem.search(

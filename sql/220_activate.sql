@@ -57,24 +57,26 @@ returns table (id bigint, score float8, activated boolean, relevance_type text, 
                memory_summary text, content text, who text, category text, created_at timestamptz)
   language plpgsql volatile security definer
   set search_path = pgmem, public, pg_temp
-  set plan_cache_mode = force_custom_plan  -- see sql/200_query.sql, "Plans"
+  set plan_cache_mode = force_generic_plan  -- plans cached for the session, never per call (sql/203_candidates.sql)
 as $$
 declare
   q pgmem.query := pgmem._query('activate', query_text, query_embedding, k, null, null, null, profile, weights,
                                 filters, as_of);
+  v_ids bigint[];
 begin
   perform pgmem._check_unit(threshold, 'threshold');
   q.threshold := coalesce(threshold, pgmem.context_threshold(coalesce(context_type, 'conversation'), q.profile));
   q.keys := array(select distinct lower(x) from unnest(coalesce(topics, '{}') || coalesce(entities, '{}')) x where x <> '');
   if cardinality(q.keys) = 0 then q.keys := pgmem.tokens(coalesce(query_text, '')); end if;
   q.tokens := pgmem.tokens(coalesce(summary, query_text, ''));
+  v_ids := pgmem._candidate_ids(q);
   return query
   with s as (
     select m.id, m.summary, m.content, m.who, m.category, m.created_at,
            pgmem._shadow_embedding(m, q) as e, pgmem._shadow_metadata(m, q) as md,
            pgmem._shadow_summary(m, q) as su, pgmem._shadow_temporal(m, q) as te
       from pgmem.memories m
-     where m.id = any(array(select c.id from pgmem._candidates(q) c(id))) and m.tenant = q.tenant),
+     where m.id = any(v_ids) and m.tenant = q.tenant and m.state = any(q.states) and pgmem._eligible(m, q)),
   r as (
     -- the weights of this memory: without an embedding (query or memory) the embedding
     -- component is absent and the other three are rescaled to sum 1 (0 when nothing is left)

@@ -19,11 +19,12 @@ returns table (id bigint, score float8, relevance float8, decayed_importance flo
                content text, summary text, who text, category text, importance real, access_count integer, created_at timestamptz)
   language plpgsql volatile security definer
   set search_path = pgmem, public, pg_temp
-  set plan_cache_mode = force_custom_plan  -- see sql/200_query.sql, "Plans"
+  set plan_cache_mode = force_generic_plan  -- plans cached for the session, never per call (sql/203_candidates.sql)
 as $$
 declare
   q pgmem.query := pgmem._query('recall', query_text, query_embedding, k, null, null, null, profile, weights,
                                 filters, as_of);
+  v_ids bigint[] := pgmem._candidate_ids(q);
 begin
   return query
   with s as (
@@ -31,7 +32,7 @@ begin
            pgmem._engram_relevance(m, q) as rel, pgmem._engram_importance(m, q) as imp,
            pgmem._engram_recency(m, q) as rec, pgmem._engram_access(m, q) as acc
       from pgmem.memories m
-     where m.id = any(array(select c.id from pgmem._candidates(q) c(id))) and m.tenant = q.tenant)
+     where m.id = any(v_ids) and m.tenant = q.tenant and m.state = any(q.states) and pgmem._eligible(m, q))
   -- Engram, Retrieval & Ranking: the weighted sum of the four scores
   select s.id, q.w_relevance * s.rel + q.w_importance * s.imp + q.w_recency * s.rec + q.w_access * s.acc,
          s.rel, s.imp, s.rec, s.acc, s.content, s.summary, s.who, s.category, s.importance, s.access_count, s.created_at

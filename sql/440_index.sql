@@ -1,5 +1,7 @@
 -- The index job: moves memories from pgmem.vector_queue into pgmem.memory_vectors, the table
--- under the HNSW index (125_vectors.sql, STORAGE.md). The HNSW insertion (~2.2 ms of CPU per
+-- under the HNSW index (125_vectors.sql, STORAGE.md), and the recent ones into
+-- pgmem.recent_vectors, the recent memories' own small HNSW index (search's recent candidate
+-- branch, sql/203_candidates.sql; revision 0012), from which it drops those no longer recent. The HNSW insertion (~2.2 ms of CPU per
 -- vector at 1,000,000) is paid here, in batches, instead of in every write. pg_cron runs it
 -- every minute; the embedding worker and run_job('index') drain it too. Until a memory is
 -- moved, pgmem._neighbours (and the read path) compare it exactly.
@@ -18,6 +20,7 @@ declare
   v_tenant text := pgmem._job_scope(tenant);
   v_run bigint;
   v_taken bigint;
+  v_since timestamptz := now() - make_interval(days => coalesce(pgmem._setting_num('recent_vectors_days'), 30)::int);
 begin
   perform pgmem._check_between(batch, 'batch', 1, 100000);
   v_run := pgmem._job_begin('index', v_tenant, jsonb_build_object('batch', batch));
@@ -37,12 +40,48 @@ begin
     on conflict (memory_id) do update set tenant = excluded.tenant, user_scope = excluded.user_scope,
                                           embedding = excluded.embedding
     returning v.memory_id),
+  -- the recent ones also under the recent memories' own index (search's recent branch; the row
+  -- references the memory_vectors row written above, checked at the end of the statement)
+  recent as (
+    insert into pgmem.recent_vectors as r (memory_id, tenant, user_scope, created_at, embedding)
+    select m.id, m.tenant, coalesce(m.user_id, ''), m.created_at, m.embedding
+      from q join pgmem.memories m on m.id = q.memory_id
+     where m.state = 'active' and m.embedding is not null and m.created_at >= v_since
+     order by m.id
+    on conflict (memory_id) do update set tenant = excluded.tenant, user_scope = excluded.user_scope,
+                                          created_at = excluded.created_at, embedding = excluded.embedding
+    returning r.memory_id),
   gone as (delete from pgmem.vector_queue x using q where x.memory_id = q.memory_id returning x.memory_id)
   select (select count(*) from moved), (select count(*) from gone) - (select count(*) from moved), (select count(*) from gone)
     into indexed, dropped, v_taken;
+  -- the memories that are no longer recent leave the recent index
+  delete from pgmem.recent_vectors r where r.created_at < v_since and (v_tenant is null or r.tenant = v_tenant);
   select count(*) into queued from pgmem.vector_queue x where v_tenant is null or x.tenant = v_tenant;
   perform pgmem._job_end(v_run, v_taken, indexed, jsonb_build_object('more', v_taken >= batch, 'queued', queued));
   return next;
 end $$;
 comment on function pgmem.index_vectors(integer, text) is
-  'The index job: moves up to batch queued memories (pgmem.vector_queue) under the HNSW index (pgmem.memory_vectors); returns how many were indexed, dropped (no longer active or embedded) and are still queued. run_job(''index'') repeats it until the queue is empty.';
+  'The index job: moves up to batch queued memories (pgmem.vector_queue) under the HNSW index (pgmem.memory_vectors), the recent ones (created in the last recent_vectors_days) under the recent index too (pgmem.recent_vectors), and drops the memories no longer recent from it; returns how many were indexed, dropped (no longer active or embedded) and are still queued. run_job(''index'') repeats it until the queue is empty.';
+
+-- Refills the recent memories' index (pgmem.recent_vectors) of the current tenant ('*': of every
+-- tenant) from memory_vectors: after a bulk load that filled memory_vectors directly (bench.py's
+-- loader), or to repair it. The index job keeps it current otherwise. Returns the rows written.
+create or replace function pgmem.rebuild_recent_vectors() returns bigint
+  language plpgsql volatile
+  set search_path = pgmem, public, pg_temp
+as $$
+declare
+  v_tenant text := pgmem._require_tenant();
+  v_since timestamptz := now() - make_interval(days => coalesce(pgmem._setting_num('recent_vectors_days'), 30)::int);
+  n bigint;
+begin
+  delete from pgmem.recent_vectors r where v_tenant = '*' or r.tenant = v_tenant;
+  insert into pgmem.recent_vectors (memory_id, tenant, user_scope, created_at, embedding)
+  select v.memory_id, v.tenant, v.user_scope, m.created_at, v.embedding
+    from pgmem.memory_vectors v join pgmem.memories m on m.id = v.memory_id
+   where m.created_at >= v_since and (v_tenant = '*' or v.tenant = v_tenant);
+  get diagnostics n = row_count;
+  return n;
+end $$;
+comment on function pgmem.rebuild_recent_vectors() is
+  'Refills the current tenant''s recent-memory index (pgmem.recent_vectors; tenant * = every tenant''s) from pgmem.memory_vectors: the memories created in the last recent_vectors_days. The index job keeps it current; this is for bulk loads that filled memory_vectors directly. Returns the rows written.';

@@ -202,7 +202,8 @@ declare
   admin_only text[] := array['merge_duplicates', 'unmerge', 'prune', 'purge', 'archive_stale', 'tune_thresholds', 'index_vectors',
                              'schedule_jobs', 'unschedule_jobs', 'run_job', 'grant_tenant', 'revoke_tenant', 'set_session_limits',
                              'add_claim_key', 'drop_claim_key', 'sign_tenant_claim', 'cluster',
-                             'fold_lexicon', 'rebuild_lexicon'];  -- read path (201): the lexicon's upkeep
+                             'fold_lexicon', 'rebuild_lexicon',  -- read path (201): the lexicon's upkeep
+                             'rebuild_recent_vectors'];  -- issue 23 (440): the recent memories' index
   app_helpers text[] := array[
     -- the tenant, errors and argument checks: every API path (and the generated columns) use them
     '_require_tenant', '_check_registered', '_is_admin', '_bad_input', '_check_between', '_check_unit', '_check_time',

@@ -51,8 +51,6 @@ ALLOWED: tuple[Allowed, ...] = (
             "a temporary table created at run time; pragma to add in sql/420_prune_archive.sql (writejobs)"),
     Allowed("merge_duplicates", r'target type is different type than source type.*cast "text" value to "jsonb"',
             "a text literal assigned to a jsonb variable (sql/410_merge.sql, writejobs): harmless, '{}'::jsonb fixes it"),
-    Allowed("_effective_weights", r'target type is different type than source type.*cast "text" value to "jsonb"',
-            "a text literal assigned to a jsonb variable (sql/200_search.sql, readpath): harmless, '{}'::jsonb fixes it"),
     Allowed("_filter_strings", r"control reached end of function without RETURN",
             "it ends with pgmem._bad_input, which always raises; plpgsql_check cannot know that "
             "(sql/200_query.sql, readpath: a `return null;` after it silences it)"),

@@ -889,12 +889,15 @@ def plan_nodes(plan: dict) -> list[dict]:
     return out
 
 
-def ranking_plan(c, sql: str, params=()) -> tuple[list[dict], str]:
-    """The plan of the one statement that reads pgmem.memories through the candidate set: its
-    nodes, and the plan alone (without the query text) as a string."""
-    plans = [p for p in plans_of(c, sql, params) if "_candidates(q)" in p["Query Text"]]
-    assert len(plans) == 1, plans
-    return plan_nodes(plans[0]), json.dumps(plans[0]["Plan"])
+def ranking_plans(c, sql: str, params=()) -> tuple[list[dict], str]:
+    """The plans of the statements a ranking runs on memories or their vectors (the candidate
+    branches of sql/203_candidates.sql and the scoring statement): all their nodes, and the plans
+    alone (without the query texts) as a string."""
+    plans = [p for p in plans_of(c, sql, params)
+             if any(t in p["Query Text"] for t in ("pgmem.memories", "pgmem.memory_vectors", "pgmem.recent_vectors"))]
+    assert plans, "no statement of the ranking read memories"
+    nodes = [n for p in plans for n in plan_nodes(p)]
+    return nodes, json.dumps([p["Plan"] for p in plans])
 
 
 def scans(nodes: list[dict]) -> set[tuple[str, str]]:
@@ -902,8 +905,8 @@ def scans(nodes: list[dict]) -> set[tuple[str, str]]:
     under the HNSW index) or of one of their indexes. (The queue of vectors not indexed yet is
     small by design, and read whole.)"""
     return {(n["Node Type"], n.get("Index Name", "")) for n in nodes
-            if n.get("Relation Name") in ("memories", "memory_vectors")
-            or n.get("Index Name", "").startswith(("memories_", "memory_vectors_"))}
+            if n.get("Relation Name") in ("memories", "memory_vectors", "recent_vectors")
+            or n.get("Index Name", "").startswith(("memories_", "memory_vectors_", "recent_vectors_"))}
 
 
 RANKINGS = {
@@ -918,54 +921,54 @@ GIN = ("Bitmap Index Scan", "memories_tsv_gin")
 
 @pytest.mark.parametrize("ranking", list(RANKINGS))
 def test_rankings_take_the_hnsw_and_gin_paths(big, ranking):
-    """EXPLAIN of the statement each ranking runs (captured from inside the function): its
+    """EXPLAIN of every statement each ranking runs (captured from inside the functions, on the
+    5,000-memory set: over exact_scan_rows, so the candidates come from the indexes): its
     candidates come from the HNSW index and the GIN index, never from a scan of the table, with
-    and without filters; the branches a query does not use are not planned at all."""
+    and without filters; a branch a query does not use is not run at all."""
     dsn, queries = big
     with connect(dsn, tenant="acme") as c:
+        gin = 0
         for i, (text, vec, _) in enumerate(queries[:3]):
-            nodes, plan = ranking_plan(c, RANKINGS[ranking], (text, vec, T, Jsonb({})))
+            nodes, plan = ranking_plans(c, RANKINGS[ranking], (text, vec, T, Jsonb({})))
             if i == 0:
                 print(f"\n[scans of {ranking} for {text!r}] {sorted(scans(nodes))}")
-            assert HNSW in scans(nodes) and GIN in scans(nodes), scans(nodes)
+            assert HNSW in scans(nodes), scans(nodes)
+            gin += GIN in scans(nodes)
             assert not any(t == "Seq Scan" for t, _ in scans(nodes)), scans(nodes)
-            # planned with the record's values: the tests of absent filters are gone
-            hnsw = next(n for n in nodes if n.get("Index Name") == HNSW[1])
-            assert "tenant = 'acme'" in hnsw.get("Filter", "") + hnsw.get("Index Cond", ""), hnsw
-            assert not any("IS NULL) OR" in n.get("Filter", "") for n in nodes), plan
+        assert gin >= 2, gin  # (a question whose every word is common has no lexical probe)
         # a filter is tested on the memory joined to each vector the (iterative) HNSW scan yields
         text, vec, _ = queries[0]
-        nodes, plan = ranking_plan(c, RANKINGS[ranking], (text, vec, T, Jsonb({"who": ["user", "tool:shell"]})))
-        assert HNSW in scans(nodes) and GIN in scans(nodes), scans(nodes)
-        assert any("who = ANY ('{user,tool:shell}'::text[])" in n.get("Filter", "") for n in nodes), plan
+        nodes, plan = ranking_plans(c, RANKINGS[ranking], (text, vec, T, Jsonb({"who": ["user", "tool:shell"]})))
+        assert HNSW in scans(nodes), scans(nodes)
+        assert any("who = ANY" in n.get("Filter", "") for n in nodes), plan
         assert not any(t == "Seq Scan" for t, _ in scans(nodes)), scans(nodes)
         # text only: the lexical branch alone
-        nodes, _ = ranking_plan(c, RANKINGS[ranking], (text, None, T, Jsonb({})))
+        nodes, _ = ranking_plans(c, RANKINGS[ranking], (text, None, T, Jsonb({})))
         assert GIN in scans(nodes) and HNSW not in scans(nodes), scans(nodes)
         assert not any(t == "Seq Scan" for t, _ in scans(nodes)), scans(nodes)
     if ranking == "search":  # search_exact is the scan it is meant to be
         with connect(dsn, tenant="acme") as c:
             text, vec, _ = queries[0]
-            nodes, _ = ranking_plan(c, "select * from pgmem.search_exact(%s, %s::vector, as_of => %s::timestamptz)",
-                                    (text, vec, T))
+            nodes, _ = ranking_plans(c, "select * from pgmem.search_exact(%s, %s::vector, as_of => %s::timestamptz)",
+                                     (text, vec, T))
             assert HNSW not in scans(nodes) and GIN not in scans(nodes), scans(nodes)
 
 
-def test_search_replans_with_each_querys_values(big):
-    """The ranking statement is planned with each call's record (plan_cache_mode =
-    force_custom_plan on the ranking functions): after many calls in one session the plan still
-    holds the call's values, not the parameters of a cached generic plan."""
+def test_search_plans_are_cached_for_the_session(big):
+    """The ranking statements are planned once per session, not per call (plan_cache_mode =
+    force_generic_plan on the ranking functions and the candidate set: 11.6 ms of planning per
+    search when each call was planned with its record, bench/README.md R3): after many calls in
+    one session the plans hold parameters, and still take the index paths."""
     dsn, queries = big
     with connect(dsn, tenant="acme") as c:
         for text, vec, _ in queries[:8]:
             search(c, query_text=text, query_embedding=vec, as_of=T)
         text, vec, _ = queries[9]
-        nodes, plan = ranking_plan(c, RANKINGS["search"], (text, vec, T, Jsonb({})))
-        assert "($1)" not in plan and HNSW in scans(nodes), plan
-        limits = [n for n in nodes if n["Node Type"] == "Limit"]
-        assert limits and all(n["Plan Rows"] <= 200 for n in limits), limits  # LIMIT q.n known: 100 rows
-        assert scalar(c, "select proconfig from pg_proc where proname = '_search'") == \
-            ["search_path=pgmem, public, pg_temp", "plan_cache_mode=force_custom_plan"]
+        nodes, plan = ranking_plans(c, RANKINGS["search"], (text, vec, T, Jsonb({})))
+        assert "($" in plan and HNSW in scans(nodes), plan  # a generic plan: the record's fields are parameters
+        for fn in ("_search", "_candidate_ids", "_activate", "recall"):
+            assert "plan_cache_mode=force_generic_plan" in scalar(
+                c, "select proconfig from pg_proc where proname = %s and pronamespace = 'pgmem'::regnamespace", (fn,)), fn
 
 
 def test_big_filters_and_text_only_on_real_data(big):
@@ -1014,12 +1017,14 @@ def test_lexical_probe_takes_the_rarest_lexemes(big):
     dsn, queries = big
     with connect(dsn, tenant="acme") as c:
         texts = [q[0] for q in queries[:40]]
-        # 5,000 rows <= the default budget (5,000): the probe is the whole OR query
+        # 5,000 rows <= a budget of 5,000: the probe is the whole OR query
         def same_or(a: str, b: str) -> bool:  # the same OR of lexemes, in any order
             return "&" not in a and _probe_lexemes(a) == _probe_lexemes(b)
         for t in texts[:10]:
-            assert same_or(scalar(c, "select pgmem.lexical_probe(%s)::text", (t,)),
+            assert same_or(scalar(c, "select pgmem.lexical_probe(%s, 5000)::text", (t,)),
                            scalar(c, "select pgmem.query_tsquery(%s)::text", (t,)))
+        # the default budget (setting lexical_probe_rows, 1,000) narrows it
+        assert scalar(c, "select pgmem._setting_num('lexical_probe_rows')") == 1000
         assert scalar(c, "select pgmem.lexical_probe('the of and')") is None  # stop words only
         assert same_or(scalar(c, "select pgmem.lexical_probe(%s, 0)::text", (texts[0],)),
                        scalar(c, "select pgmem.query_tsquery(%s)::text", (texts[0],)))
@@ -1032,6 +1037,12 @@ def test_lexical_probe_takes_the_rarest_lexemes(big):
                                ("'" + x.replace("'", "''") + "'",)) for x in lex}
             probe = scalar(c, "select pgmem.lexical_probe(%s, 200)::text", (t,))
             full_n = scalar(c, "select count(*) from pgmem.memories where tsv @@ pgmem.query_tsquery(%s)", (t,))
+            if probe is None:
+                # no probe only when even the AND of every lexeme is estimated over budget: each
+                # lexeme is common, and together they still match more than 200 memories
+                n_all = scalar(c, "select count(*) from pgmem.memories where tsv @@ plainto_tsquery('english', %s)", (t,))
+                assert min(count.values()) > 200 and n_all > 100, (t, count, n_all)
+                continue
             probe_n = scalar(c, "select count(*) from pgmem.memories where tsv @@ pgmem.lexical_probe(%s, 200)", (t,))
             p = _probe_lexemes(probe)
             assert p <= set(lex), (t, probe)

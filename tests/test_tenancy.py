@@ -383,6 +383,18 @@ def _rebuild_lexicon(w: World):
     assert scalar(w.su, "select count(*) from pgmem.lexicon where tenant = 'a'") > 0
 
 
+@check("rebuild_recent_vectors")
+def _rebuild_recent_vectors(w: World):
+    # admin only; a's administrator refills a's recent index and leaves b's rows as they were
+    expect_error(lambda: scalar(w.a, "select pgmem.rebuild_recent_vectors()"), "42501")
+    # (the harness checks that no row of b changed)
+    n = scalar(w.a_admin, "select pgmem.rebuild_recent_vectors()")
+    assert n == scalar(w.su, "select count(*) from pgmem.recent_vectors where tenant = 'a'") == \
+        scalar(w.su, "select count(*) from pgmem.memory_vectors v join pgmem.memories m on m.id = v.memory_id "
+                     "where v.tenant = 'a' and m.created_at >= now() - interval '30 days'")
+    assert scalar(w.su, "select count(*) from pgmem.recent_vectors where tenant <> all (array['a', 'b'])") == 0
+
+
 @check("fold_lexicon")
 def _fold_lexicon(w: World):
     # the app role may not run it; a's administrator folds a's deltas only (b's stay as they are)
@@ -774,7 +786,7 @@ PURE = {
 ADMIN_ONLY = {"merge_duplicates", "unmerge", "prune", "purge", "archive_stale", "index_vectors", "tune_thresholds", "schedule_jobs",
               "unschedule_jobs", "run_job", "cluster"}
 ORDER = ["get_memory", "history", "surprise", "search", "search_exact", "explain_search", "activate", "recall",
-         "lexical_probe", "query_actors", "query_embedding_text", "time_window", "event_time", "fold_lexicon", "rebuild_lexicon",
+         "lexical_probe", "query_actors", "query_embedding_text", "time_window", "event_time", "fold_lexicon", "rebuild_lexicon", "rebuild_recent_vectors",
          "build_context",
          "context_threshold", "memory_strength", "export_user", "touch", "claim_embeddings", "update_memory", "forget",
          "restore", "revert", "feedback", "current_tenant", "grant_tenant", "schedule_jobs", "merge_duplicates", "prune",

@@ -1,23 +1,78 @@
-"""The read path at the speed of its indexes (issue 23): recent vectors, write path, jobs.
+"""The read path at the speed of its indexes (issue 23).
 
-Reserved in the revision chain so that work on each concern can land in any order; empty
-until that work fills it.
+* ``pgmem.recent_vectors``: the vectors of the memories created in the last
+  ``recent_vectors_days`` (default 30: one recency half-life of the default profile), under an
+  HNSW index of their own. search's recent candidate branch reads it instead of a filtered
+  iterative scan of the global index (which had a p95 of seconds and was the slowest branch:
+  bench/README.md R2). Filled and trimmed by the index job (sql/440_index.sql); a row leaves with
+  its memory_vectors row (ON DELETE CASCADE), so it never outlives the active, embedded memory
+  it copies.
+* Fields of the query record (``pgmem.query``) for the branch choice: ``scan`` (a small tenant or
+  user is scored exactly, every eligible memory), ``filtered`` (the call's filters or as_of
+  restrict the memories, so the HNSW branch joins memories), ``docs`` (how many active memories
+  the tenant or the filtered user has, from the lexicon), ``user_scope`` (memory_vectors'
+  user_scope of a single-user filter), ``bm25_norm`` (BM25 of an average-length memory holding every
+  term: the lexical branch orders by BM25 / bm25_norm with the other cheap signals), ``usage_log``
+  (the profile's params.usage = log, read once instead of per row), ``probe_rows`` (the lexical
+  branch's budget, setting lexical_probe_rows).
+* The built-in lexical_probe_rows goes from 5,000 to 1,000 (a value a user changed stays): the
+  lexical branch ranks at most that many matches (bench/README.md R5).
 
 Revision ID: 0012
 Revises: 0011
 Create Date: 2026-11-26
 """
-from pgmem.migrate import run_sql  # noqa: F401
+from pgmem.migrate import drop_dependents, run_sql
 
 revision = "0012"
 down_revision = "0011"
 branch_labels = None
 depends_on = None
 
+UPGRADE = r"""
+alter type pgmem.query add attribute scan boolean, add attribute filtered boolean, add attribute docs bigint,
+  add attribute user_scope text, add attribute bm25_norm float8,
+  add attribute usage_log boolean, add attribute probe_rows integer;
+
+do $$
+declare dim int := (select value::text::int from pgmem.settings where tenant = '*' and key = 'embedding_dim');
+begin
+  execute format($t$
+    create table pgmem.recent_vectors (
+      memory_id  bigint primary key references pgmem.memory_vectors (memory_id) on delete cascade,
+      tenant     text not null,
+      user_scope text not null,
+      created_at timestamptz not null,
+      embedding  vector(%s) not null
+    )$t$, dim);
+end $$;
+comment on table pgmem.recent_vectors is
+  'The vectors of the recent memories (created in the last recent_vectors_days) under an HNSW index of their own: search''s recent candidate branch. A copy of memory_vectors'' rows, kept by the index job; a row leaves with its memory_vectors row.';
+create index recent_vectors_created on pgmem.recent_vectors (created_at);
+insert into pgmem.recent_vectors (memory_id, tenant, user_scope, created_at, embedding)
+select v.memory_id, v.tenant, v.user_scope, m.created_at, v.embedding
+  from pgmem.memory_vectors v join pgmem.memories m on m.id = v.memory_id
+ where m.created_at >= now() - interval '30 days';
+create index recent_vectors_hnsw on pgmem.recent_vectors using hnsw (embedding vector_cosine_ops)
+  with (m = 16, ef_construction = 64);
+analyze pgmem.recent_vectors;
+-- the candidate set became _candidate_ids (sql/203_candidates.sql): separate cached statements
+drop function if exists pgmem._candidates(pgmem.query);
+update pgmem.settings set value = '1000' where tenant = '*' and key = 'lexical_probe_rows' and value = '5000';
+"""
+
+DOWNGRADE = r"""
+alter type pgmem.query drop attribute if exists scan, drop attribute if exists filtered,
+  drop attribute if exists docs, drop attribute if exists user_scope, drop attribute if exists bm25_norm,
+  drop attribute if exists usage_log, drop attribute if exists probe_rows;
+drop table if exists pgmem.recent_vectors;
+"""
+
 
 def upgrade() -> None:
-    pass
+    run_sql(UPGRADE)
 
 
 def downgrade() -> None:
-    pass
+    drop_dependents("pgmem.recent_vectors")
+    run_sql(DOWNGRADE)
