@@ -257,10 +257,18 @@ begin
     'candidateMemories', v_rows,
     'totalMemories', jsonb_array_length(v_rows),
     'avgActivationScore', (select round(avg((m->>'activationScore')::float8)::numeric, 4) from jsonb_array_elements(v_rows) m),
-    'formatted', pgmem.format_context(v_rows, max_candidates => max_candidates));
+    'formatted', pgmem.format_context(v_rows, max_candidates => max_candidates),
+    -- the memories the formatted block lists (what a chat records as used when it sends the block)
+    'formattedIds', (select coalesce(jsonb_agg(x.id order by x.score desc, x.ord), '[]')
+                       from (select (m->>'memoryId')::bigint as id, (m->>'activationScore')::float8 as score, t.ord,
+                                    (m->>'activated')::boolean as activated,
+                                    row_number() over (partition by (m->>'activated')::boolean
+                                                       order by (m->>'activationScore')::float8 desc, t.ord) as rn
+                               from jsonb_array_elements(v_rows) with ordinality t(m, ord)) x
+                      where x.activated or x.rn <= max_candidates));
 end $$;
 comment on function pgmem.memory_context(text, public.vector, text, integer, jsonb, float8, integer) is
-  'Shadow''s memoryContext for a chat message: every candidate (candidateMemories, each with activationScore, activated, relevanceType, confidence, summary and the four signals), the activated ones (score >= the context type''s threshold), totalMemories (considered), avgActivationScore, and the formatted "HIGHLY RELEVANT / POTENTIALLY RELEVANT" block. Logs the activations under queryId (for feedback).';
+  'Shadow''s memoryContext for a chat message: every candidate (candidateMemories, each with activationScore, activated, relevanceType, confidence, summary and the four signals), the activated ones (score >= the context type''s threshold), totalMemories (considered), avgActivationScore, the formatted "HIGHLY RELEVANT / POTENTIALLY RELEVANT" block and formattedIds (the memories it lists). Logs the activations under queryId (for feedback).';
 
 -- ------------------------------------------------------------------ stats and health
 -- Shadow's GET /api/stats ({totalMemories, averageActivationScore, hasApiKey, ...}) with what
