@@ -562,9 +562,11 @@ def test_rest_routes_call_the_sql_api(web, tokens, seeded, db):
     request(url + f"/api/memories/{seeded['lisbon']}/restore", "POST", None, tok)
     # the profile: Porto superseded Lisbon (context_for's message above)
     facts = request(url + "/api/profile/maya/history", token=tok)[2]["facts"]
-    cities = [x for x in facts if x["key"] in ("city", "location", "home_city")]
-    assert cities and any(x["valid_to"] for x in cities) or len(facts) >= 1
-    assert request(url + "/api/profile/maya", token=tok)[0] == 200
+    loc = [x for x in facts if x["key"] == "location"]
+    assert (loc[-1]["value"], loc[-1]["status"], loc[-1]["valid_to"]) == ("Porto", "current", None), loc
+    assert any(x["value"] == "Lisbon" and x["status"] == "past" and x["valid_to"] for x in loc), loc  # superseded
+    now = {f["key"]: f["value"] for f in request(url + "/api/profile/maya", token=tok)[2]["facts"]}
+    assert now["location"] == "Porto"
     th = request(url + "/api/conversations/c-json/threads", token=tok)[2]["threads"]
     assert th and th[0]["message_count"] >= 1
     msgs = request(url + f"/api/threads/{th[0]['thread_id']}/messages", token=tok)[2]["messages"]
