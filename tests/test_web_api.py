@@ -567,10 +567,10 @@ def test_rest_routes_call_the_sql_api(web, tokens, seeded, db):
     assert any(x["value"] == "Lisbon" and x["status"] == "past" and x["valid_to"] for x in loc), loc  # superseded
     now = {f["key"]: f["value"] for f in request(url + "/api/profile/maya", token=tok)[2]["facts"]}
     assert now["location"] == "Porto"
-    th = request(url + "/api/conversations/c-json/threads", token=tok)[2]["threads"]
+    th = request(url + "/api/conversations/c-bind/threads", token=tok)[2]["threads"]
     assert th and th[0]["message_count"] >= 1
     msgs = request(url + f"/api/threads/{th[0]['thread_id']}/messages", token=tok)[2]["messages"]
-    assert msgs[0]["content"] == "Which foods must I avoid because of my allergy?"
+    assert msgs[0]["content"] == "peanut allergy and Lisbon trams"
     assert request(url + "/api/insights/search", "POST", {"query": "allergy"}, tok)[0] == 200
     assert request(url + "/api/clusters", token=tok)[2] == {"clusters": []}
     assert request(url + "/api/jobs", token=tok)[0] == 200
