@@ -703,3 +703,36 @@ def test_pgmem_serve_command(db, tokens, tmp_path):
     bad = subprocess.run([sys.executable, "-m", "pgmem.cli", "serve", "--hooks", "nonexistent_module:hooks", "--no-embed",
                           "--port", str(free_port())], env=env, capture_output=True, text=True, timeout=60)
     assert bad.returncode == 1 and bad.stderr.startswith("pgmem: --hooks nonexistent_module:hooks") and "Traceback" not in bad.stderr
+
+
+# ------------------------------------------------------------------------------ the wheel
+from test_package import wheel  # noqa: E402, F401  (the module-scoped wheel fixture)
+
+
+@pytest.mark.slow
+def test_wheel_carries_the_page_and_serve_names_its_extra(wheel, tmp_path):  # noqa: F811
+    """The page's built assets ship in the wheel (a user needs no Node); without the [web]
+    extra, `pgmem serve` names what to install."""
+    import os
+    import zipfile
+
+    static = ROOT / "python" / "pgmem" / "web" / "static"
+    with zipfile.ZipFile(wheel) as z:
+        names = set(z.namelist())
+        meta = z.read(next(n for n in names if n.endswith(".dist-info/METADATA"))).decode()
+    assert {f"pgmem/web/static/{p.name}" for p in static.iterdir()} <= names
+    assert {"pgmem/web/static/index.html", "pgmem/web/static/app.js", "pgmem/web/static/app.css"} <= names
+    assert "Provides-Extra: web" in meta and "fastapi" in meta and "uvicorn" in meta
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
+    subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check", str(wheel)],
+                   check=True, timeout=300, cwd=tmp_path)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PGMEM_", "PYTHON", "VIRTUAL_ENV"))}
+    out = subprocess.run([str(venv / "bin" / "pgmem"), "serve"], capture_output=True, text=True, env=env, cwd=tmp_path,
+                         timeout=120, stdin=subprocess.DEVNULL)
+    assert out.returncode == 1 and "pip install 'pgmem-agent[web]'" in out.stderr and "Traceback" not in out.stderr
+    # the installed package finds its page without a checkout
+    found = subprocess.run([str(venv / "bin" / "python"), "-c", "from pgmem.web.app import STATIC_DIR; "
+                            "print((STATIC_DIR / 'index.html').is_file(), 'site-packages' in str(STATIC_DIR))"],
+                           capture_output=True, text=True, env=env, cwd=tmp_path, timeout=60)
+    assert found.stdout.split() == ["True", "True"], found.stderr

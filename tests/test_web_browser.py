@@ -54,7 +54,7 @@ def world(db, embedder, tmp_path_factory):
         results = mem.remember_many(events, progress=False)
         assert sum(r.decision == "stored" for r in results) > 200
     with connect(db, tenant="acme") as c:
-        c.execute("select * from pgmem.cluster(tenant => 'acme')").fetchall()
+        c.execute("call pgmem.run_job('cluster')")  # every phase (as the README's map section does)
         c.execute("select * from pgmem.merge_duplicates()").fetchall()  # a job run for the jobs panel
         assert scalar(c, "select count(*) from pgmem.clusters where tenant = 'acme' and state = 'active'") > 0
         facts = c.execute("select value #>> '{}', status from pgmem.fact_history('maya', 'editor')").fetchall()

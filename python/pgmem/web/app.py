@@ -266,7 +266,11 @@ def build_app(dsn: str | None = None, *, token_file: Path | None = None, embed: 
 
     mcp_server = None
     mcp_tools = None
-    if mcp and auth.token_count:
+    import importlib.util
+
+    if mcp and auth.token_count and importlib.util.find_spec("mcp") is None:
+        log.warning("MCP not mounted: the MCP SDK is not installed (pip install 'pgmem-agent[mcp]')")
+    elif mcp and auth.token_count:
         from ..mcp_server import MemoryTools, TokenStore, build_server
 
         mcp_tools = MemoryTools(db.dsn, embed=embedder is not None, extractor=extractor)

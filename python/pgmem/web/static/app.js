@@ -98,6 +98,7 @@ async function signIn(token) {
 
 // ------------------------------------------------------------------ tabs
 function show(tab) {
+  $("#toast").hidden = true;
   document.querySelectorAll("#tabs button").forEach((b) => b.classList.toggle("active", b.dataset.tab === tab));
   document.querySelectorAll(".tab").forEach((s) => s.classList.toggle("active", s.id === `tab-${tab}`));
   if (tab === "map") startMap(); else stopMap();
@@ -329,7 +330,9 @@ async function loadProfile(ev) {
         return h("div", { class: `fact ${superseded ? "superseded" : "current"}`, dataset: { status: f.status, value: plain(f.value) } },
           h("span", { class: "value" }, plain(f.value)), " ",
           h("span", { class: `badge ${superseded ? "" : "ok"}` }, superseded ? `superseded (${f.status})` : f.status),
-          h("div", { class: "when" }, `${when(f.valid_from)} → ${f.valid_to ? when(f.valid_to) : "now"} · confidence ${num(f.confidence, 2)} · ${f.source}`
+          h("div", { class: "when" }, (f.status === "retired"
+              ? `known ${when(f.recorded_from)} → retired ${when(f.recorded_to)}`
+              : `${when(f.valid_from)} → ${f.valid_to ? when(f.valid_to) : "now"}`) + ` · confidence ${num(f.confidence, 2)} · ${f.source}`
             + (f.statement ? ` · “${f.statement}”` : ""),
             f.source_memory_id ? [" · ", h("a", { href: `#memory/${f.source_memory_id}` }, `memory ${f.source_memory_id}`)] : null));
       })))));
@@ -411,7 +414,7 @@ async function loadHealth() {
         h("tr", {}, h("td", {}, "database"), h("td", {}, badge(hl.database.reachable, "reachable", "down"), ` PostgreSQL ${hl.database.server_version}`)),
         h("tr", {}, h("td", {}, "migrations"), h("td", {}, badge(hl.migrations.current, "current", "behind"), ` ${hl.migrations.installed || "?"} (server expects ${hl.migrations.expected || "?"})`)),
         h("tr", {}, h("td", {}, "embedding worker"), h("td", {}, badge(hl.worker.alive, "alive", "stalled"), ` ${hl.worker.queue} waiting`)),
-        h("tr", {}, h("td", {}, "pg_cron"), h("td", {}, badge(hl.cron.running, "running", "stopped"), ` ${hl.cron.scheduled_jobs ?? "?"} pgmem jobs scheduled`)),
+        h("tr", {}, h("td", {}, "pg_cron"), h("td", {}, badge(hl.cron.running, "running", "stopped"), hl.cron.scheduled_jobs === null ? " (its schedule lives in the cron database)" : ` ${hl.cron.scheduled_jobs} pgmem jobs scheduled`)),
         h("tr", {}, h("td", {}, "LLM key"), h("td", {}, badge(hl.hasApiKey, "set", "none"), ` model ${hl.server.model}`)),
         h("tr", {}, h("td", {}, "server"), h("td", {}, `pgmem ${hl.server.version} · MCP ${hl.server.mcp ? "at /mcp" : "off"} · embeddings ${hl.server.embeddings ? "on" : "off"}`))));
     const tiers = Object.entries(st.tiers || {});
