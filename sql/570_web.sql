@@ -216,6 +216,7 @@ comment on function pgmem.format_context(jsonb, float8, integer, integer) is
 -- and what pgmem.feedback and tune_thresholds learn from). totalMemories is the number of
 -- memories considered, and avgActivationScore their mean (the design leaves both undefined;
 -- counting the whole store would cost a scan per chat turn: system_stats has that count).
+drop function if exists pgmem.memory_context(text, public.vector, text, integer, jsonb, float8, integer);
 create or replace function pgmem.memory_context(
   query_text text,
   query_embedding public.vector default null,
@@ -223,7 +224,8 @@ create or replace function pgmem.memory_context(
   k integer default 10,
   filters jsonb default null,
   threshold float8 default null,
-  max_candidates integer default 3)
+  max_candidates integer default 3,
+  as_of timestamptz default null)
 returns jsonb
   language plpgsql volatile
   set search_path = pgmem, pg_catalog, pg_temp
@@ -248,7 +250,8 @@ begin
          max(a.threshold_used)
     into v_rows, threshold
     from pgmem.activate(query_text => query_text, query_embedding => query_embedding, context_type => context_type,
-                        threshold => threshold, k => k, filters => coalesce(filters, '{}'), query_id => v_qid) a;
+                        threshold => threshold, k => k, filters => coalesce(filters, '{}'), as_of => as_of,
+                        query_id => v_qid) a;
   return jsonb_build_object(
     'queryId', v_qid,
     'contextType', context_type,
@@ -267,7 +270,7 @@ begin
                                from jsonb_array_elements(v_rows) with ordinality t(m, ord)) x
                       where x.activated or x.rn <= max_candidates));
 end $$;
-comment on function pgmem.memory_context(text, public.vector, text, integer, jsonb, float8, integer) is
+comment on function pgmem.memory_context(text, public.vector, text, integer, jsonb, float8, integer, timestamptz) is
   'Shadow''s memoryContext for a chat message: every candidate (candidateMemories, each with activationScore, activated, relevanceType, confidence, summary and the four signals), the activated ones (score >= the context type''s threshold), totalMemories (considered), avgActivationScore, the formatted "HIGHLY RELEVANT / POTENTIALLY RELEVANT" block and formattedIds (the memories it lists). Logs the activations under queryId (for feedback).';
 
 -- ------------------------------------------------------------------ stats and health
@@ -337,8 +340,10 @@ comment on function pgmem.system_stats() is
 --   worker       the embedding backlog and the age of its oldest ready item: alive unless an
 --                item has waited longer than worker_stall_seconds (default 300) (the worker
 --                keeps no heartbeat; a backlog it does not drain is what a user notices);
---   cron         pg_cron's launcher is running (NULL when the login may not see it), and how
---                many pgmem jobs it has scheduled (NULL when the login may not read cron.job).
+--   cron         pg_cron's launcher is running (NULL when the login may not see other users'
+--                backends), pg_cron is in shared_preload_libraries (NULL when the login may not
+--                read it), and how many pgmem jobs it has scheduled (NULL when the login may not
+--                read cron.job, or cron lives in another database).
 -- status: ok, or degraded naming what is not.
 create or replace function pgmem.health(expected_revision text default null) returns jsonb
   language plpgsql stable
@@ -351,6 +356,7 @@ declare
   v_oldest float8;
   v_stall float8 := coalesce(pgmem._setting_num('worker_stall_seconds', 300), 300);
   v_launcher boolean;
+  v_preloaded boolean;
   v_scheduled bigint;
   v_problems text[] := '{}';
 begin
@@ -366,6 +372,12 @@ begin
   if not v_launcher and not pg_has_role('pg_read_all_stats', 'member') then
     v_launcher := null;
   end if;
+  -- (shared_preload_libraries is readable by pg_read_all_settings members: the owner role)
+  begin
+    v_preloaded := 'pg_cron' = any(string_to_array(replace(current_setting('shared_preload_libraries'), ' ', ''), ','));
+  exception when insufficient_privilege then
+    v_preloaded := null;
+  end;
   begin
     execute 'select count(*) from cron.job where command like ''%pgmem.%''' into v_scheduled;
   exception when insufficient_privilege or undefined_table or invalid_schema_name then
@@ -377,7 +389,7 @@ begin
   if coalesce(v_oldest, 0) > v_stall then
     v_problems := v_problems || format('%s memories wait for embeddings, the oldest for %s s: start pgmem worker', v_queue, round(v_oldest));
   end if;
-  if not v_launcher then
+  if not v_launcher or (v_launcher is null and not v_preloaded) then
     v_problems := v_problems || 'pg_cron is not running: scheduled jobs will not run (shared_preload_libraries = pg_cron)'::text;
   end if;
   return jsonb_build_object(
@@ -391,7 +403,7 @@ begin
                                                      else v_installed = expected_revision end),
     'worker', jsonb_build_object('queue', v_queue, 'oldest_ready_s', round(v_oldest::numeric, 1),
                                  'stall_after_s', v_stall, 'alive', coalesce(v_oldest, 0) <= v_stall),
-    'cron', jsonb_build_object('running', v_launcher, 'scheduled_jobs', v_scheduled));
+    'cron', jsonb_build_object('running', v_launcher, 'preloaded', v_preloaded, 'scheduled_jobs', v_scheduled));
 end $$;
 comment on function pgmem.health(text) is
   'Shadow''s health check with pgmem''s parts: status (ok or degraded, with the problems named), hasApiKey, timestamp, the database, the installed migration against expected_revision, the embedding worker (alive unless an item waited over worker_stall_seconds) and pg_cron (launcher running, pgmem jobs scheduled). GET /api/health of pgmem serve.';

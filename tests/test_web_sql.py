@@ -246,7 +246,7 @@ def test_health(conn, cluster):
     h = scalar(conn, "select pgmem.health(%s)", (head,))
     assert h["status"] == "ok", h["problems"]
     assert h["database"]["reachable"] is True and h["migrations"] == {"installed": head, "expected": head, "current": True}
-    assert h["cron"]["running"] is True  # the test cluster preloads pg_cron
+    assert h["cron"]["running"] is True and h["cron"]["preloaded"] is True  # the test cluster preloads pg_cron
     assert h["worker"] == {"queue": 0, "oldest_ready_s": None, "stall_after_s": 300, "alive": True}
     # a migration behind, and a backlog the worker does not drain, are named
     h = scalar(conn, "select pgmem.health('9999')")
@@ -311,7 +311,10 @@ def test_every_web_function_is_isolated(cluster, db, roles):
         assert doc["totalMemories"] == 1 and {c["memoryId"] for c in doc["candidateMemories"]}.isdisjoint(bids)
         stats = run("system_stats", "select pgmem.system_stats() as r")[0]["r"]
         assert stats["totalMemories"] == 1 and stats["hasApiKey"] is False and stats["jobs"]["runs7d"] == 0
-        assert run("health", "select pgmem.health() as r")[0]["r"]["worker"]["queue"] == 0
+        from pgmem.web import expected_revision
+
+        h = run("health", "select pgmem.health(%s) as r", (expected_revision(),))[0]["r"]
+        assert h["worker"]["queue"] == 0 and h["migrations"]["current"] is True  # the app login reads the revision
         for bid in bids:
             assert run("list_bindings", "select * from pgmem.list_bindings(%s)", (bid,)) == []
         assert run("list_clusters", "select * from pgmem.list_clusters()") == []

@@ -10,6 +10,8 @@
 
   A replaced key is not kept anywhere: a secret is not history. ``fingerprint`` (the first 8
   hex digits of its SHA-256) tells keys apart without revealing them.
+- pgmem's roles may read the installed revision (``public.pgmem_alembic_version``, the
+  superuser's): ``pgmem.health`` compares it with the revision the server expects.
 
 Revision ID: 0013
 Revises: 0012
@@ -34,10 +36,23 @@ create table pgmem.api_keys (
 );
 comment on table pgmem.api_keys is
   'LLM API keys per tenant and provider, stored by pgmem.set_api_key (POST /api/config/apikey of pgmem serve). Write-only: readable by the owner role alone, through pgmem._api_key, which only administrators'' logins may call.';
+
+do $$
+begin
+  if to_regclass('public.pgmem_alembic_version') is not null then
+    grant select on public.pgmem_alembic_version to pgmem_owner, pgmem_admin, pgmem_app, pgmem_reader;
+  end if;
+end $$;
 """
 
 DOWNGRADE = """
 drop table if exists pgmem.api_keys;
+do $$
+begin
+  if to_regclass('public.pgmem_alembic_version') is not null then
+    revoke select on public.pgmem_alembic_version from pgmem_owner, pgmem_admin, pgmem_app, pgmem_reader;
+  end if;
+end $$;
 """
 
 

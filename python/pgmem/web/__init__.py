@@ -125,9 +125,11 @@ def running_server() -> tuple[int, str] | None:
     return pid, url_file.read_text().strip() if url_file.exists() else ""
 
 
-def start_detached(argv: list[str], host: str, port: int, timeout: float = 120.0, dsn: str | None = None) -> tuple[int, str]:
+def start_detached(argv: list[str], host: str, port: int, timeout: float = 120.0, dsn: str | None = None,
+                   wait: bool = True) -> tuple[int, str]:
     """``pgmem serve`` in the background (its own session: it outlives the caller, e.g. make
-    demo); waits until it answers. Returns (pid, url)."""
+    demo); with ``wait``, until it answers (it loads the embedding model first: seconds).
+    Returns (pid, url); the running one's when this pgmem home already has one."""
     import os
     import subprocess
     import sys
@@ -141,6 +143,8 @@ def start_detached(argv: list[str], host: str, port: int, timeout: float = 120.0
     pid_file, log_file, url_file = _state_files()
     pid_file.parent.mkdir(parents=True, exist_ok=True)
     url = f"http://{host}:{port}/"
+    if _answers(host, port):
+        raise SetupError(f"port {port} on {host} is taken by another program: pgmem serve --port <another>")
     env = os.environ.copy()
     if dsn:
         env["PGMEM_DSN"] = dsn  # (not on the command line, where ps shows a password)
@@ -152,6 +156,8 @@ def start_detached(argv: list[str], host: str, port: int, timeout: float = 120.0
                                 stdout=out, stderr=subprocess.STDOUT, start_new_session=True, env=env)
     pid_file.write_text(f"{proc.pid}\n")
     url_file.write_text(url + "\n")
+    if not wait:
+        return proc.pid, url
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:

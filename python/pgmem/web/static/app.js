@@ -414,7 +414,7 @@ async function loadHealth() {
         h("tr", {}, h("td", {}, "database"), h("td", {}, badge(hl.database.reachable, "reachable", "down"), ` PostgreSQL ${hl.database.server_version}`)),
         h("tr", {}, h("td", {}, "migrations"), h("td", {}, badge(hl.migrations.current, "current", "behind"), ` ${hl.migrations.installed || "?"} (server expects ${hl.migrations.expected || "?"})`)),
         h("tr", {}, h("td", {}, "embedding worker"), h("td", {}, badge(hl.worker.alive, "alive", "stalled"), ` ${hl.worker.queue} waiting`)),
-        h("tr", {}, h("td", {}, "pg_cron"), h("td", {}, badge(hl.cron.running, "running", "stopped"), hl.cron.scheduled_jobs === null ? " (its schedule lives in the cron database)" : ` ${hl.cron.scheduled_jobs} pgmem jobs scheduled`)),
+        h("tr", {}, h("td", {}, "pg_cron"), h("td", {}, badge(hl.cron.running ?? hl.cron.preloaded, "running", "stopped"), hl.cron.scheduled_jobs === null ? " (its schedule lives in the cron database)" : ` ${hl.cron.scheduled_jobs} pgmem jobs scheduled`)),
         h("tr", {}, h("td", {}, "LLM key"), h("td", {}, badge(hl.hasApiKey, "set", "none"), ` model ${hl.server.model}`)),
         h("tr", {}, h("td", {}, "server"), h("td", {}, `pgmem ${hl.server.version} · MCP ${hl.server.mcp ? "at /mcp" : "off"} · embeddings ${hl.server.embeddings ? "on" : "off"}`))));
     const tiers = Object.entries(st.tiers || {});
