@@ -358,10 +358,10 @@ declare
   v_launcher boolean;
   v_preloaded boolean;
   v_scheduled bigint;
-  v_problems text[] := '{}';
+  v_problems text[] := '{}'::text[];
 begin
   begin
-    execute 'select version_num from public.pgmem_alembic_version limit 1' into v_installed;
+    execute format('select version_num from %I.%I limit 1', 'public', 'pgmem_alembic_version') into v_installed;
   exception when insufficient_privilege or undefined_table then
     v_installed := null;
   end;
@@ -379,7 +379,8 @@ begin
     v_preloaded := null;
   end;
   begin
-    execute 'select count(*) from cron.job where command like ''%pgmem.%''' into v_scheduled;
+    -- (a statement built at run time: cron.job exists only where pg_cron is installed)
+    execute format('select count(*) from %I.job where command like %L', 'cron', '%pgmem.%') into v_scheduled;
   exception when insufficient_privilege or undefined_table or invalid_schema_name then
     v_scheduled := null;
   end;
