@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import socket
 import subprocess
 import sys
@@ -503,9 +504,9 @@ def test_hooks_run_around_generation(web, tokens, llm, seeded, db):
 
 
 def test_a_slow_chat_does_not_stall_another_tenant(web, tokens, llm, seeded):
-    """The LLM takes 3 s for maya's chat; bob's calls meanwhile answer at once (no blocking
+    """The LLM takes 5 s for maya's chat; bob's calls meanwhile answer at once (no blocking
     work on the event loop)."""
-    llm.delay = 3.0
+    llm.delay = 5.0
     done: dict[str, float] = {}
     try:
         def slow():
@@ -736,3 +737,53 @@ def test_wheel_carries_the_page_and_serve_names_its_extra(wheel, tmp_path):  # n
                             "print((STATIC_DIR / 'index.html').is_file(), 'site-packages' in str(STATIC_DIR))"],
                            capture_output=True, text=True, env=env, cwd=tmp_path, timeout=60)
     assert found.stdout.split() == ["True", "True"], found.stderr
+
+
+# ------------------------------------------------------------------------------ make demo and the README
+@pytest.mark.slow
+def test_demo_ends_by_starting_the_server_detached(db, monkeypatch, tmp_path):
+    """examples/demo.py's last step: `pgmem serve` in the background (make demo returns at once)
+    and a link that signs the page in as the demo's user; run again, the same server and link."""
+    import importlib.util
+    import re
+
+    from pgmem.web import running_server, stop_detached
+
+    spec = importlib.util.spec_from_file_location("pgmem_demo_web", ROOT / "examples" / "demo.py")
+    demo = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(demo)
+    monkeypatch.setenv("PGMEM_DSN", db)
+    monkeypatch.setenv("PGMEM_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("PGMEM_MCP_TOKENS", str(tmp_path / "home" / "mcp-tokens.json"))
+    monkeypatch.setattr(demo, "WEB_PORT", free_port())
+    (tmp_path / "home").mkdir()
+    t0 = time.monotonic()
+    text = demo.web_hint()
+    assert time.monotonic() - t0 < 5, "the demo waited for the server"
+    try:
+        url, token = re.search(r"open (http://127\.0\.0\.1:\d+/)#token=(pgm_\S+)", text).groups()
+        assert "pgmem serve --stop" in text
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                st, _, me = request(url + "api/session", token=token)
+                break
+            except (urllib.error.URLError, ConnectionError):
+                assert time.monotonic() < deadline and running_server(), (tmp_path / "home" / "serve.log").read_text()
+                time.sleep(0.5)
+        assert (st, me) == (200, {"tenant": "default", "user": "maya", "via": "token"})
+        assert demo.web_hint() == text  # the kept token and the running server
+        assert oct((tmp_path / "home" / "demo-web-token").stat().st_mode & 0o777) == "0o600"
+    finally:
+        assert stop_detached()
+    assert running_server() is None
+
+
+def test_readme_web_section_shows_the_screenshots():
+    readme = (ROOT / "README.md").read_text()
+    section = readme.split("## Web: `pgmem serve` and the memory explorer", 1)[1].split("\n## ", 1)[0]
+    images = re.findall(r"\(docs/images/(web-[a-z]+\.png)\)", section)
+    assert sorted(set(images)) == ["web-chat.png", "web-health.png", "web-map.png", "web-memory.png", "web-profile.png",
+                                   "web-search.png"]
+    for name in images:
+        assert (ROOT / "docs" / "images" / name).stat().st_size > 20000, name

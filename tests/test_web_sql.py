@@ -53,6 +53,8 @@ def test_api_key_is_write_only_for_the_app_login(cluster, db, roles):
             with pytest.raises(psycopg.errors.InsufficientPrivilege):
                 app.execute(q)
         assert KEY_A not in json.dumps(scalar(app, "select pgmem.export_user('anyone')"), default=str)
+        app.execute("select * from pgmem.erase_user('anyone')")  # a tenant's key is no user's data: it stays
+        assert scalar(app, "select pgmem.has_api_key()") is True
         assert KEY_A not in json.dumps(scalar(app, "select pgmem.system_stats()"), default=str)
         # administrators do not read the table either (as with claim keys) ...
         with pytest.raises(psycopg.errors.InsufficientPrivilege):

@@ -8,6 +8,8 @@
   and ``clear_api_key`` (the app's), and ``pgmem._api_key`` (administrators' logins only: the
   web server's login in the embedded default, which runs as the owner).
 
+  ``export_user`` and ``erase_user`` leave the table alone: a key belongs to the tenant, not
+  to a user, and is never exported (write-only); ``clear_api_key`` removes it.
   A replaced key is not kept anywhere: a secret is not history. ``fingerprint`` (the first 8
   hex digits of its SHA-256) tells keys apart without revealing them.
 - pgmem's roles may read the installed revision (``public.pgmem_alembic_version``, the
