@@ -269,6 +269,22 @@ def test_tokens_bind_tenants_and_users(web, tokens, seeded, db):
                                           (list(seeded.values()) + [other["id"]],))} == {"acme"}
 
 
+def test_a_user_token_cannot_use_another_users_conversation(web, tokens, llm):
+    """tom's conversation (a tenant-wide token chatting as tom) stays out of maya's prompts and screens."""
+    st, _, got = request(web.url + "/api/chat", "POST", {"message": "My locker code is 4711", "conversation_id": "c-tom",
+                                                         "user_id": "tom"}, tokens["acme"])
+    assert st == 200, got
+    n = len(llm.requests)
+    for method, path, body in (("POST", "/api/chat", {"message": "what did we talk about?", "conversation_id": "c-tom"}),
+                               ("POST", "/api/context_for", {"query": "and then?", "conversation_id": "c-tom"}),
+                               ("GET", "/api/conversations/c-tom/threads", None)):
+        st, _, got = request(web.url + path, method, body, tokens["maya"])
+        assert st == 404 and 'does not exist for user "maya"' in got["message"], (path, got)
+    assert len(llm.requests) == n  # nothing reached the model
+    st, _, got = request(web.url + "/api/conversations/c-tom/threads", token=tokens["acme"])
+    assert st == 200 and got["threads"]
+
+
 def test_signed_claims_bind_the_tenant_as_the_database_does(web, db):
     from pgmem.claims import sign_tenant_claim
 
@@ -570,8 +586,10 @@ def test_rest_routes_call_the_sql_api(web, tokens, seeded, db):
     assert now["location"] == "Porto"
     th = request(url + "/api/conversations/c-bind/threads", token=tok)[2]["threads"]
     assert th and th[0]["message_count"] >= 1
-    msgs = request(url + f"/api/threads/{th[0]['thread_id']}/messages", token=tok)[2]["messages"]
+    msgs = request(url + f"/api/threads/{th[0]['thread_id']}/messages?conversation_id=c-bind", token=tok)[2]["messages"]
     assert msgs[0]["content"] == "peanut allergy and Lisbon trams"
+    assert request(url + f"/api/threads/{th[0]['thread_id']}/messages", token=tok)[0] == 403  # which conversation?
+    assert request(url + f"/api/threads/{th[0]['thread_id']}/messages", token=tokens["acme"])[0] == 200
     assert request(url + "/api/insights/search", "POST", {"query": "allergy"}, tok)[0] == 200
     assert request(url + "/api/clusters", token=tok)[2] == {"clusters": []}
     assert request(url + "/api/jobs", token=tok)[0] == 200

@@ -10,7 +10,8 @@ stalls another's. Exceptions:
 - ``POST /api/chat``: prepares (``memory_context``, ``context_for``), calls the LLM and
   persists (``observe_reply``, ``touch``): :mod:`.chat`;
 - a token bound to a user reads a memory before forgetting, restoring or showing it
-  (``get_memory``), to refuse another user's (as the MCP server does).
+  (``get_memory``), and a conversation before using it (``conversation_state``), to refuse
+  another user's (as the MCP server does).
 """
 # No `from __future__ import annotations`: FastAPI reads the routes' annotations, which name
 # classes defined inside build_app, so they must be objects.
@@ -411,6 +412,16 @@ def build_app(dsn: str | None = None, *, token_file: Path | None = None, embed: 
                            hint="search first: each result carries its id")
         return m
 
+    def own_conversation(s: Session, p: Principal, conversation_id: str, *, must_exist: bool = False) -> None:
+        """A token bound to a user may use its user's conversations (and start new ones) only:
+        another user's history must not reach its prompts or its screen."""
+        if p.user is None:
+            return
+        state = s.scalar("conversation_state", conversation_id=conversation_id)
+        if (state is None and must_exist) or (state is not None and state.get("user_id") not in (None, p.user)):
+            raise NotFound(f'conversation {conversation_id!r} does not exist for user "{p.user}"',
+                           hint="use a conversation id of your own (any new id starts one)")
+
     def ok(value: Any) -> JSONResponse:
         return JSONResponse(plain(value))
 
@@ -520,6 +531,7 @@ def build_app(dsn: str | None = None, *, token_file: Path | None = None, embed: 
         user = user_for(p, body.user_id)
         conversation = body.conversation_id or f"web-{uuid.uuid4().hex[:12]}"
         with db.session(p) as s:
+            own_conversation(s, p, conversation)
             llm = chat_model(s, body.apiKey)
             llm.check_key()  # before anything is stored: a chat that cannot answer stores nothing
             turn = pipeline.prepare(s, body.message, conversation, user, body.context_type)
@@ -623,6 +635,7 @@ def build_app(dsn: str | None = None, *, token_file: Path | None = None, embed: 
     @app.post("/api/context_for", tags=["memory"], summary="The layered pipeline's context (pgmem.context_for)")
     def context_for(body: ContextForBody, p: Principal = Depends(principal)):
         with db.session(p) as s:
+            own_conversation(s, p, body.conversation_id)
             r = s.client.context_for(body.query, conversation_id=body.conversation_id, user_id=user_for(p, body.user_id),
                                      embedding=s.embed(body.query), k=body.k, remember=body.remember, conn=s.conn)
         return ok(r.doc)
@@ -687,11 +700,22 @@ def build_app(dsn: str | None = None, *, token_file: Path | None = None, embed: 
     def threads(conversation_id: str = PathParam(min_length=1, max_length=200), include_archived: bool = False,
                 p: Principal = Depends(principal)):
         with db.session(p) as s:
+            own_conversation(s, p, conversation_id, must_exist=True)
             return ok({"threads": s.client.conversation_threads(conversation_id, include_archived, conn=s.conn)})
 
     @app.get("/api/threads/{thread_id}/messages", tags=["layered"], summary="A thread's messages (pgmem.thread_messages)")
-    def thread_messages(thread_id: int = PathParam(ge=1, le=2**62), p: Principal = Depends(principal)):
+    def thread_messages(thread_id: int = PathParam(ge=1, le=2**62),
+                        conversation_id: str | None = Query(None, min_length=1, max_length=200,
+                                                            description="the thread's conversation (required of a token "
+                                                                        "bound to a user)"),
+                        p: Principal = Depends(principal)):
         with db.session(p) as s:
+            if p.user is not None:
+                if conversation_id is None:
+                    raise Forbidden("a token bound to a user names the thread's conversation: ?conversation_id=...")
+                own_conversation(s, p, conversation_id, must_exist=True)
+                if thread_id not in {t["thread_id"] for t in s.client.conversation_threads(conversation_id, True, conn=s.conn)}:
+                    raise NotFound(f"thread {thread_id} is not a thread of conversation {conversation_id!r}")
             return ok({"messages": s.rows("thread_messages", thread_id=thread_id)})
 
     @app.post("/api/insights/search", tags=["layered"], summary="Research insights across threads (pgmem.search_insights)")

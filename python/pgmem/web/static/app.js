@@ -353,7 +353,7 @@ async function loadThreads(ev) {
         h("div", { class: "hit-head" }, h("b", {}, t.label || `thread ${t.thread_id}`), h("span", { class: "badge" }, t.status),
           h("span", { class: "small muted" }, `${t.message_count} messages`),
           h("a", { class: "link", onclick: async () => {
-            const { messages } = await api(`/api/threads/${t.thread_id}/messages`);
+            const { messages } = await api(`/api/threads/${t.thread_id}/messages?conversation_id=${encodeURIComponent(conv)}`);
             fill(msgs, messages.map((m) => h("div", {}, h("b", {}, `${m.role}: `), m.content)));
           } }, "messages")),
         t.summary ? h("p", { class: "small" }, t.summary) : null, msgs);
