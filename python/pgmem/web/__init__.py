@@ -216,7 +216,11 @@ def cmd_serve(args) -> int:
         return 0
     import uvicorn
 
+    from ..db import connect
     from .app import build_app
+
+    with connect(args.dsn, connect_timeout=10):  # a one-line error now, rather than a failed start-up later
+        pass
 
     hooks = load_hooks(args.hooks) if args.hooks else None
     app = build_app(args.dsn, token_file=args.tokens, embed=not args.no_embed, hooks=hooks,

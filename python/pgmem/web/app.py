@@ -256,9 +256,14 @@ def build_app(dsn: str | None = None, *, token_file: Path | None = None, embed: 
     token_file = Path(token_file) if token_file else default_token_file()
     auth = Authenticator(token_file)
     if embedder is None and embed:
-        from ..embedding import Embedder
+        import importlib.util
 
-        embedder = Embedder()
+        if importlib.util.find_spec("sentence_transformers") is None:
+            log.warning("no local embeddings (pip install 'pgmem-agent[embed]'): lexical search; the worker embeds later")
+        else:
+            from ..embedding import Embedder
+
+            embedder = Embedder()
     db = Database(dsn, embedder=embedder, extractor=extractor, pool_size=pool_size)
     hooks = hooks if hooks is not None else Hooks()
     pipeline = ChatPipeline(hooks)
