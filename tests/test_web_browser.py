@@ -25,6 +25,8 @@ from conftest import ROOT, TEMPLATE, _janitor, connect
 from sqlhelpers import scalar
 from test_web_api import Running, embedder, llm, make_app, request  # noqa: F401  (module-scoped fixtures)
 
+pytestmark = pytest.mark.slow  # a browser, and the demo conversation embedded (about 45 s)
+
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--no-first-run"]
 

@@ -238,7 +238,10 @@ def register(sub) -> None:
     from pathlib import Path as _Path
 
     p = sub.add_parser("serve", help="the web server: Shadow's chat API, REST over the SQL API, MCP, the explorer page",
-                       description=__doc__.split("\n\n")[0])
+                       description="One web server on 127.0.0.1: the memory explorer page (/), Shadow's API "
+                                   "(/api/chat, /api/stats, /api/config/apikey, /api/health), a REST route per SQL "
+                                   "function (/docs), and the MCP server (/mcp). Every request needs a bearer token "
+                                   "(pgmem mcp --new-token) or a signed tenant claim.")
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port (default {DEFAULT_PORT})")
     p.add_argument("--tokens", type=_Path, help="the bearer tokens (default PGMEM_MCP_TOKENS, else .pgmem/mcp-tokens.json; "
