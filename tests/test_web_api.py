@@ -805,3 +805,25 @@ def test_readme_web_section_shows_the_screenshots():
                                    "web-search.png"]
     for name in images:
         assert (ROOT / "docs" / "images" / name).stat().st_size > 20000, name
+
+
+def test_hooks_load_from_a_module(tmp_path, monkeypatch):
+    """`pgmem serve --hooks module:attribute`: a Hooks object, or a function that makes one."""
+    from pgmem.errors import ConfigError
+    from pgmem.web import load_hooks
+    from pgmem.web.chat import Hooks
+
+    (tmp_path / "site_hooks.py").write_text(
+        "from pgmem.web.chat import Hooks\n"
+        "hooks = Hooks()\n"
+        "hooks.before_generation(lambda turn: turn.messages.append({'role': 'system', 'content': 'x'}))\n"
+        "def make():\n    return hooks\n"
+        "not_hooks = 42\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    for spec in ("site_hooks:hooks", "site_hooks:make"):
+        got = load_hooks(spec)
+        assert isinstance(got, Hooks) and len(got) == 1
+    for spec, words in (("site_hooks", "module:attribute"), ("site_hooks:missing", "has no attribute"),
+                        ("site_hooks:not_hooks", "not a pgmem.web.chat.Hooks")):
+        with pytest.raises(ConfigError, match=words):
+            load_hooks(spec)
