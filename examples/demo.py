@@ -3,7 +3,9 @@
 Starts the embedded cluster (.pgmem/), ingests a bundled multi-session conversation
 (examples/demo_conversation.jsonl), runs the demo queries and prints ranked memories with
 their per-signal scores, a Shadow activation listing and the decay state. The cluster keeps
-running with the data: explore it with `.venv/bin/pgmem search "..."` or `make db` + psql.
+running with the data: explore it with `.venv/bin/pgmem search "..."` or `make db` + psql, or
+in the memory explorer: the demo starts `pgmem serve` in the background at its end and prints
+the link (`pgmem serve --stop` stops it).
 """
 from __future__ import annotations
 
@@ -183,7 +185,41 @@ def main() -> int:
 
     banner(f"done in {time.monotonic() - t0:.1f}s; the cluster keeps running with the data")
     print(explore_hint(c, results[0].id))
+    banner("8. the memory explorer (pgmem serve, in the background)")
+    print(web_hint())
     return 0
+
+
+# ------------------------------------------------------------------ the web (issue 25)
+WEB_PORT = 8780
+
+
+def web_hint(user: str = "maya") -> str:
+    """Starts `pgmem serve` detached (its own session: make demo returns at once, the server
+    keeps running with the cluster), with a bearer token for the demo's tenant and user kept
+    in .pgmem/demo-web-token, and returns the link that signs the page in."""
+    from pgmem.config import home
+    from pgmem.errors import PgmemError
+    from pgmem.mcp_server import TokenStore, default_token_file
+
+    cmd = f".venv/bin/pgmem serve --port {WEB_PORT}"
+    try:
+        from pgmem.web import _require_web, start_detached
+
+        _require_web()
+        store, kept = TokenStore(default_token_file()), home() / "demo-web-token"
+        token = kept.read_text().strip() if kept.exists() else ""
+        if not token or TokenStore.digest(token) not in store.principals():
+            token = store.add(TENANT, user)
+            kept.write_text(token + "\n")
+            kept.chmod(0o600)
+        pid, url = start_detached(["--port", str(WEB_PORT)], "127.0.0.1", WEB_PORT, wait=False)
+    except PgmemError as e:
+        return f"  the web server did not start ({e}); start it yourself: {cmd}"
+    return (f"  open {url}#token={token}\n"
+            f"  (chat, search with its signals, memories with history and restore, the profile timeline, the clusters\n"
+            f"   map, jobs and health; ready a few seconds after this line, log in .pgmem/serve.log)\n"
+            f"  .venv/bin/pgmem serve --stop   # stop it; {cmd} runs it in the foreground")
 
 
 if __name__ == "__main__":

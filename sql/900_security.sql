@@ -143,6 +143,7 @@ grant select on pgmem.py_modules to pgmem_owner;
 grant select, insert, update, delete on all tables in schema pgmem to pgmem_admin;
 revoke insert, update, delete on pgmem.history, pgmem.py_modules from pgmem_admin;
 revoke all on pgmem.claim_keys from pgmem_admin;
+revoke all on pgmem.api_keys from pgmem_admin;  -- web (issue 25): write-only LLM keys, read through pgmem._api_key
 grant execute on all functions in schema pgmem to pgmem_admin;
 grant execute on all procedures in schema pgmem to pgmem_admin;
 
@@ -326,6 +327,10 @@ end $$;
 --                                   tenant of each item or batch; every tenant only for pgmem_admin, via
 --                                   _job_scope); tests/test_reconstructive_tenancy.py runs each as
 --                                   another tenant
+--   set_api_key, has_api_key, clear_api_key, _api_key
+--                                   web (issue 25, sql/570_web.sql): pgmem.api_keys is the owner's alone;
+--                                   each filters on the caller's tenant, _api_key for admins' logins only;
+--                                   tests/test_web_sql.py runs each as another tenant
 
 
 -- layered tiers (issue 15): the app role reads its tenant's rows of the tiers (the API functions

@@ -336,6 +336,9 @@ def build_parser() -> argparse.ArgumentParser:
     from . import mcp_server  # `pgmem mcp` (the MCP SDK is imported only when it runs)
 
     mcp_server.register(sub)
+    from . import web  # `pgmem serve` (FastAPI is imported only when it runs)
+
+    web.register(sub)
     _add_map_parser(sub)
     return p
 

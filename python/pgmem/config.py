@@ -99,3 +99,18 @@ def embedding_dim() -> int:
     if not 1 <= dim <= 16000:
         raise ConfigError(f"PGMEM_EMBEDDING_DIM={dim} is outside 1..16000 (pgvector's limit)")
     return dim
+
+
+# pgmem serve (issue 25): the chat LLM, under the names seeds/shadow-memory-system.md gives them
+# ("Environment Variables"; OPENAI_BASE_URL as OpenAI's own SDK names it), and the server's limits.
+def openai_settings() -> dict[str, str | None]:
+    """OPENAI_API_KEY (none), OPENAI_MODEL (gpt-4o-mini), OPENAI_BASE_URL (https://api.openai.com/v1)."""
+    return {"api_key": os.environ.get("OPENAI_API_KEY", "").strip() or None,
+            "model": os.environ.get("OPENAI_MODEL", "").strip() or "gpt-4o-mini",
+            "base_url": os.environ.get("OPENAI_BASE_URL", "").strip() or "https://api.openai.com/v1"}
+
+
+def web_settings() -> dict[str, object]:
+    """PGMEM_WEB_CORS_ORIGINS (comma-separated; none: CORS off), PGMEM_WEB_MAX_BODY_BYTES (1 MiB)."""
+    origins = [o.strip() for o in os.environ.get("PGMEM_WEB_CORS_ORIGINS", "").split(",") if o.strip()]
+    return {"cors_origins": origins, "max_body_bytes": int_env("PGMEM_WEB_MAX_BODY_BYTES", 1 << 20)}
