@@ -72,10 +72,12 @@ begin
   v_ids := pgmem._candidate_ids(q);
   return query
   with s as (
-    select m.id, m.summary, m.content, m.who, m.category, m.created_at,
-           pgmem._shadow_embedding(m, q) as e, pgmem._shadow_metadata(m, q) as md,
-           pgmem._shadow_summary(m, q) as su, pgmem._shadow_temporal(m, q) as te
+    select m.id, pgmem._shadow_embedding(m, q) as e,
+           pgmem._shadow_jaccard(md.shared, md.items, q.keys) as md,
+           pgmem._shadow_jaccard(su.shared, su.items, q.tokens) as su, pgmem._shadow_temporal(m, q) as te
       from pgmem.memories m
+     cross join lateral pgmem._shared_items(pgmem._tag_items(m), q.keys) md
+     cross join lateral pgmem._shared_items(pgmem._token_items(coalesce(m.summary, m.content)), q.tokens) su
      where m.id = any(v_ids) and m.tenant = q.tenant and m.state = any(q.states) and pgmem._eligible(m, q)),
   r as (
     -- the weights of this memory: without an embedding (query or memory) the embedding
@@ -87,18 +89,20 @@ begin
     -- as its semantic (embedding), contextual (metadata + summary) and temporal parts
     select r.*, coalesce(q.w_embedding * r.e, 0) as ce, (q.w_metadata * r.md + q.w_summary * r.su) * r.f as cc,
            q.w_temporal * r.te * r.f as ct
-      from r)
-  select sc.id, sc.ce + sc.cc + sc.ct, sc.ce + sc.cc + sc.ct >= q.threshold,
-         case when sc.ce + sc.cc + sc.ct = 0 then 'mixed'
-              when sc.ce >= 0.5 * (sc.ce + sc.cc + sc.ct) then 'semantic'
-              when sc.cc >= 0.5 * (sc.ce + sc.cc + sc.ct) then 'contextual'
-              when sc.ct >= 0.5 * (sc.ce + sc.cc + sc.ct) then 'temporal'
+      from r),
+  top as (
+    select sc.*, sc.ce + sc.cc + sc.ct as score from sc order by sc.ce + sc.cc + sc.ct desc, sc.id limit q.k)
+  -- relevance type, confidence and the memory's fields for the k returned only
+  select t.id, t.score, t.score >= q.threshold,
+         case when t.score = 0 then 'mixed'
+              when t.ce >= 0.5 * t.score then 'semantic'
+              when t.cc >= 0.5 * t.score then 'contextual'
+              when t.ct >= 0.5 * t.score then 'temporal'
               else 'mixed' end,
-         greatest(0.0, 1.0 - 2.0 * (select stddev_pop(v) from unnest(array[sc.e, sc.md, sc.su]) v)),
-         q.threshold, sc.e, sc.md, sc.su, sc.te, sc.summary, sc.content, sc.who, sc.category, sc.created_at
-    from sc
-   order by 2 desc, sc.id
-   limit q.k;
+         greatest(0.0, 1.0 - 2.0 * (select stddev_pop(v) from unnest(array[t.e, t.md, t.su]) v)),
+         q.threshold, t.e, t.md, t.su, t.te, m.summary, m.content, m.who, m.category, m.created_at
+    from top t join pgmem.memories m on m.id = t.id
+   order by t.score desc, t.id;
 end $$;
 
 create or replace function pgmem.activate(

@@ -5,7 +5,7 @@
 -- Memory is bounded for any input: at most 500 candidates, a budget of at most 1,000,000
 -- tokens, and the knapsack's table on a grid of at most 8,192 cells (packing.GRID).
 
-create or replace function pgmem._pack(relevance float8[], embeddings real[], dim integer, tokens integer[],
+create or replace function pgmem._pack(relevance float8[], embeddings bytea, dim integer, tokens integer[],
                                        importance float8[], budget integer, lam float8)
 returns table (idx integer, mmr_score float8, value float8, selected boolean, pick integer)
   language plpython3u immutable
@@ -18,13 +18,17 @@ if mod is None:
     mod = types.ModuleType("pgmem_packing"); exec(src, mod.__dict__); GD["pgmem.packing"] = mod
 if not relevance:  # no candidate: nothing to pack (array_agg over no rows is NULL)
     return []
-embs = [embeddings[i * dim:(i + 1) * dim] if embeddings and any(embeddings[i * dim:(i + 1) * dim]) else None for i in range(len(relevance))]
+# the candidates' vectors in pgvector's binary form (vector_send: int16 dim, int16 unused, dim
+# float4, network order), one after the other: one buffer, no array of floats to convert
+import numpy as np
+rows = np.frombuffer(embeddings, dtype=">f4").reshape(len(relevance), dim + 1)[:, 1:].astype(np.float64)
+embs = [r if r.any() else None for r in rows]
 order, scores, values = mod.pack(relevance, embs, tokens, importance, budget, lam)
 pick = {i: r + 1 for r, i in enumerate(order)}
 return [(i, float(scores[i]), float(values[i]), i in pick, pick.get(i)) for i in range(len(relevance))]
 $$;
-comment on function pgmem._pack(float8[], real[], integer, integer[], float8[], integer, float8) is
-  'MMR + knapsack over candidate arrays (PL/Python, module packing). Internal to build_context.';
+comment on function pgmem._pack(float8[], bytea, integer, integer[], float8[], integer, float8) is
+  'MMR + knapsack over candidate arrays (PL/Python, module packing); the vectors are pgvector''s binary form, concatenated. Internal to build_context.';
 
 create or replace function pgmem.build_context(
   query_text text default null,
@@ -54,6 +58,7 @@ declare
   v_tenant text := pgmem._require_tenant();
   v_budget integer := coalesce(token_budget, greatest(0, context_window - reserve_system - reserve_output - conversation_tokens));
   v_dim integer := (pgmem._setting('embedding_dim'))::text::int;
+  v_zero bytea := decode(repeat('00', 4 + 4 * v_dim), 'hex');
 begin
   perform pgmem._check_unit(lambda, 'lambda');
   if v_budget < 0 or v_budget > 1000000 then
@@ -68,12 +73,13 @@ begin
                         weights, filters, as_of) h
       join pgmem.memories m on m.id = h.id and m.tenant = v_tenant),
   arr as (
-    select array_agg(c.score order by c.i) filter (where o = 1) as rel,
-           array_agg(x order by c.i, o) as emb,
-           array_agg(c.tok order by c.i) filter (where o = 1) as toks,
-           array_agg(c.imp order by c.i) filter (where o = 1) as imps
-      from c cross join lateral unnest(coalesce(c.embedding::real[], array_fill(0::real, array[v_dim])))
-                                  with ordinality u(x, o)),
+    -- the vectors as one buffer of pgvector's binary form (a memory not embedded yet: zeros);
+    -- unnesting them into a float array of 50 x 384 elements cost more than the packing (R6)
+    select array_agg(c.score order by c.i) as rel,
+           string_agg(coalesce(public.vector_send(c.embedding), v_zero), ''::bytea order by c.i) as emb,
+           array_agg(c.tok order by c.i) as toks,
+           array_agg(c.imp order by c.i) as imps
+      from c),
   p as (select k.* from arr, pgmem._pack(arr.rel, arr.emb, v_dim, arr.toks, arr.imps, v_budget, lambda) k)
   select p.pick, c.id, p.selected, c.score, p.mmr_score, p.value, c.tok,
          case when p.selected then sum(c.tok) filter (where p.selected) over (order by p.pick nulls last) end,

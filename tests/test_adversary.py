@@ -270,7 +270,7 @@ class TestApp:
         """High 5 (privilege half): pgmem._pack was executable by the app role and skipped
         build_context's caps. Every private helper outside the audited allowlist is refused."""
         app = env.login("app", "a")
-        refused(app, "select * from pgmem._pack(array[1.0], array[0.1]::real[], 1, array[150000000], array[1.0], 150000000, 0.5)",
+        refused(app, "select * from pgmem._pack(array[1.0], '\\x00010000bdcccccd'::bytea, 1, array[150000000], array[1.0], 150000000, 0.5)",
                 match="permission denied for function _pack")
         allowed = set(ALLOWED_HELPERS)
         helpers = [r for r in rows(env.su, """

@@ -995,7 +995,7 @@ DOCUMENTED_UNPINNED = {
     # the read path's query-record functions, inlined into the ranking statements (sql/202, 203)
     "_eligible", "_candidates", "_jam_semantic", "_jam_coverage", "_jam_lexical_rank", "_jam_recency", "_jam_actor",
     "_jam_spatial", "_jam_usage", "_jam_prior", "_jam_bm25", "_jam_lexical", "_jam_present", "_jam_time", "_month",
-    "event_time", "_shadow_embedding", "_shadow_metadata", "_shadow_summary",
+    "event_time", "_shadow_embedding", "_shared_items", "_token_items", "_tag_items", "_shadow_jaccard",
     "_shadow_temporal", "_engram_relevance", "_engram_importance", "_engram_recency", "_engram_access",
     "_setting_bool", "_setting_num", "_snapshot", "_words", "access_boost", "access_frequency", "age_days",
     "cosine_sim", "current_tenant", "decayed_importance", "emotional_intensity", "estimate_tokens", "exp_decay",

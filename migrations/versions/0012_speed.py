@@ -58,6 +58,11 @@ create index recent_vectors_hnsw on pgmem.recent_vectors using hnsw (embedding v
 analyze pgmem.recent_vectors;
 -- the candidate set became _candidate_ids (sql/203_candidates.sql): separate cached statements
 drop function if exists pgmem._candidates(pgmem.query);
+-- activate's metadata and summary signals are counted set-based now (sql/202_signals.sql)
+drop function if exists pgmem._shadow_metadata(pgmem.memories, pgmem.query);
+drop function if exists pgmem._shadow_summary(pgmem.memories, pgmem.query);
+-- build_context hands the vectors to the packer as one buffer (sql/240_build_context.sql)
+drop function if exists pgmem._pack(float8[], real[], integer, integer[], float8[], integer, float8);
 update pgmem.settings set value = '1000' where tenant = '*' and key = 'lexical_probe_rows' and value = '5000';
 """
 

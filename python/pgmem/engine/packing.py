@@ -71,6 +71,11 @@ def knapsack(values, weights, budget: int, grid: int = GRID):
     v = [float(x) for x in values]
     w = [max(0, int(x)) for x in weights]
     budget = max(0, int(budget))
+    # every item worth taking fits: that is the optimum, no table needed (the usual case: 50
+    # memories of a few dozen tokens under a budget of thousands)
+    worth = [i for i in range(len(v)) if v[i] > 0]
+    if sum(w[i] for i in worth) <= budget:
+        return worth
     if budget > grid > 0:
         chosen = knapsack(v, [-(-x * grid // budget) if x <= budget else grid + 1 for x in w], grid, grid)
         room = budget - sum(w[i] for i in chosen)
