@@ -6,7 +6,9 @@
 create or replace function pgmem._eligible(m pgmem.memories, q pgmem.query) returns boolean
   language sql immutable parallel safe
   return m.tenant = q.tenant and m.created_at <= q.as_of
-     and (q.ids is null or m.id = any(q.ids))
+     -- (q.filtered is false for a call without filters, pgmem._query: the tests below are skipped)
+     and (q.filtered is false or (
+         (q.ids is null or m.id = any(q.ids))
      and (q.user_ids is null or m.user_id = any(q.user_ids))
      and (q.agent_ids is null or m.agent_id = any(q.agent_ids))
      and (q.session_ids is null or m.session_id = any(q.session_ids))
@@ -17,7 +19,7 @@ create or replace function pgmem._eligible(m pgmem.memories, q pgmem.query) retu
      and (q.created_after is null or m.created_at >= q.created_after)
      and (q.created_before is null or m.created_at < q.created_before)
      and (q.metadata is null or m.metadata @> q.metadata)
-     and (q.motor is null or m.motor @> q.motor) and (q.sensory is null or m.sensory @> q.sensory);
+     and (q.motor is null or m.motor @> q.motor) and (q.sensory is null or m.sensory @> q.sensory)));
 comment on function pgmem._eligible(pgmem.memories, pgmem.query) is
   'Whether a memory is visible to a query (tenant, as_of, filters), its state aside.';
 

@@ -30,8 +30,10 @@ declare
   v_ids bigint[] := pgmem._candidate_ids(q);
 begin
   return query
-  with c as (
-    -- each candidate's own signals (sql/202_signals.sql), and its session
+  with c as materialized (
+    -- each candidate's own signals (sql/202_signals.sql), and its session: computed once per
+    -- candidate (not materialized, the planner folded c into s and evaluated the lexical signal
+    -- once for each of its five uses there: 19 us a candidate; R6)
     select m.id, m.session_id,
            pgmem._jam_semantic(m, q) as semantic,
            pgmem._jam_lexical(m, q) as lexical,
@@ -118,12 +120,16 @@ as $$
 declare
   hits pgmem.search_hit[];
 begin
-  if touch then  -- scaleout (issue 19): on a hot standby, an error naming the primary, hits or not
-    perform pgmem._standby_refuses('pgmem.search(touch => true)');
+  if not coalesce(touch, false) then
+    return query select * from pgmem._search(false, query_text, query_embedding, k, actor, location, profile,
+                                             weights, filters, as_of, candidates);
+    return;
   end if;
+  -- scaleout (issue 19): on a hot standby, an error naming the primary, hits or not
+  perform pgmem._standby_refuses('pgmem.search(touch => true)');
   hits := array(select h from pgmem._search(false, query_text, query_embedding, k, actor, location, profile,
                                             weights, filters, as_of, candidates) h);
-  if touch and cardinality(hits) > 0 then
+  if cardinality(hits) > 0 then
     perform pgmem.touch(array(select (h).id from unnest(hits) h), 'search');
   end if;
   return query select * from unnest(hits);
