@@ -206,6 +206,40 @@ def vec_bytes(vecs: np.ndarray) -> list[bytes]:
     return [head + be[i].tobytes() for i in range(be.shape[0])]
 
 
+# The data set's version: a kept data set of another version is reloaded. 2 (issue 23): the
+# temporal links remember() writes for every turn (the neighbour signal reads them), and the
+# recent memories' own index (pgmem.recent_vectors).
+DATASET_VERSION = 2
+# Multi-tenant runs (--tenants T): each session of the corpus (SESSION rows) belongs to one tenant,
+# drawn with Zipf weights 1/rank (bench_tenants), so that every tenant's memories are whole
+# sessions spread over the year, like the single tenant's.
+SESSION = 40
+TENANTS: list[str] | None = None
+SESSION_TENANT: np.ndarray | None = None
+
+
+def tenant_of(r: dict) -> str:
+    i = (r["id"] - 1) // SESSION
+    if SESSION_TENANT is None or i >= len(SESSION_TENANT):  # (the rows of the marginal-cost probe: rolled back)
+        return TENANT
+    return TENANTS[int(SESSION_TENANT[i])]
+
+
+def bench_tenants(n: int, t: int, exponent: float = 1.0, seed: int = SEED) -> tuple[list[str], np.ndarray]:
+    """T tenant names (t0001 = the largest) and, per session of SESSION rows, its tenant: drawn with
+    weights 1/rank^exponent (Zipf). With T = 1,000 and N = 1,000,000 the largest holds ~13% of the
+    memories, the median ~270, the smallest ~130."""
+    names = [f"t{i:04d}" for i in range(1, t + 1)]
+    w = 1.0 / np.arange(1, t + 1) ** exponent
+    rng = np.random.default_rng([seed, t])
+    sessions = -(-n // SESSION)
+    # every tenant gets at least one session, the rest are drawn by weight
+    draw = rng.choice(t, size=max(0, sessions - t), p=w / w.sum())
+    per = np.concatenate([np.arange(t), draw])
+    rng.shuffle(per)
+    return names, per
+
+
 def copy_rows(conn, rows: list[dict], vecs: np.ndarray, *, replica: bool, commit: bool = True) -> float:
     """COPY one chunk in one transaction; replica = skip triggers and write history set-based.
     Returns seconds (COPY + history + commit)."""
@@ -220,7 +254,7 @@ def copy_rows(conn, rows: list[dict], vecs: np.ndarray, *, replica: bool, commit
             with cur.copy(COPY_SQL) as cp:
                 cp.set_types([t_ for _, t_ in COPY_COLS])
                 for r, v in zip(rows, vb):
-                    cp.write_row((r["id"], TENANT, r["user_id"], r["agent_id"], r["session_id"], r["tier"],
+                    cp.write_row((r["id"], tenant_of(r), r["user_id"], r["agent_id"], r["session_id"], r["tier"],
                                   r["category"], r["content"], r["who"], r["what"], r["happened_at"], r["location"],
                                   r["why"], r["how"], r["topics"], r["entities"], r["importance"], r["salience"],
                                   r["surprise"], v, C.MODEL_ID, now, r["metadata"], r["token_count"],
@@ -366,11 +400,28 @@ def load_dataset(c, admin_dsn: str, corpus: C.Corpus, n: int, now: datetime, met
     log(f"S1 at full size (triggers + all indexes, {extra} rows, rolled back): {extra / s:.0f}/s; "
         f"then the index job: {indexed / s_idx:.0f}/s")
 
+    # the temporal bindings remember() writes for every turn (the previous memory of its session,
+    # sql/130_bindings.sql), set-based: the neighbour signal of the default profile reads them
+    phase("links")
+    t = time.perf_counter()
+    conn.execute("""insert into pgmem.links (tenant, src_id, dst_id, kind, weight)
+                    select x.tenant, x.prev, x.id, 'temporal', 1.0
+                      from (select m.tenant, m.id, lag(m.id) over (partition by m.tenant, m.session_id
+                                                                   order by m.created_at, m.id) as prev
+                              from pgmem.memories m where m.session_id is not null and m.state = 'active') x
+                     where x.prev is not null
+                    on conflict do nothing""")
+    info["links_s"] = round(time.perf_counter() - t, 2)
+    info["links"] = conn.execute("select count(*) from pgmem.links").fetchone()[0]
+    log(f"  temporal links: {info['links']} in {info['links_s']} s")
+
     # the read path's lexical statistics (sql/201_lexical.sql): the replica-mode chunks skipped
     # the triggers that keep them, so they are recounted from the loaded rows
     phase("lexicon")
     t = time.perf_counter()
+    conn.execute("set pgmem.tenant = '*'")  # every tenant's (one in a single-tenant run)
     info["lexicon_rows"] = conn.execute("select pgmem.rebuild_lexicon()").fetchone()[0]
+    conn.execute(f"set pgmem.tenant = '{TENANT}'")
     info["lexicon_s"] = round(time.perf_counter() - t, 2)
     log(f"  lexicon: {info['lexicon_rows']} rows in {info['lexicon_s']} s")
 
@@ -380,10 +431,11 @@ def load_dataset(c, admin_dsn: str, corpus: C.Corpus, n: int, now: datetime, met
     conn.execute("vacuum (analyze) pgmem.memory_vectors")
     conn.execute("vacuum (analyze) pgmem.recent_vectors")
     conn.execute("vacuum (analyze) pgmem.history")
+    conn.execute("vacuum (analyze) pgmem.links")
     info["vacuum_analyze_s"] = round(time.perf_counter() - t, 2)
     info["load_total_s"] = round(copy_s + info["vectors_copy_s"] + info["index_build_total_s"] + info["vacuum_analyze_s"], 2)
     info["load_rate_per_s"] = round(n / (copy_s + info["vectors_copy_s"] + info["index_build_total_s"]), 1)
-    hist = conn.execute("select count(*) from pgmem.history where tenant = %s and op = 'add'", (TENANT,)).fetchone()[0]
+    hist = conn.execute("select count(*) from pgmem.history where op = 'add'").fetchone()[0]
     info["history_rows"] = hist
     if hist != n:
         raise RuntimeError(f"history has {hist} add rows for {n} memories")
@@ -634,11 +686,18 @@ def read_path(app_dsn: str, admin_dsn: str, corpus: C.Corpus, n: int, args, R: d
     n_exact = min(args.exact_queries or len(qs), len(qs))
     budget = [args.exact_seconds * 1000.0]
 
-    def exact_fn(q, v):
-        return run_exact(cur, q, v)
-
     owner = connect(admin_dsn)  # the table owner: row-level security does not apply to it
     ocur = owner.cursor()
+    # search_exact, the reference, runs as the owner with a timeout of its own: as pgmem_app it hit
+    # the app role's 30 s statement timeout at 1,000,000 (bench/README.md), so overlap@10 was never
+    # measured there
+    exact_conn = connect(admin_dsn)
+    exact_conn.execute(f"set statement_timeout = '{int(args.exact_timeout)}s'")
+    ecur = exact_conn.cursor()
+
+    def exact_fn(q, v):
+        return run_exact(ecur, q, v)
+
     # JAM's full-text engine (FTS5) is in process: no row-level security. The naive method runs its
     # full-text query as the owner (as pgmem's SECURITY DEFINER read functions do); the same
     # flat index with the query under RLS (pgmem_app) is reported as naive_app_role.
@@ -652,6 +711,7 @@ def read_path(app_dsn: str, admin_dsn: str, corpus: C.Corpus, n: int, args, R: d
                       limits={"exact": (n_exact, budget)}, warm={"exact": 2})
     naive.conn = naive_app.conn
     owner.close()
+    exact_conn.close()
     (fused_lat, fused_ids), (knn_lat, knn_ids) = res["fused"], res["knn"]
     (naive_lat, naive_ids), (exact_lat, exact_ids) = res["naive"], res["exact"]
     n_exact = len(exact_lat)
@@ -686,6 +746,43 @@ def read_path(app_dsn: str, admin_dsn: str, corpus: C.Corpus, n: int, args, R: d
     R["_ids"] = {"fused": fused_ids, "exact": exact_ids, "knn": knn_ids, "true_knn": true_knn}
     R["_naive"] = naive
     conn.close()
+    return out
+
+
+def multitenant(app_dsn: str, admin_dsn: str, corpus: C.Corpus, args) -> dict:
+    """Issue 23, multi-tenant scale: search in the largest, a median and the smallest tenant of the
+    Zipf-sized tenants, each against the raw kNN over that tenant's own rows (pgvector's HNSW with
+    the tenant filter, or the b-tree on memory_vectors(tenant) and a sort, whichever the planner
+    takes for the tenant: the best a client could do), interleaved, as pgmem_app."""
+    phase("multi-tenant read path")
+    qs, qv = corpus.queries[:args.queries], corpus.query_vecs[:args.queries]
+    with connect(admin_dsn, tenant=None) as ac:
+        sizes = ac.execute("select tenant, count(*) from pgmem.memories where state = 'active' "
+                           "group by 1 order by 2 desc, 1").fetchall()
+        counts = np.array([c for _, c in sizes])
+        picked = {"largest": sizes[0], "median": sizes[len(sizes) // 2], "smallest": sizes[-1]}
+        for _, (t, _) in picked.items():
+            ac.execute("select pgmem.grant_tenant('bench_app', %s)", (t,))
+    out: dict = {"tenants": len(sizes), "size_max": int(counts.max()), "size_median": int(np.median(counts)),
+                 "size_min": int(counts.min()), "size_p90": int(np.percentile(counts, 90))}
+    for label, (t, size) in picked.items():
+        conn = connect(app_dsn, tenant=t)
+        cur = conn.cursor()
+        owner = connect(admin_dsn, tenant=t)
+        ocur = owner.cursor()
+        ocur.execute("set hnsw.ef_search = %s" % int(args.knn_ef))
+        ocur.execute("set hnsw.iterative_scan = relaxed_order")
+        res = interleaved({"fused": lambda q, v: run_fused(cur, q, v),
+                           "knn": lambda q, v: [r[0] for r in ocur.execute(KNN_SQL, (t, v), prepare=True).fetchall()]},
+                          qs, qv)
+        plan = "\n".join(r[0] for r in ocur.execute("explain " + KNN_SQL, (t, qv[0])).fetchall())
+        f, k = lat_summary(res["fused"][0]), lat_summary(res["knn"][0])
+        out[label] = {"tenant": t, "memories": int(size), "fused": f, "knn": k, "knn_plan": plan,
+                      "fused_knn_p95_ratio": round(f["p95_ms"] / k["p95_ms"], 2)}
+        log(f"{label} tenant {t} ({size} memories): search p50 {f['p50_ms']:.2f} / p95 {f['p95_ms']:.2f} ms, "
+            f"kNN p50 {k['p50_ms']:.2f} / p95 {k['p95_ms']:.2f} ms, ratio {out[label]['fused_knn_p95_ratio']}")
+        conn.close()
+        owner.close()
     return out
 
 
@@ -1183,6 +1280,7 @@ def main() -> int:
     ap.add_argument("--exact-queries", type=int, default=None, help="queries for search_exact (default: all of --queries ...)")
     ap.add_argument("--exact-seconds", type=float, default=150.0,
                     help="... but stop after this many seconds (at least 20 queries); overlap@10 uses those queries")
+    ap.add_argument("--exact-timeout", type=float, default=600.0, help="statement timeout of one search_exact (s), as the owner")
     ap.add_argument("--fetchall-queries", type=int, default=None)
     ap.add_argument("--knn-ef", type=int, default=40, help="hnsw.ef_search of the raw kNN floor (pgvector's default)")
     ap.add_argument("--clients", type=int, default=8)
@@ -1196,6 +1294,9 @@ def main() -> int:
     ap.add_argument("--skip", default="", help="comma list of phases to skip: read,naive,concurrent,write,jobs,cluster")
     ap.add_argument("--cluster-batch", type=int, default=20000, help="rows per call of the cluster job (bench/cluster_bench.py)")
     ap.add_argument("--tune", action="store_true", help="also run the parameter sweeps behind bench/README.md")
+    ap.add_argument("--tenants", type=int, default=None,
+                    help="the multi-tenant scenario: N memories over this many tenants with Zipf sizes (issue 23); "
+                         "measures search against the raw kNN of the largest, a median and the smallest tenant")
     ap.add_argument("--load-only", action="store_true",
                     help="load the data set of this N (if not present), keep it and stop: no measurement, no result file")
     args = ap.parse_args()
@@ -1216,8 +1317,12 @@ def main() -> int:
     if corpus.embed_seconds:
         R["pool_embed_s"] = round(corpus.embed_seconds, 1)
 
+    global TENANTS, SESSION_TENANT
+    if args.tenants:
+        TENANTS, SESSION_TENANT = bench_tenants(n, args.tenants)
+        R["tenants"] = args.tenants
     phase("cluster")
-    db = f"bench_n{n}"
+    db = f"bench_n{n}" + (f"_t{args.tenants}" if args.tenants else "")
     c = make_cluster(db)
     c.init()
     c.start()
@@ -1226,11 +1331,11 @@ def main() -> int:
     admin_dsn = c.dsn(db)
     meta = read_meta(admin_dsn)
     fresh = (meta is None or not meta.get("complete") or meta.get("n") != n or meta.get("corpus") != C._cache_key(
-        C.POOL_SIZE, C.N_QUERIES) or meta.get("seed") != SEED or args.reload)
+        C.POOL_SIZE, C.N_QUERIES) or meta.get("seed") != SEED or meta.get("version") != DATASET_VERSION
+        or meta.get("tenants") != args.tenants or args.reload)
     if not fresh:
         with connect(admin_dsn) as mc:
-            active = mc.execute("select count(*) from pgmem.memories where tenant = %s and state = 'active'",
-                                (TENANT,)).fetchone()[0]
+            active = mc.execute("select count(*) from pgmem.memories where state = 'active'").fetchone()[0]
         if active != n:  # e.g. `make load` wrote into it (remember, merge): measure a clean data set
             log(f"the data set of N={n} was changed since it was loaded ({active} active memories): reloading")
             fresh = True
@@ -1255,6 +1360,7 @@ def main() -> int:
     now = datetime.now(timezone.utc)
     if fresh:
         meta = {"n": n, "seed": SEED, "corpus": C._cache_key(C.POOL_SIZE, C.N_QUERIES), "complete": False,
+                "version": DATASET_VERSION, "tenants": args.tenants,
                 "generated_at": now.isoformat()}
         with connect(admin_dsn) as mc:
             save_meta(mc, meta)
@@ -1273,7 +1379,7 @@ def main() -> int:
     R["load_rate_per_s"] = load["load_rate_per_s"]
     R["hnsw_build_s"] = load.get("hnsw_build_s")
     with connect(admin_dsn) as mc:
-        cnt = mc.execute("select count(*) from pgmem.memories where tenant = %s and state = 'active'", (TENANT,)).fetchone()[0]
+        cnt = mc.execute("select count(*) from pgmem.memories where state = 'active'").fetchone()[0]
     if cnt != n:
         raise SystemExit(f"expected {n} active memories, found {cnt}: rerun with --reload")
     if args.load_only:
@@ -1283,6 +1389,9 @@ def main() -> int:
             + json.dumps({k: load.get(k) for k in ('load_rate_per_s', 'hnsw_build_s')}))
         return 0
 
+    if args.tenants:  # the multi-tenant scenario: its own read phase, nothing else
+        R["multitenant"] = multitenant(app_dsn, admin_dsn, corpus, args)
+        skip |= {"read", "write", "jobs", "cluster"}
     if "read" not in skip:  # (--skip read: only the write path and the jobs, e.g. to measure those at 1M)
         rp = read_path(app_dsn, admin_dsn, corpus, n, args, R)
         ids = R.pop("_ids")

@@ -7,6 +7,8 @@
   bench/README.md R2). Filled and trimmed by the index job (sql/440_index.sql); a row leaves with
   its memory_vectors row (ON DELETE CASCADE), so it never outlives the active, embedded memory
   it copies.
+* ``memory_vectors_tenant``: a tenant's vectors by b-tree, for the exact nearest neighbours of a
+  small tenant.
 * Fields of the query record (``pgmem.query``) for the branch choice: ``scan`` (a small tenant or
   user is scored exactly, every eligible memory), ``filtered`` (the call's filters or as_of
   restrict the memories, so the HNSW branch joins memories), ``docs`` (how many active memories
@@ -56,6 +58,8 @@ select v.memory_id, v.tenant, v.user_scope, m.created_at, v.embedding
 create index recent_vectors_hnsw on pgmem.recent_vectors using hnsw (embedding vector_cosine_ops)
   with (m = 16, ef_construction = 64);
 analyze pgmem.recent_vectors;
+-- a tenant's vectors by b-tree: the exact kNN of a small tenant (and the bench's raw kNN of one)
+create index memory_vectors_tenant on pgmem.memory_vectors (tenant);
 -- the candidate set became _candidate_ids (sql/203_candidates.sql): separate cached statements
 drop function if exists pgmem._candidates(pgmem.query);
 -- activate's metadata and summary signals are counted set-based now (sql/202_signals.sql)
