@@ -175,6 +175,8 @@ EXAMPLES: list[tuple[str, str]] = [
     ("rebuild_lexicon", "select pgmem.rebuild_lexicon() as rows_written, (select df from pgmem.lexicon where tenant = 'acme' and scope = '' and lexeme = '') as memories"),
     # the recent memories' own HNSW index (search's recent branch); how many of the fixture's
     # memories are recent depends on the day the page is generated, so the example checks the count
+    # living memory (issue 24): the retrievals and uses the examples above appended, folded
+    ("fold_access_log", "select pgmem.fold_access_log() as folded, (select count(*) from pgmem.access_log) as left_in_log"),
     ("rebuild_recent_vectors", "select pgmem.rebuild_recent_vectors() = (select count(*) from pgmem.recent_vectors) as every_recent_memory_indexed"),
     ("check_weights", """select pgmem.check_weights('{"a": 0.25, "b": 0.75}', array['a', 'b'])"""),
     ("age_days", "select pgmem.age_days('2026-10-01', '2026-10-31')"),

@@ -30,7 +30,10 @@ insert into pgmem.settings (tenant, key, value, description) values
   ('*', 'touch_max_ids', '1000', 'most memory ids one touch() call records'),
   ('*', 'search_profile', '"pgmem"', 'the profile search() ranks with when the call names none (jam: JAM as written)'),
   -- issue 23 (the read path at the speed of its indexes; bench/README.md R4-R6)
-  ('*', 'exact_scan_rows', '2000', 'search(), activate(), recall(): a tenant (or a filtered user) with at most this many active memories is scored exactly, every memory a candidate, instead of through the shared indexes'),
+  ('*', 'exact_scan_rows', '1000', 'search(), activate(), recall(): a tenant (or a filtered user) with at most this many active memories is scored exactly, every memory a candidate, instead of through the shared indexes'),
+  ('*', 'superseded_factor', '0.5', 'search(), activate(), recall(): the share of its score a memory keeps when a newer active memory supersedes it (a supersedes binding; 1 = no effect; the filter current_only leaves it out)'),
+  ('*', 'record_retrievals', 'true', 'search(), activate(), recall() append what they return to pgmem.access_log (folded by the job access into the access log: Fragment rehearsal, cluster energy); false: only uses are recorded'),
+  ('*', 'exact_knn_factor', '200', 'search(), activate(), recall(): a tenant (or filtered user) of d memories takes its nearest exactly (b-tree on its vectors and a sort) instead of from the shared HNSW graph while d^2 < this x all indexed vectors (0 = never)'),
   ('*', 'recent_vectors_days', '30', 'pgmem.recent_vectors (the recent candidate branch''s own HNSW index) holds the memories created in the last this many days; an older recent window falls back to a filtered scan of the global index'),
   ('*', 'hnsw_max_scan_tuples', '10000', 'most index tuples a filtered (iterative) HNSW scan of search, activate or recall visits (pgvector hnsw.max_scan_tuples)')
 on conflict (tenant, key) do nothing;

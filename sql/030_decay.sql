@@ -73,7 +73,8 @@ create or replace function pgmem.memory_strength(p_memory_id bigint, p_as_of tim
   set search_path = pgmem, public, pg_temp
 as $$
   select pgmem.fragment_strength(m.salience, m.created_at,
-           array(select a.accessed_at from pgmem.accesses a where a.memory_id = m.id and a.accessed_at <= p_as_of),
+           array(select a.accessed_at from pgmem.accesses a cross join generate_series(1, a.count)  -- (a row counts its accesses)
+                  where a.memory_id = m.id and a.accessed_at <= p_as_of),
            p_as_of)
     from pgmem.memories m
    where m.id = p_memory_id and m.tenant = pgmem.current_tenant()

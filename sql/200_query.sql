@@ -158,9 +158,9 @@ begin
   end if;
   for k in select jsonb_object_keys(p_filters) loop
     if k not in ('user_id', 'agent_id', 'session_id', 'who', 'category', 'tier', 'state', 'location',
-                 'created_after', 'created_before', 'metadata', 'ids', 'motor', 'sensory') then
+                 'created_after', 'created_before', 'metadata', 'ids', 'motor', 'sensory', 'current_only') then
       perform pgmem._bad_input(format('unknown filter "%s"', k),
-        'filters: user_id, agent_id, session_id, who, category, tier, state, location (string or array), created_after, created_before (timestamp), metadata, motor, sensory (object, containment), ids (array)');
+        'filters: user_id, agent_id, session_id, who, category, tier, state, location (string or array), created_after, created_before (timestamp), metadata, motor, sensory (object, containment), ids (array), current_only (boolean)');
     end if;
   end loop;
   q.user_ids := pgmem._filter_strings(p_filters, 'user_id');
@@ -187,6 +187,13 @@ begin
   end loop;
   q.motor := p_filters->'motor';
   q.sensory := p_filters->'sensory';
+  -- current_only (issue 24): leave out the memories a newer active one supersedes
+  if p_filters ? 'current_only' then
+    if jsonb_typeof(p_filters->'current_only') <> 'boolean' then
+      perform pgmem._bad_input(format('filter "current_only" must be true or false, got %s', p_filters->'current_only'));
+    end if;
+    q.current_only := (p_filters->>'current_only')::boolean;
+  end if;
   if p_filters ? 'ids' then
     if jsonb_typeof(p_filters->'ids') <> 'array'
        or exists (select 1 from jsonb_array_elements(p_filters->'ids') e where jsonb_typeof(e) <> 'number') then
@@ -337,20 +344,6 @@ comment on function pgmem.time_window(text, timestamptz) is
   'The time window a question names (a date, a month, a season, a year, or a phrase relative to as_of such as "last week" or "3 days ago"): lo, hi, tau_days (the soft edge) or a month of any year, and the phrase. search() boosts memories whose event time falls inside.';
 
 -- ------------------------------------------------------------------ the preamble
--- The settings of a tenant as one object (its own values over the installation defaults): the
--- preamble reads a dozen settings, one query instead of two per setting (bench/README.md R4).
-create or replace function pgmem._settings_of(p_tenant text) returns jsonb
-  language plpgsql stable
-  set search_path = pgmem, pg_catalog, pg_temp
-as $$
-begin
-  return (select jsonb_object_agg(x.key, x.value)
-            from (select distinct on (s.key) s.key, s.value from pgmem.settings s
-                   where s.tenant in (p_tenant, '*') order by s.key, (s.tenant = '*')) x);
-end $$;
-comment on function pgmem._settings_of(text) is
-  'Every setting of a tenant as one JSON object: its own value where it has one, else the installation default.';
-
 -- The weights a query ranks with: a signal the query cannot have (p_missing) weighs 0 and the
 -- others are rescaled to sum 1 (one statement; the loop it replaced cost 0.06 ms a call).
 create or replace function pgmem._effective_weights(p_weights jsonb, p_missing text[]) returns jsonb
@@ -404,7 +397,10 @@ declare
 begin
   q.ranking := p_ranking;
   q.tenant := pgmem._require_tenant();
-  st := pgmem._settings_of(q.tenant);
+  -- every setting of the tenant, one read (its own values over the installation defaults)
+  st := (select jsonb_object_agg(x.key, x.value)
+           from (select distinct on (s.key) s.key, s.value from pgmem.settings s
+                  where s.tenant in (q.tenant, '*') order by s.key, (s.tenant = '*')) x);
   p := pgmem._profile(coalesce(p_profile, case p_ranking when 'search' then st->>'search_profile'
                                                           when 'activate' then 'shadow' else 'engram' end, 'jam'),
                       p_ranking);
@@ -433,7 +429,14 @@ begin
   q.location := p_location;
   q.n := greatest(coalesce(p_candidates, coalesce((st->>'candidate_pool')::float8, 100)::int), p_k);
   q.recent_n := 0;
-  q := pgmem._query_filters(q, p_filters);
+  -- current beats stale (issue 24): a memory a newer active one supersedes scores this share of
+  -- its score in every ranking (sql/202_signals.sql, _superseded)
+  q.superseded_factor := coalesce((st->>'superseded_factor')::float8, 0.5);
+  if p_filters is null or p_filters = '{}'::jsonb then  -- (most calls: no filter to parse)
+    q.states := array['active'];
+  else
+    q := pgmem._query_filters(q, p_filters);
+  end if;
   -- whether anything but the tenant and the state restricts the memories: then the HNSW branch
   -- filters in its (iterative) scan, joined to memories (sql/203_candidates.sql)
   q.filtered := q.ids is not null or q.user_ids is not null or q.agent_ids is not null or q.session_ids is not null
@@ -481,8 +484,18 @@ begin
   q.tsq := (select string_agg(t::text, ' | ')::tsquery from unnest(q.terms) t);
   q.avg_len := case when v_docs > 0 then v_len::float8 / v_docs else 1 end;
   -- a tenant (or filtered user) of at most exact_scan_rows memories is scored exactly: every
-  -- eligible memory is a candidate, faster than filtering the shared indexes and exact
-  q.scan := not q.exact and v_docs <= coalesce((st->>'exact_scan_rows')::float8, 2000);
+  -- eligible memory is a candidate, faster than filtering the shared indexes, and exact
+  q.scan := not q.exact and v_docs <= coalesce((st->>'exact_scan_rows')::float8, 1000);
+  -- a mid-sized one takes its nearest memories exactly, through the b-tree on
+  -- memory_vectors(tenant) and a sort, rather than by filtering the HNSW graph every tenant
+  -- shares: a tenant of a share s of the graph makes the filtered scan visit ~n/s vectors for the
+  -- n it wants, the sort reads its own d; cheaper while d^2 < exact_knn_factor x all vectors
+  -- (the factor: the n of the candidate pool times the cost of a graph visit over a sorted
+  -- distance, ~2; bench/README.md R7)
+  q.exact_knn := not q.exact and not q.scan and p_embedding is not null
+                 and v_docs::float8 * v_docs < coalesce((st->>'exact_knn_factor')::float8, 200)
+                                               * greatest((select c.reltuples from pg_class c
+                                                            where c.oid = 'pgmem.memory_vectors'::regclass), 0);
   q.probe_rows := coalesce((st->>'lexical_probe_rows')::float8, 1000);
   q.probe := case when q.exact or q.scan or q.embedding is null or q.probe_rows <= 0 then q.tsq
                   else pgmem._lexical_probe(q.lexemes, v_df, v_docs, q.probe_rows) end;
@@ -562,7 +575,7 @@ begin
     perform pgmem._bad_input(format('unknown ranking "%s"', p_ranking));
   end if;
 
-  if not (q.exact or q.scan) then
+  if not (q.exact or q.scan or q.exact_knn) then
     perform set_config('hnsw.iterative_scan', 'relaxed_order', true),
             -- a filtered branch (a user's memories, other filters) stops after this many index
             -- tuples (bench/README.md R2)

@@ -166,26 +166,24 @@ comment on function pgmem.rebuild_lexicon() is
 
 -- The document frequencies of lexemes in a scope: base + deltas. Lexeme '' is the number of
 -- memories (df) and their summed length (len).
--- PL/pgSQL, not SQL: a SQL function with a SET clause is not inlined and is planned again at
--- every call (0.2-0.9 ms of planning per search for this one and _query_actors, R4); PL/pgSQL
--- keeps the plans of its statements for the session.
+-- SQL without a SET clause (its names qualified), so that the planner inlines it into the
+-- statement that reads it, whose plan PL/pgSQL keeps: as a SQL function with SET it was planned
+-- again at every call (0.2-0.9 ms per search), as PL/pgSQL it cost a call and a tuplestore
+-- (0.1 ms; bench/README.md R4).
 create or replace function pgmem._lexicon_df(p_tenant text, p_scope text, p_lexemes text[])
 returns table (lexeme text, df bigint, len bigint)
-  language plpgsql stable
-  set search_path = pgmem, public, pg_temp
-as $$
-begin
+  language sql stable
+begin atomic
   -- one primary-key probe of the base row and one of the deltas per lexeme (lateral, and the
   -- LIMIT keeps the planner from turning the probe into a join: a probe whatever the statistics
   -- say; with stale statistics it hashed the tenant's whole lexicon, 1 ms)
-  return query
   select x.lexeme, coalesce(b.df, 0) + coalesce(d.df, 0), coalesce(b.len, 0) + coalesce(d.len, 0)
     from unnest(p_lexemes) x(lexeme)
     left join lateral (select l.df, l.len from pgmem.lexicon l
                         where l.tenant = p_tenant and l.scope = p_scope and l.lexeme = x.lexeme limit 1) b on true
     left join lateral (select sum(y.df)::bigint as df, sum(y.len)::bigint as len from pgmem.lexicon_delta y
                         where y.tenant = p_tenant and y.scope = p_scope and y.lexeme = x.lexeme) d on true;
-end $$;
+end;
 
 -- The actors (who) of a tenant that a text names: every word of the actor's name is a word of
 -- the text ("Caroline" in "What did Caroline research?", "Dr. Okafor" in "ask dr okafor"), and
@@ -193,26 +191,22 @@ end $$;
 -- user a search is filtered on) when the text names it.
 create or replace function pgmem._query_actors(p_tenant text, p_text text, p_user text default null)
 returns table (named text[], total integer, users text[])
-  language plpgsql stable
-  set search_path = pgmem, public, pg_temp
-as $$
-declare
-  v_tokens text[] := pgmem.tokens(p_text);
-begin
+  language sql stable  -- (no SET clause: inlined into the preamble, as _lexicon_df above)
+begin atomic
   -- An actor's words are split with regexp_split_to_array (a built-in) and tested against the
-  -- text's tokens; pgmem.tokens() per actor (a SQL function with a sort) cost ~7 us an actor,
-  -- 0.5 ms a search over the bench's 70 actors (bench/README.md R4).
-  return query
-  select coalesce(array_agg(a.who order by a.who) filter (where cardinality(a.words) > 0 and a.words <@ v_tokens), '{}'),
+  -- text's tokens (computed once: an InitPlan); pgmem.tokens() per actor (a SQL function with a
+  -- sort) cost ~7 us an actor, 0.5 ms a search over the bench's 70 actors (bench/README.md R4).
+  select coalesce(array_agg(a.who order by a.who) filter (where cardinality(a.words) > 0
+                                                            and a.words <@ (select pgmem.tokens(p_text))), '{}'),
          count(*)::int,
-         case when cardinality(pgmem.tokens(p_user)) > 0 and pgmem.tokens(p_user) <@ v_tokens
+         case when cardinality(pgmem.tokens(p_user)) > 0 and pgmem.tokens(p_user) <@ pgmem.tokens(p_text)
               then array[p_user] else '{}' end
     from (select x.who, array_remove(regexp_split_to_array(lower(x.who), '[^[:alnum:]]+'), '') as words from (
             select l.lexeme as who, l.df from pgmem.lexicon l where l.tenant = p_tenant and l.scope = 'who'
             union all
             select d.lexeme, d.df from pgmem.lexicon_delta d where d.tenant = p_tenant and d.scope = 'who') x
           group by x.who having sum(x.df) > 0) a;
-end $$;
+end;
 
 create or replace function pgmem.query_actors(p_text text) returns text[]
   language sql stable

@@ -22,9 +22,14 @@ comment on function pgmem.path_overlap(text, text) is
 -- NULL for a memory not embedded yet: a signal the memory does not have is treated like one
 -- the query does not have (its weight is shared out over the others, sql/205_search.sql),
 -- not as 0, which ranked it below unrelated memories (cosine 0 scores .5; issue 14).
-create or replace function pgmem._jam_semantic(m pgmem.memories, q pgmem.query) returns float8
+-- The memory's vector comes from pgmem.memory_vectors (p_indexed; inline in its row) when it is
+-- there, else from memories.embedding (a memory not indexed yet, or not active): memories keeps its
+-- vectors out of line (TOAST), and reading one there cost 17 us a candidate at 1,000,000 memories,
+-- one memory_vectors row by its key 6 us (bench/README.md R6). The two are the same vector
+-- (sql/040's triggers keep memory_vectors in step).
+create or replace function pgmem._jam_semantic(m pgmem.memories, p_indexed vector, q pgmem.query) returns float8
   language sql immutable parallel safe
-  return 1 - (m.embedding operator(public.<=>) q.embedding) / 2;
+  return 1 - (coalesce(p_indexed, m.embedding) operator(public.<=>) q.embedding) / 2;
 
 -- lexical (profile param lexical = coverage, the default): the share of the query's lexemes the
 -- memory contains. JAM asks for "a normalised full-text score"; an absolute share keeps a
@@ -174,6 +179,25 @@ create or replace function pgmem._jam_prior(m pgmem.memories, q pgmem.query) ret
        + coalesce(q.w_actor * pgmem._jam_actor(m, q), 0) + coalesce(q.w_usage * pgmem._jam_usage(m, q), 0)
        + coalesce(q.w_time * pgmem._jam_time(m, q), 0);
 
+-- ================================================================== current beats stale
+-- Issue 24: a memory that a newer active memory supersedes (a `supersedes` binding: src = newer,
+-- dst = older; written when a profile fact replaces another, sql/610_profile_facts.sql, and for a
+-- restatement with other numbers, sql/130_bindings.sql) is lowered in every ranking: its score is
+-- multiplied by the setting superseded_factor (.5), a step, not a signal, so that the designs'
+-- weights stay as they are and a memory nothing supersedes scores exactly what it did. The filter
+-- current_only leaves such memories out. (pgmem's choice: none of the five designs ranks by it;
+-- "which editor does maya use now" put "My editor is VS Code" first and the Neovim turn below the
+-- top 5 before it.)
+-- The candidates of a call that a newer active memory supersedes (one look-up of the bindings for
+-- all of them, before the ranking statement).
+create or replace function pgmem._superseded(p_ids bigint[], p_tenant text, p_as_of timestamptz) returns bigint[]
+  language sql stable parallel safe
+  return array(select distinct l.dst_id from pgmem.links l join pgmem.memories s on s.id = l.src_id
+                where l.dst_id = any(p_ids) and l.kind = 'supersedes' and l.tenant = p_tenant and s.state = 'active'
+                  and s.created_at <= p_as_of);
+comment on function pgmem._superseded(bigint[], text, timestamptz) is
+  'Which of the given memories a newer active memory (one that existed at as_of) supersedes (a supersedes binding to them).';
+
 -- ================================================================== Shadow (activate)
 -- shadow-memory-system.md, MemoryAwarenessInterface / SimilarityEngine.
 
@@ -194,9 +218,9 @@ create or replace function pgmem._shadow_embedding(m pgmem.memories, q pgmem.que
 create or replace function pgmem._shared_items(p_items text[], p_keys text[])
 returns table (shared bigint, items bigint)
   language sql immutable parallel safe
-as $$
-  select count(distinct x) filter (where x = any(p_keys)), count(distinct x) from unnest(p_items) x where x <> ''
-$$;
+begin atomic
+  select count(distinct x) filter (where x = any(p_keys)), count(distinct x) from unnest(p_items) x where x <> '';
+end;
 comment on function pgmem._shared_items(text[], text[]) is
   'How many distinct non-empty items an array has, and how many of them are among p_keys: the counts of a Jaccard similarity (inlined as a lateral subquery).';
 

@@ -23,30 +23,77 @@ create or replace function pgmem._eligible(m pgmem.memories, q pgmem.query) retu
 comment on function pgmem._eligible(pgmem.memories, pgmem.query) is
   'Whether a memory is visible to a query (tenant, as_of, filters), its state aside.';
 
--- The HNSW branch with filters (p_recent: the recent branch, when its window is older than
--- pgmem.recent_vectors holds, or filtered): the memories joined to the vectors the iterative
--- HNSW scan yields, filtered there. Planned for each call with the record's values
--- (force_custom_plan), unlike the other branches: whether to walk the HNSW graph or read the few
--- memories a selective filter leaves through a b-tree depends on the filter's values, and a
--- generic plan, which cannot know them, read every memory of the tenant through a b-tree.
-create or replace function pgmem._candidates_filtered(q pgmem.query, p_recent boolean) returns bigint[]
+-- The branches whose best plan depends on the call's values, planned for each call with them
+-- (force_custom_plan; the other branches keep one plan per session, _candidate_ids below):
+--   scan, scan_text   every eligible memory of a small tenant (or user); asked with words only,
+--                     those that hold one of them. A generic plan, which cannot know the
+--                     tenant's size, may read every memory of the table for it.
+--   exact_knn         the n nearest memories of a mid-sized tenant (or user), exactly: its vectors
+--                     through the b-tree on memory_vectors(tenant) and a sort (ordering by the
+--                     distance + 0 keeps the HNSW index out). Filtering a shared HNSW graph down to
+--                     a tenant of 1% of it visits ~100 times the n it wants (bench/README.md R7).
+--   exact_recent      the same among its recent memories (pgmem.recent_vectors' b-tree).
+--   filtered,         the HNSW branches of a call with filters (or an as_of in the past): the
+--   filtered_recent   memories joined to the vectors the iterative HNSW scan yields, filtered
+--                     there; whether to walk the graph or read the few memories a selective
+--                     filter leaves depends on the filter's values (a generic plan read every
+--                     memory of the tenant through a b-tree).
+create or replace function pgmem._candidates_planned(q pgmem.query, p_branch text) returns bigint[]
   language plpgsql stable
   set search_path = pgmem, public, pg_temp
   set plan_cache_mode = force_custom_plan
 as $$
 begin
-  if p_recent then
+  case p_branch
+  when 'scan' then  -- (search_exact: every eligible memory; a small tenant: those the index path
+                    -- could find, i.e. embedded or holding a word of the question)
+    if q.user_scope is not null then
+      return array(select m.id from pgmem.memories m
+                    where m.tenant = q.tenant and m.user_id = q.user_scope and m.state = any(q.states) and pgmem._eligible(m, q)
+                      and (q.exact or m.embedding is not null or ts_match_vq(m.tsv, q.tsq)));
+    end if;
+    return array(select m.id from pgmem.memories m
+                  where m.tenant = q.tenant and m.state = any(q.states) and pgmem._eligible(m, q)
+                    and (q.exact or m.embedding is not null or ts_match_vq(m.tsv, q.tsq)));
+  when 'scan_text' then
+    return array(select m.id from pgmem.memories m
+                  where m.tenant = q.tenant and m.state = any(q.states) and ts_match_vq(m.tsv, q.tsq)
+                    and pgmem._eligible(m, q));
+  when 'exact_knn' then
+    if q.filtered then
+      return array(select v.memory_id from pgmem.memory_vectors v join pgmem.memories m on m.id = v.memory_id
+                    where v.tenant = q.tenant and (q.user_scope is null or v.user_scope = q.user_scope)
+                      and m.state = 'active' and pgmem._eligible(m, q)
+                    order by (v.embedding operator(public.<=>) q.embedding) + 0 limit q.n);
+    end if;
+    return array(select v.memory_id from pgmem.memory_vectors v
+                  where v.tenant = q.tenant and (q.user_scope is null or v.user_scope = q.user_scope)
+                  order by (v.embedding operator(public.<=>) q.embedding) + 0 limit q.n);
+  when 'exact_recent' then
+    if q.filtered or q.recent_since < now() - make_interval(days => coalesce(pgmem._setting_num('recent_vectors_days'), 30)::int) then
+      return array(select m.id from pgmem.memories m
+                    where m.tenant = q.tenant and m.state = 'active' and m.created_at >= q.recent_since
+                      and m.embedding is not null and pgmem._eligible(m, q)
+                    order by (m.embedding operator(public.<=>) q.embedding) + 0 limit q.recent_n);
+    end if;
+    return array(select r.memory_id from pgmem.recent_vectors r
+                  where r.tenant = q.tenant and r.created_at >= q.recent_since
+                    and (q.user_scope is null or r.user_scope = q.user_scope)
+                  order by (r.embedding operator(public.<=>) q.embedding) + 0 limit q.recent_n);
+  when 'filtered_recent' then
     return array(select v.memory_id from pgmem.memory_vectors v join pgmem.memories m on m.id = v.memory_id
                   where v.tenant = q.tenant and m.state = 'active' and m.created_at >= q.recent_since
                     and pgmem._eligible(m, q)
                   order by v.embedding operator(public.<=>) q.embedding limit q.recent_n);
-  end if;
-  return array(select v.memory_id from pgmem.memory_vectors v join pgmem.memories m on m.id = v.memory_id
-                where v.tenant = q.tenant and m.state = 'active' and pgmem._eligible(m, q)
-                order by v.embedding operator(public.<=>) q.embedding limit q.n);
+  when 'filtered' then
+    return array(select v.memory_id from pgmem.memory_vectors v join pgmem.memories m on m.id = v.memory_id
+                  where v.tenant = q.tenant and m.state = 'active' and pgmem._eligible(m, q)
+                  order by v.embedding operator(public.<=>) q.embedding limit q.n);
+  end case;
+  return null;  -- (not reached: an unknown branch is CASE_NOT_FOUND above)
 end $$;
-comment on function pgmem._candidates_filtered(pgmem.query, boolean) is
-  'The HNSW candidate branch of a filtered call (or its recent branch, p_recent): the nearest active memories that pass the filters, planned with the call''s values.';
+comment on function pgmem._candidates_planned(pgmem.query, text) is
+  'The candidate branches whose plan depends on the call''s values (planned for each call): every memory of a small tenant, the exact nearest memories of a mid-sized one, and the HNSW branches of a filtered call.';
 
 -- The candidate set of search, activate and recall: memory ids from the indexes, never from a
 -- scan of all memories (DESIGN.md, Read path, and "The read path's shape"). Each branch is its
@@ -105,32 +152,29 @@ begin
   -- a small tenant's memories that hold one of them, as the lexical branch would find them
   -- (a text-only question ranks word matches, not every memory by its other signals); then the
   -- ids filter and the neighbours below.
-  if q.exact or (q.scan and q.embedding is not null) then
-    if q.user_scope is not null then
-      return array(select m.id from pgmem.memories m
-                    where m.tenant = q.tenant and m.user_id = q.user_scope and m.state = any(q.states) and pgmem._eligible(m, q));
-    end if;
-    return array(select m.id from pgmem.memories m
-                  where m.tenant = q.tenant and m.state = any(q.states) and pgmem._eligible(m, q));
+  if q.exact then
+    return pgmem._candidates_planned(q, 'scan');
   end if;
-  if q.scan then
-    ids := array(select m.id from pgmem.memories m
-                  where m.tenant = q.tenant and m.state = any(q.states) and ts_match_vq(m.tsv, q.tsq)
-                    and pgmem._eligible(m, q));
-  else
-    ids := '{}';
-  end if;
+  ids := case when q.scan and q.embedding is not null then pgmem._candidates_planned(q, 'scan')
+              when q.scan then pgmem._candidates_planned(q, 'scan_text')
+              else '{}' end;
 
   if q.embedding is not null and v_active and not q.scan then
-    -- 1. HNSW
-    if not q.filtered then
-      ids := array(select v.memory_id from pgmem.memory_vectors v where v.tenant = q.tenant
+    -- 1. HNSW (a mid-sized tenant: its nearest, exactly)
+    if q.exact_knn then
+      ids := pgmem._candidates_planned(q, 'exact_knn');
+    -- ("(v.tenant = q.tenant) is true": a condition no b-tree serves, so that the plan, made once
+    -- for every tenant, walks the HNSW graph; with the tenant's b-tree on offer, a generic plan
+    -- of a database of many tenants sorted the tenant's vectors instead, whatever its size)
+    elsif not q.filtered then
+      ids := array(select v.memory_id from pgmem.memory_vectors v where (v.tenant = q.tenant) is true
                     order by v.embedding operator(public.<=>) q.embedding limit q.n);
     elsif v_user_only then
-      ids := array(select v.memory_id from pgmem.memory_vectors v where v.tenant = q.tenant and v.user_scope = q.user_scope
+      ids := array(select v.memory_id from pgmem.memory_vectors v
+                    where (v.tenant = q.tenant) is true and v.user_scope = q.user_scope
                     order by v.embedding operator(public.<=>) q.embedding limit q.n);
     else
-      ids := pgmem._candidates_filtered(q, false);
+      ids := pgmem._candidates_planned(q, 'filtered');
     end if;
     -- the active, embedded memories the index job has not moved into memory_vectors yet: their
     -- exact distance (the queue is short; the queue's ids as an array, so that memories are
@@ -142,15 +186,17 @@ begin
                            order by m.embedding operator(public.<=>) q.embedding limit q.n);
     end if;
     -- 2. recent
-    if q.recent_n > 0 then
+    if q.recent_n > 0 and q.exact_knn then
+      ids := ids || pgmem._candidates_planned(q, 'exact_recent');
+    elsif q.recent_n > 0 then
       if q.recent_since >= now() - make_interval(days => coalesce(pgmem._setting_num('recent_vectors_days'), 30)::int)
          and (not q.filtered or v_user_only) then
         ids := ids || array(select r.memory_id from pgmem.recent_vectors r
-                             where r.tenant = q.tenant and r.created_at >= q.recent_since
+                             where (r.tenant = q.tenant) is true and r.created_at >= q.recent_since
                                and (q.user_scope is null or r.user_scope = q.user_scope)
                              order by r.embedding operator(public.<=>) q.embedding limit q.recent_n);
       else
-        ids := ids || pgmem._candidates_filtered(q, true);
+        ids := ids || pgmem._candidates_planned(q, 'filtered_recent');
       end if;
     end if;
   end if;

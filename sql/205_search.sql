@@ -28,6 +28,7 @@ declare
   q pgmem.query := pgmem._query('search', query_text, query_embedding, k, candidates, actor, location,
                                 profile, weights, filters, as_of, p_exact);
   v_ids bigint[] := pgmem._candidate_ids(q);
+  v_sup bigint[] := pgmem._superseded(v_ids, q.tenant, q.as_of);  -- current beats stale (sql/202_signals.sql)
 begin
   return query
   with c as materialized (
@@ -35,15 +36,16 @@ begin
     -- candidate (not materialized, the planner folded c into s and evaluated the lexical signal
     -- once for each of its five uses there: 19 us a candidate; R6)
     select m.id, m.session_id,
-           pgmem._jam_semantic(m, q) as semantic,
+           pgmem._jam_semantic(m, v.embedding, q) as semantic,
            pgmem._jam_lexical(m, q) as lexical,
            pgmem._jam_recency(m, q) as recency,
            pgmem._jam_actor(m, q) as actor,
            pgmem._jam_spatial(m, q) as spatial,
            pgmem._jam_usage(m, q) as usage,
            pgmem._jam_time(m, q) as time
-      from pgmem.memories m
-     where m.id = any(v_ids) and m.tenant = q.tenant and m.state = any(q.states) and pgmem._eligible(m, q)),
+      from pgmem.memories m left join pgmem.memory_vectors v on v.memory_id = m.id
+     where m.id = any(v_ids) and m.tenant = q.tenant and m.state = any(q.states) and pgmem._eligible(m, q)
+       and not (q.current_only and m.id = any(v_sup))),
   s as (
     -- lexical = rank (JAM's literal reading) or bm25: divided by the largest among the candidates
     select c.*, case when c.lexical is null or q.lexical_mode = 'coverage' then c.lexical
@@ -86,18 +88,26 @@ begin
            case when q.w_neighbour > 0 then nb.best end as neighbour
       from b left join nb on nb.id = b.id),
   top as (
+    -- (a superseded memory keeps superseded_factor of its score: current beats stale)
     select x.*,
            coalesce((x.own + coalesce(q.w_session * x.session, 0) + coalesce(q.w_neighbour * x.neighbour, 0))
                     / nullif(pgmem._jam_present(q, x.semantic, x.lex, x.recency, x.actor, x.spatial, x.usage, x.time,
-                                                x.session, x.neighbour), 0), 0) as score
+                                                x.session, x.neighbour), 0), 0)
+         * case when x.id = any(v_sup) then q.superseded_factor else 1 end as score
       from x
      order by score desc, x.id
-     limit q.k)
+     limit q.k),
+  -- what is returned is recorded as a retrieval (sql/212_access_log.sql: one row appended; a CTE
+  -- with a volatile call runs once; not by search_exact)
+  rec as materialized (
+    select case when not p_exact
+                then pgmem._record_access('retrieval', 'search', array(select t2.id from top t2 order by t2.score desc, t2.id))
+           end)
   -- the memories' fields, for the k returned only
   select t.id, t.score, t.semantic, t.lex, t.recency, t.actor, t.spatial, t.usage, t.time, t.session, t.neighbour,
          m.content, m.summary, m.who, m.what, m.happened_at, m.location, m.why, m.how, m.category, m.tier,
          m.user_id, m.agent_id, m.session_id, m.created_at, m.access_count, m.importance, m.metadata
-    from top t join pgmem.memories m on m.id = t.id
+    from top t join pgmem.memories m on m.id = t.id cross join rec
    order by t.score desc, t.id;
 end $$;
 
@@ -129,7 +139,7 @@ begin
   perform pgmem._standby_refuses('pgmem.search(touch => true)');
   hits := array(select h from pgmem._search(false, query_text, query_embedding, k, actor, location, profile,
                                             weights, filters, as_of, candidates) h);
-  if cardinality(hits) > 0 then
+  if cardinality(hits) > 0 then  -- touch => true: what is returned is also a use (explicit feedback)
     perform pgmem.touch(array(select (h).id from unnest(hits) h), 'search');
   end if;
   return query select * from unnest(hits);
@@ -175,22 +185,33 @@ declare
                                 explain_search.location, explain_search.profile, explain_search.weights, filters, as_of);
 begin
   return query
-  with h as (
-    select row_number() over () as rk, x.*,
-           pgmem._jam_present(q, x.semantic, x.lexical, x.recency, x.actor, x.spatial, x.usage, x.time, x.session,
-                              x.neighbour) as present
+  with x0 as (
+    select row_number() over () as rk, x.*
       from pgmem.search(query_text, query_embedding, k, explain_search.actor, explain_search.location,
-                        explain_search.profile, explain_search.weights, filters, as_of) x)
+                        explain_search.profile, explain_search.weights, filters, as_of) x),
+  h as (
+    select x0.*,
+           pgmem._jam_present(q, x0.semantic, x0.lexical, x0.recency, x0.actor, x0.spatial, x0.usage, x0.time, x0.session,
+                              x0.neighbour) as present,
+           -- current beats stale: a superseded memory's every contribution keeps superseded_factor
+           case when x0.id = any(pgmem._superseded(array(select y.id from x0 y), q.tenant, q.as_of)) then q.superseded_factor else 1 end as cur
+      from x0)
   -- each signal's weight for this memory: the query's effective weight, divided by the weights
-  -- of the signals the memory has (0 for one it lacks): the contributions add up to the score
-  select h.rk, h.id, h.score, s.name, s.val, case when s.val is null or h.present = 0 then 0 else s.w / h.present end,
-         case when s.val is null or h.present = 0 then 0 else s.val * s.w / h.present end, h.content
+  -- of the signals the memory has (0 for one it lacks), times the step of a superseded memory:
+  -- the contributions add up to the score
+  select h.rk, h.id, h.score, s.name, s.val,
+         case when s.name = 'superseded' then null when s.val is null or h.present = 0 then 0 else s.w * h.cur / h.present end,
+         case when s.name = 'superseded' or s.val is null or h.present = 0 then 0 else s.val * s.w * h.cur / h.present end,
+         h.content
     from h cross join lateral (values
            ('semantic', h.semantic, q.w_semantic), ('lexical', h.lexical, q.w_lexical),
            ('recency', h.recency, q.w_recency), ('actor', h.actor, q.w_actor), ('spatial', h.spatial, q.w_spatial),
            ('usage', h.usage, q.w_usage), ('time', h.time, q.w_time), ('session', h.session, q.w_session),
            ('neighbour', h.neighbour, q.w_neighbour)) s(name, val, w)
-   order by h.rk, case when s.val is null or h.present = 0 then 0 else s.val * s.w / h.present end desc, s.name;
+   union all
+  -- a superseded memory: one more row, its step (value: superseded_factor; no weight, no contribution)
+  select h.rk, h.id, h.score, 'superseded', h.cur, null, 0, h.content from h where h.cur <> 1
+   order by 1, 7 desc, 4;
 end $$;
 comment on function pgmem.explain_search(text, vector, integer, text, text, text, jsonb, jsonb, timestamptz) is
-  'Why each memory ranked where it did: one row per (memory, signal) with the signal value, its effective weight and its contribution to the score (contributions add up to the score).';
+  'Why each memory ranked where it did: one row per (memory, signal) with the signal value, its effective weight and its contribution to the score (contributions add up to the score); for a memory a newer one supersedes, a row superseded with the share of its score it keeps (superseded_factor), which every contribution already includes.';

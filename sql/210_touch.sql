@@ -1,4 +1,7 @@
--- Usage bookkeeping: access counts, the access log (Fragment rehearsal), co-access links.
+-- Explicit feedback: memories marked used, recorded at once (access counts, the access log for
+-- Fragment's rehearsal, co-access links). The uses the read path records by itself (what a context
+-- packs) and its retrievals are appended to pgmem.access_log instead and folded by a job
+-- (sql/212_access_log.sql), so that no read takes a row lock on memories.
 
 create or replace function pgmem.touch(ids bigint[], kind text default 'touch', query_id uuid default null) returns integer
   language plpgsql volatile

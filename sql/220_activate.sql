@@ -63,6 +63,7 @@ declare
   q pgmem.query := pgmem._query('activate', query_text, query_embedding, k, null, null, null, profile, weights,
                                 filters, as_of);
   v_ids bigint[];
+  v_sup bigint[];
 begin
   perform pgmem._check_unit(threshold, 'threshold');
   q.threshold := coalesce(threshold, pgmem.context_threshold(coalesce(context_type, 'conversation'), q.profile));
@@ -70,6 +71,7 @@ begin
   if cardinality(q.keys) = 0 then q.keys := pgmem.tokens(coalesce(query_text, '')); end if;
   q.tokens := pgmem.tokens(coalesce(summary, query_text, ''));
   v_ids := pgmem._candidate_ids(q);
+  v_sup := pgmem._superseded(v_ids, q.tenant, q.as_of);  -- current beats stale (sql/202_signals.sql)
   return query
   with s as (
     select m.id, pgmem._shadow_embedding(m, q) as e,
@@ -78,7 +80,8 @@ begin
       from pgmem.memories m
      cross join lateral pgmem._shared_items(pgmem._tag_items(m), q.keys) md
      cross join lateral pgmem._shared_items(pgmem._token_items(coalesce(m.summary, m.content)), q.tokens) su
-     where m.id = any(v_ids) and m.tenant = q.tenant and m.state = any(q.states) and pgmem._eligible(m, q)),
+     where m.id = any(v_ids) and m.tenant = q.tenant and m.state = any(q.states) and pgmem._eligible(m, q)
+       and not (q.current_only and m.id = any(v_sup))),
   r as (
     -- the weights of this memory: without an embedding (query or memory) the embedding
     -- component is absent and the other three are rescaled to sum 1 (0 when nothing is left)
@@ -87,11 +90,15 @@ begin
   sc as (
     -- Shadow, Activation Score Formula: 0.6 embedding + 0.2 metadata + 0.15 summary + 0.05 temporal,
     -- as its semantic (embedding), contextual (metadata + summary) and temporal parts
-    select r.*, coalesce(q.w_embedding * r.e, 0) as ce, (q.w_metadata * r.md + q.w_summary * r.su) * r.f as cc,
-           q.w_temporal * r.te * r.f as ct
-      from r),
+    -- (a superseded memory keeps superseded_factor of each part: current beats stale)
+    select r.*, coalesce(q.w_embedding * r.e, 0) * r.cur as ce, (q.w_metadata * r.md + q.w_summary * r.su) * r.f * r.cur as cc,
+           q.w_temporal * r.te * r.f * r.cur as ct
+      from (select r0.*, case when r0.id = any(v_sup) then q.superseded_factor else 1 end as cur from r r0) r),
   top as (
-    select sc.*, sc.ce + sc.cc + sc.ct as score from sc order by sc.ce + sc.cc + sc.ct desc, sc.id limit q.k)
+    select sc.*, sc.ce + sc.cc + sc.ct as score from sc order by sc.ce + sc.cc + sc.ct desc, sc.id limit q.k),
+  -- what is returned is recorded as a retrieval (sql/212_access_log.sql), once
+  rec as materialized (
+    select pgmem._record_access('retrieval', 'activate', array(select t2.id from top t2 order by t2.score desc, t2.id)))
   -- relevance type, confidence and the memory's fields for the k returned only
   select t.id, t.score, t.score >= q.threshold,
          case when t.score = 0 then 'mixed'
@@ -101,7 +108,7 @@ begin
               else 'mixed' end,
          greatest(0.0, 1.0 - 2.0 * (select stddev_pop(v) from unnest(array[t.e, t.md, t.su]) v)),
          q.threshold, t.e, t.md, t.su, t.te, m.summary, m.content, m.who, m.category, m.created_at
-    from top t join pgmem.memories m on m.id = t.id
+    from top t join pgmem.memories m on m.id = t.id cross join rec
    order by t.score desc, t.id;
 end $$;
 

@@ -25,6 +25,7 @@ declare
   q pgmem.query := pgmem._query('recall', query_text, query_embedding, k, null, null, null, profile, weights,
                                 filters, as_of);
   v_ids bigint[] := pgmem._candidate_ids(q);
+  v_sup bigint[] := pgmem._superseded(v_ids, q.tenant, q.as_of);  -- current beats stale (sql/202_signals.sql)
 begin
   return query
   with s as (
@@ -32,13 +33,23 @@ begin
            pgmem._engram_relevance(m, q) as rel, pgmem._engram_importance(m, q) as imp,
            pgmem._engram_recency(m, q) as rec, pgmem._engram_access(m, q) as acc
       from pgmem.memories m
-     where m.id = any(v_ids) and m.tenant = q.tenant and m.state = any(q.states) and pgmem._eligible(m, q))
-  -- Engram, Retrieval & Ranking: the weighted sum of the four scores
-  select s.id, q.w_relevance * s.rel + q.w_importance * s.imp + q.w_recency * s.rec + q.w_access * s.acc,
-         s.rel, s.imp, s.rec, s.acc, s.content, s.summary, s.who, s.category, s.importance, s.access_count, s.created_at
-    from s
-   order by 2 desc, s.id
-   limit q.k;
+     where m.id = any(v_ids) and m.tenant = q.tenant and m.state = any(q.states) and pgmem._eligible(m, q)
+       and not (q.current_only and m.id = any(v_sup)))
+  ,
+  top as (
+    -- Engram, Retrieval & Ranking: the weighted sum of the four scores
+    -- (a superseded memory keeps superseded_factor of its score: current beats stale)
+    select s.id, (q.w_relevance * s.rel + q.w_importance * s.imp + q.w_recency * s.rec + q.w_access * s.acc)
+                 * case when s.id = any(v_sup) then q.superseded_factor else 1 end as score,
+           s.rel, s.imp, s.rec, s.acc, s.content, s.summary, s.who, s.category, s.importance, s.access_count, s.created_at
+      from s
+     order by 2 desc, s.id
+     limit q.k),
+  -- what is returned is recorded as a retrieval (sql/212_access_log.sql), once
+  rec as materialized (
+    select pgmem._record_access('retrieval', 'recall', array(select t2.id from top t2 order by t2.score desc, t2.id)))
+  select t.* from top t cross join rec
+   order by t.score desc, t.id;
 end $$;
 comment on function pgmem.recall(text, vector, integer, jsonb, jsonb, timestamptz, text) is
   'Engram ranking: relevance (cosine, or token Jaccard without embeddings), decayed importance with access boost, linear 90-day recency and access frequency, weighted by the engram profile (.5/.3/.2/0) or explicit weights.';

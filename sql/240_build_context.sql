@@ -80,11 +80,15 @@ begin
            array_agg(c.tok order by c.i) as toks,
            array_agg(c.imp order by c.i) as imps
       from c),
-  p as (select k.* from arr, pgmem._pack(arr.rel, arr.emb, v_dim, arr.toks, arr.imps, v_budget, lambda) k)
+  p as (select k.* from arr, pgmem._pack(arr.rel, arr.emb, v_dim, arr.toks, arr.imps, v_budget, lambda) k),
+  -- what is packed into the context is recorded as a use (sql/212_access_log.sql), once
+  rec as materialized (
+    select pgmem._record_access('use', 'build_context',
+                                array(select c2.id from c c2 join p p2 on p2.idx = c2.i where p2.selected order by p2.pick)))
   select p.pick, c.id, p.selected, c.score, p.mmr_score, p.value, c.tok,
          case when p.selected then sum(c.tok) filter (where p.selected) over (order by p.pick nulls last) end,
          c.content, c.who, c.created_at
-    from c join p on p.idx = c.i
+    from c join p on p.idx = c.i cross join rec
    order by p.selected desc, p.pick nulls last, c.score desc;
 end $$;
 comment on function pgmem.build_context(text, vector, integer, integer, float8, text, jsonb, jsonb, timestamptz, integer, integer, integer, integer, text, text) is

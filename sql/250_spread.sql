@@ -132,7 +132,7 @@ create or replace function pgmem.search_spread(
   weights jsonb default null,
   filters jsonb default '{}',
   as_of timestamptz default null,
-  profile text default 'jam',
+  profile text default null,  -- the tenant's search profile (setting search_profile), as search()
   received_only boolean default true)
 returns table (id bigint, score float8, fused float8, activation float8, depth integer, via_kind text, via_id bigint,
                content text, who text, happened_at timestamptz, created_at timestamptz)

@@ -203,7 +203,7 @@ begin
     select m.id, m.content, m.who, m.session_id, m.seq, coalesce(m.happened_at, m.created_at) as event_time,
            a.activation, a.depth, a.via_kind, a.via_id, a.path,
            pgmem.fragment_strength(m.salience, m.created_at,
-             array(select x.accessed_at from pgmem.accesses x
+             array(select x.accessed_at from pgmem.accesses x cross join generate_series(1, x.count)
                     where x.memory_id = m.id and x.tenant = v_tenant and x.accessed_at <= v_as_of), v_as_of) as strength,
            pgmem._gaussian(v_seed, m.id) as z,
            sr.ord as search_rank, sr.score as search_score,

@@ -32,7 +32,7 @@ create or replace function pgmem.search_attention(
   query_embedding vector default null,
   k integer default 10,
   filters jsonb default '{}',
-  profile text default 'jam',
+  profile text default null,  -- the tenant's search profile (setting search_profile), as search()
   candidates integer default 50,
   weight float8 default 0.2,
   scale float8 default null,

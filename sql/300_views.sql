@@ -16,7 +16,7 @@ select m.id, m.tenant, m.user_id, m.session_id, m.category, m.tier, m.state,
        pgmem.decayed_importance(m.importance, m.created_at, m.access_count) as decayed_importance,
        m.salience,
        pgmem.fragment_strength(m.salience, m.created_at,
-         array(select a.accessed_at from pgmem.accesses a where a.memory_id = m.id)) as strength,
+         array(select a.accessed_at from pgmem.accesses a cross join generate_series(1, a.count) where a.memory_id = m.id)) as strength,
        m.embedded_at is not null as embedded,
        m.expires_at, m.expires_at is not null and m.expires_at < now() as expired
   from pgmem.memories m

@@ -48,7 +48,9 @@ as $$
     -- clusters (issue 17): concept and liquid clusters, hourly; it writes memories.cluster_id
     ('cluster', 'cluster',          true,  '20 * * * *', 'concept and liquid clusters (470_cluster.sql)'),
     -- read path (issue 12/14): the lexical statistics' appended changes, folded every minute
-    ('lexicon', 'fold_lexicon',     false, '* * * * *',  'folds the appended lexical statistics (pgmem.lexicon_delta) into pgmem.lexicon (201_lexical.sql)')
+    ('lexicon', 'fold_lexicon',     false, '* * * * *',  'folds the appended lexical statistics (pgmem.lexicon_delta) into pgmem.lexicon (201_lexical.sql)'),
+    -- living memory (issue 24): the retrievals and uses the read path appends, folded every minute
+    ('access',  'fold_access_log',  false, '* * * * *',  'folds the appended retrievals and uses (pgmem.access_log) into pgmem.accesses and the memories'' use counts (212_access_log.sql)')
   ) j(job, fn, changes_memories, schedule, description)
 $$;
 comment on function pgmem._jobs() is

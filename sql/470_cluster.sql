@@ -290,7 +290,7 @@ as $$
   update pgmem.clusters c
      set energy = least(1.0, c.energy + 0.05 * coalesce(a.n, 0)) * power(0.99, p_steps), updated_at = now()
     from pgmem.clusters c2
-    left join (select m.cluster_id, count(*) as n
+    left join (select m.cluster_id, sum(x.count) as n  -- (a row of the access log counts its accesses)
                  from pgmem.accesses x join pgmem.memories m on m.id = x.memory_id
                 where x.tenant = p_tenant and x.id > p_access_from and x.id <= p_access_to
                 group by m.cluster_id) a on a.cluster_id = c2.id
@@ -559,7 +559,7 @@ begin
   if coalesce((s.run_details->>'steps')::int, 0) > 0 then
     insert into pgmem.cluster_steps (tenant, cluster_id, at, size, energy, accesses, job_run_id)
     select p_tenant, c.id, s.step_at, c.size, c.energy,
-           (select count(*) from pgmem.accesses x join pgmem.memories m on m.id = x.memory_id
+           (select coalesce(sum(x.count), 0) from pgmem.accesses x join pgmem.memories m on m.id = x.memory_id
              where x.tenant = p_tenant and x.id > (s.run_details->>'accesses_from')::bigint
                and x.id <= (s.run_details->>'accesses_to')::bigint and m.cluster_id = c.id), p_run
       from pgmem.clusters c where c.tenant = p_tenant and c.state = 'active'

@@ -17,8 +17,14 @@ as $$
                                 or h.after->>'user_id' = export_user.user_id)), '[]'),
     'links', coalesce((select jsonb_agg(to_jsonb(l)) from pgmem.links l
                         where l.src_id in (select id from mem) or l.dst_id in (select id from mem)), '[]'),
-    'accesses', coalesce((select jsonb_agg(jsonb_build_object('memory_id', a.memory_id, 'accessed_at', a.accessed_at, 'kind', a.kind))
+    'accesses', coalesce((select jsonb_agg(jsonb_build_object('memory_id', a.memory_id, 'accessed_at', a.accessed_at, 'kind', a.kind,
+                                                              'count', a.count))
                            from pgmem.accesses a where a.memory_id in (select id from mem)), '[]'),
+    -- the retrievals and uses not folded yet (issue 24): the ones naming the user's memories
+    'access_log', coalesce((select jsonb_agg(jsonb_build_object('at', a.at, 'kind', a.kind, 'source', a.source,
+                                                                'memory_ids', array(select i from unnest(a.ids) i where i in (select id from mem))))
+                             from pgmem.access_log a where a.tenant = (select pgmem.current_tenant())
+                              and a.ids && array(select id from mem)), '[]'),
     'feedback', coalesce((select jsonb_agg(to_jsonb(f)) from pgmem.feedback f where f.memory_id in (select id from mem)), '[]'),
     -- reconstructive (issue 16): reconstructions of the user's queries or holding the user's
     -- memories, and identity beliefs whose evidence is among them
@@ -116,6 +122,10 @@ begin
                                                        jsonb_array_elements_text(x.b->'evidence') e where e::bigint = any(v_ids));
   update pgmem.work_queue q set memory_ids = array(select i from unnest(q.memory_ids) i where i <> all(v_ids) order by i)
    where q.tenant = v_tenant and q.memory_ids && v_ids;
+  -- the retrievals and uses not folded yet (issue 24, sql/212_access_log.sql): the user's ids leave them
+  delete from pgmem.access_log a where a.tenant = v_tenant and a.ids <@ v_ids;
+  update pgmem.access_log a set ids = array(select i from unnest(a.ids) i where i <> all(v_ids))
+   where a.tenant = v_tenant and a.ids && v_ids;
   -- clusters (issue 17): a label and top terms may quote the user's words; the cluster job
   -- names the cluster again from the members left. Moves, coordinates, judgements cascade.
   update pgmem.clusters c set label = null, top_terms = '{}'

@@ -135,6 +135,17 @@ begin
   fact_id := v_new.id;
   retired := v_retired;
   decision := case when cardinality(v_retired) = 0 then 'added' else 'superseded' end;
+  -- current beats stale (issue 24): the memory that states the new value supersedes the memories
+  -- that stated the values it replaces (src = newer, dst = older; search and the other rankings
+  -- lower a superseded memory, sql/202_signals.sql), when both are known, differ and are the tenant's
+  insert into pgmem.links (tenant, src_id, dst_id, kind, weight, metadata)
+  select v_tenant, v_new.source_memory_id, o.source_memory_id, 'supersedes', 1.0,
+         jsonb_build_object('reason', 'profile_fact', 'key', v_key, 'fact_id', v_new.id)
+    from pgmem.profile_facts o
+    join pgmem.memories mn on mn.id = v_new.source_memory_id and mn.tenant = v_tenant
+    join pgmem.memories mo on mo.id = o.source_memory_id and mo.tenant = v_tenant
+   where o.id = any(v_retired) and o.value <> v_new.value and o.source_memory_id <> v_new.source_memory_id
+  on conflict on constraint links_pkey do nothing;
   perform pgmem._fact_history(v_tenant, case when decision = 'added' then 'add' else 'update' end,
     (select to_jsonb(f) from pgmem.profile_facts f where f.id = v_retired[1]),
     to_jsonb(v_new),

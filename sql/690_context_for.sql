@@ -73,7 +73,7 @@ create or replace function pgmem.context_for(
   k integer default null,
   remember boolean default true,
   filters jsonb default null,
-  search_profile text default 'jam',
+  search_profile text default null,  -- the tenant's (setting search_profile), as search()
   created_at timestamptz default null)
 returns jsonb
   language plpgsql volatile security definer
@@ -209,6 +209,8 @@ begin
                                        profile => search_profile, filters => v_filters) s
              where s.id is distinct from v_memory_id
              order by s.score desc, s.id limit v_depth) h;
+    -- the memories put into the context are recorded as a use (sql/212_access_log.sql)
+    perform pgmem._record_access('use', 'context_for', array(select (x->>'id')::bigint from jsonb_array_elements(v_memories) x));
   end if;
   if (v_policy->>'inject_qa_history')::boolean and v_emb is not null then
     -- earlier questions like this one (the same conversation for a continuation, else all of

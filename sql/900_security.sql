@@ -193,6 +193,9 @@ end $$;
 -- (SECURITY DEFINER, rule 6) append them; the app reads its tenant's (RLS) in lexical_probe and
 -- query_actors; folding them is an administrator's job
 grant select on pgmem.lexicon, pgmem.lexicon_delta to pgmem_app;
+-- issue 24 (212): the retrievals and uses not folded yet (export_user reads them as the caller;
+-- only pgmem._record_access, SECURITY DEFINER, writes them)
+grant select on pgmem.access_log to pgmem_app;
 
 -- app: every public function but the jobs, schedules and purge (pgmem_admin's), and the
 -- private helpers of app_helpers (rule 2). Everything else private stays the owner's and
@@ -204,7 +207,8 @@ declare
                              'schedule_jobs', 'unschedule_jobs', 'run_job', 'grant_tenant', 'revoke_tenant', 'set_session_limits',
                              'add_claim_key', 'drop_claim_key', 'sign_tenant_claim', 'cluster',
                              'fold_lexicon', 'rebuild_lexicon',  -- read path (201): the lexicon's upkeep
-                             'rebuild_recent_vectors'];  -- issue 23 (440): the recent memories' index
+                             'rebuild_recent_vectors',  -- issue 23 (440): the recent memories' index
+                             'fold_access_log'];  -- issue 24 (212): the retrievals and uses' upkeep
   app_helpers text[] := array[
     -- the tenant, errors and argument checks: every API path (and the generated columns) use them
     '_require_tenant', '_check_registered', '_is_admin', '_bad_input', '_check_between', '_check_unit', '_check_time',

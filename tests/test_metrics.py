@@ -133,9 +133,9 @@ def test_attention_by_hand(conn):
 
 def test_search_attention_blends_the_weights_into_the_fused_score(conn):
     ids = [add(conn, f"coffee note {i}", at_cos(0, i + 1, c)) for i, c in enumerate((0.9, 0.8, 0.6, 0.3))]
-    # search_attention reranks the candidates of the profile it is given (default jam); search's
-    # own default profile is the tenant's (pgmem since the read path landed)
-    plain = rows(conn, "select id, score from pgmem.search('coffee', %s, 4, profile => 'jam')", (e(0),))
+    # search_attention reranks the candidates of the profile it is given (default: the tenant's, as
+    # search's: issue 24)
+    plain = rows(conn, "select id, score from pgmem.search('coffee', %s, 4)", (e(0),))
     blended = rows(conn, "select * from pgmem.search_attention('coffee', %s, 4, weight => 0.3)", (e(0),))
     att = {r["memory_id"]: r["weight"] for r in rows(conn, "select * from pgmem.attention(%s, %s)", (e(0), ids))}
     top = max(att.values())

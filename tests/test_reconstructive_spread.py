@@ -258,8 +258,8 @@ def test_search_spread_lifts_what_the_hits_are_bound_to(conn):
     q = dict(query_text=None, query_embedding=e(1), k=4, seeds=1)
     sql = ("select id, score, fused, activation from pgmem.search_spread(query_embedding => %(query_embedding)s::vector, "
            "k => %(k)s, seeds => %(seeds)s, spread_weight => %(w)s)")
-    # search_spread ranks with profile jam unless told otherwise (search's default is the tenant's, pgmem)
-    plain = [r[0] for r in conn.execute("select id from pgmem.search(query_embedding => %s::vector, k => 4, profile => 'jam')",
+    # search_spread ranks with the tenant's profile unless told otherwise, as search does (issue 24)
+    plain = [r[0] for r in conn.execute("select id from pgmem.search(query_embedding => %s::vector, k => 4)",
                                         (e(1),))]
     assert [r[0] for r in conn.execute(sql, {**q, "w": 0.0})] == plain
     rows = {r[0]: r[1:] for r in conn.execute(sql, {**q, "w": 0.5})}

@@ -396,6 +396,16 @@ def _rebuild_recent_vectors(w: World):
     assert scalar(w.su, "select count(*) from pgmem.recent_vectors where tenant <> all (array['a', 'b'])") == 0
 
 
+@check("fold_access_log")
+def _fold_access_log(w: World):
+    # the app role may not run it; a's administrator folds a's log only (the harness checks b's rows)
+    expect_error(lambda: scalar(w.a, "select pgmem.fold_access_log()"), "42501")
+    scalar(w.a, "select count(*) from pgmem.search('report', k => 3)")  # a retrieval of a's
+    assert scalar(w.su, "select count(*) from pgmem.access_log where tenant = 'a'") > 0
+    scalar(w.a_admin, "select pgmem.fold_access_log()")
+    assert scalar(w.su, "select count(*) from pgmem.access_log where tenant = 'a'") == 0
+
+
 @check("fold_lexicon")
 def _fold_lexicon(w: World):
     # the app role may not run it; a's administrator folds a's deltas only (b's stay as they are)
@@ -787,7 +797,7 @@ PURE = {
 ADMIN_ONLY = {"merge_duplicates", "unmerge", "prune", "purge", "archive_stale", "index_vectors", "tune_thresholds", "schedule_jobs",
               "unschedule_jobs", "run_job", "cluster"}
 ORDER = ["get_memory", "history", "surprise", "search", "search_exact", "explain_search", "activate", "recall",
-         "lexical_probe", "query_actors", "query_embedding_text", "time_window", "event_time", "fold_lexicon", "rebuild_lexicon", "rebuild_recent_vectors",
+         "lexical_probe", "query_actors", "query_embedding_text", "time_window", "event_time", "fold_lexicon", "rebuild_lexicon", "rebuild_recent_vectors", "fold_access_log",
          "build_context",
          "context_threshold", "memory_strength", "export_user", "touch", "claim_embeddings", "update_memory", "forget",
          "restore", "revert", "feedback", "current_tenant", "grant_tenant", "schedule_jobs", "merge_duplicates", "prune",
@@ -993,9 +1003,9 @@ DOCUMENTED_UNPINNED = {
     # SQL-standard bodies (parsed at CREATE: names resolved then, whatever the caller's search_path)
     "_lexeme_query", "_candidate_tsquery", "_content_key", "_is_admin", "_b64url", "_b64url_decode", "_hmac", "_tenant_name_ok", "_job_lock_key", "_op_details", "_scope_key", "_set_op",
     # the read path's query-record functions, inlined into the ranking statements (sql/202, 203)
-    "_eligible", "_candidates", "_jam_semantic", "_jam_coverage", "_jam_lexical_rank", "_jam_recency", "_jam_actor",
+    "_eligible", "_lexicon_df", "_query_actors", "_jam_semantic", "_jam_coverage", "_jam_lexical_rank", "_jam_recency", "_jam_actor",
     "_jam_spatial", "_jam_usage", "_jam_prior", "_jam_bm25", "_jam_lexical", "_jam_present", "_jam_time", "_month",
-    "event_time", "_shadow_embedding", "_shared_items", "_token_items", "_tag_items", "_shadow_jaccard",
+    "event_time", "_shadow_embedding", "_shared_items", "_token_items", "_tag_items", "_shadow_jaccard", "_superseded",
     "_shadow_temporal", "_engram_relevance", "_engram_importance", "_engram_recency", "_engram_access",
     "_setting_bool", "_setting_num", "_snapshot", "_words", "access_boost", "access_frequency", "age_days",
     "cosine_sim", "current_tenant", "decayed_importance", "emotional_intensity", "estimate_tokens", "exp_decay",
@@ -1019,6 +1029,7 @@ RECONSTRUCTIVE_SECDEF = ["spread", "search_spread", "reconstruct", "reconstructi
 SECURITY_DEFINER_AUDITED = sorted([
     "current_tenant", "_claim_tenant", "add_claim_key", "drop_claim_key",
     "sign_tenant_claim", "erase_user", "remember", "remember_many", "surprise", "build_context", "explain_search", "_search", "_activate", "recall",
+    "_record_access",  # issue 24: one INSERT into the access log, for the caller's checked tenant
     "_setting", "_check_category", "claim_embeddings", "complete_embedding", "fail_embedding",
     "assign_cluster", "cluster_confidence", "cluster_top_members", "project", "save_coords"]  # clusters, map
     + RECONSTRUCTIVE_SECDEF
