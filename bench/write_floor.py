@@ -122,9 +122,11 @@ COPY_TYPES = ["int8", "text", "text", "text", "text", "text", "text", "float4", 
               "int4", "timestamptz", "timestamptz", "timestamptz", "int4", "int4"]
 
 
-def load(dsn: str, n: int, log=print) -> dict:
+def load(dsn: str, n: int, log=print, corpus: bool = False) -> dict:
     """n synthetic memories of tenant `bench` (COPY without triggers, history set-based as
-    bench.py does, vectors and indexes built after), unless the database already holds them."""
+    bench.py does, vectors and indexes built after), unless the database already holds them.
+    corpus: bench.py's data set (bench/corpus.py: real MiniLM vectors of its sentence pool,
+    which must be in bench/.cache) instead of random vectors."""
     conn = connect(dsn, tenant=None)
     have = conn.execute("select count(*) from pgmem.memories where tenant = %s", (TENANT,)).fetchone()[0]
     if have >= n:
@@ -143,8 +145,20 @@ def load(dsn: str, n: int, log=print) -> dict:
     s = Synth()
     now = datetime.now(timezone.utc)
     t0 = time.perf_counter()
+    if corpus:
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        import bench as B
+        import corpus as C
+
+        cp_ = C.Corpus.load(embedder=None, log=log)
+        conn.adapters.register_dumper(bytes, type("VB2", (B.VectorBytesDumper,), {"oid": vec_oid}))
     for lo in range(0, n, 10000):
         hi = min(n, lo + 10000)
+        if corpus:
+            rows, vecs = C.derive_block(cp_, n, lo // C.BLOCK, B.SEED, now)
+            B.copy_rows(conn, rows, vecs, replica=True)
+            log(f"  {hi}/{n} rows ({time.perf_counter() - t0:.0f} s)")
+            continue
         rows, vecs = s.block(lo, hi, now, n)
         with conn.transaction():
             with conn.cursor() as cur:
@@ -178,8 +192,19 @@ def load(dsn: str, n: int, log=print) -> dict:
     return {"loaded": n, "seconds": took}
 
 
-def fresh_events(n: int, now: datetime, seed: int = SEED + 1):
-    """n new events (content, precomputed embedding) for remember_many: novel to the gate."""
+def fresh_events(n: int, now: datetime, seed: int = SEED + 1, corpus: bool = False):
+    """n new events (content, precomputed embedding) for remember_many: novel to the gate
+    (random vectors), or bench.py's ingest events (corpus)."""
+    if corpus:
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        import bench as B
+        import corpus as C
+
+        events, vecs = C.fresh_events(C.Corpus.load(embedder=None, log=lambda m: None), n, B.SEED, now)
+        for e, v in zip(events, vecs):
+            e["embedding"] = v.tolist()
+            e["embedding_model"] = C.MODEL_ID
+        return events
     s = Synth()
     rows, vecs = s.block(0, n, now, n, seed=seed)
     return [{"content": r["content"] + f" ({seed}-{i})", "who": r["who"], "category": r["category"],
@@ -210,12 +235,14 @@ def main() -> int:
     ap.add_argument("--lookups", type=int, default=512)
     ap.add_argument("--ingest", type=int, default=1024)
     ap.add_argument("--batch", type=int, default=256)
+    ap.add_argument("--corpus", action="store_true",
+                    help="bench.py's corpus (real MiniLM vectors, bench/.cache) instead of random vectors")
     ap.add_argument("--skip", default="", help="comma-separated: lookups, ingest, jobs")
     args = ap.parse_args()
     if not args.dsn:
         raise SystemExit("--dsn (or PGMEM_DSN) is needed")
     if args.load:
-        load(args.dsn, args.load, log=lambda m: print(m, file=sys.stderr, flush=True))
+        load(args.dsn, args.load, log=lambda m: print(m, file=sys.stderr, flush=True), corpus=args.corpus)
     skip = set(filter(None, args.skip.split(",")))
     conn = connect(args.dsn, autocommit=False)
     n = conn.execute("select count(*) from pgmem.memories where tenant = %s", (TENANT,)).fetchone()[0]
@@ -248,7 +275,7 @@ def main() -> int:
     if "ingest" not in skip:
         from pgmem.client import MemoryClient
 
-        events = fresh_events(args.ingest, datetime.now(timezone.utc))
+        events = fresh_events(args.ingest, datetime.now(timezone.utc), corpus=args.corpus)
         mc = MemoryClient(args.dsn, tenant=TENANT, embedder=None, max_size=1, statement_timeout_ms=600_000)
         before = {r[0]: r for r in conn.execute(FUNC_STATS).fetchall()}
         conn.rollback()

@@ -19,15 +19,16 @@ begin
   perform pgmem._set_op('merge', jsonb_build_object('role', 'merged', 'survivor_id', keep.id,
     'similarity', round(p_similarity::numeric, 6), 'method', p_method, 'links', v_links,
     'access_count_added', gone.access_count) || coalesce(p_details, '{}'));
-  update pgmem.memories set state = 'merged', merged_into = keep.id where id = gone.id and tenant = gone.tenant;
+  update pgmem.memories set state = 'merged', merged_into = keep.id, state_changed_at = now(), updated_at = now()
+   where id = gone.id and tenant = gone.tenant;
   -- memories merged into the loser before now point at the survivor
-  update pgmem.memories set merged_into = keep.id where merged_into = gone.id and id <> gone.id and tenant = gone.tenant;
+  update pgmem.memories set merged_into = keep.id, updated_at = now() where merged_into = gone.id and id <> gone.id and tenant = gone.tenant;
   perform pgmem._set_op('merge', jsonb_build_object('role', 'survivor', 'merged_id', gone.id,
     'similarity', round(p_similarity::numeric, 6), 'method', p_method,
     'access_count_added', gone.access_count) || coalesce(p_details, '{}'));
   update pgmem.memories set access_count = access_count + gone.access_count,
          merged_from = merged_from || gone.id || gone.merged_from,
-         last_accessed_at = greatest(last_accessed_at, gone.last_accessed_at)
+         last_accessed_at = greatest(last_accessed_at, gone.last_accessed_at), updated_at = now()
    where id = keep.id and tenant = keep.tenant;
   perform pgmem._set_op(null);
   -- re-point the links of the merged memory to the survivor (weights add up)

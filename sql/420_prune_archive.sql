@@ -130,7 +130,8 @@ begin
         select m.id from pgmem.memories m join _pgmem_prune_page p on p.id = m.id
          where p.why = v_why and m.state = 'active'
          order by m.id for update of m skip locked),
-      upd as (update pgmem.memories m set state = 'deleted' from held h where m.id = h.id returning m.id)
+      upd as (update pgmem.memories m set state = 'deleted', state_changed_at = now(), updated_at = now()
+                from held h where m.id = h.id returning m.id)
       insert into _pgmem_pruned select upd.id from upd;
     end loop;
     perform pgmem._set_op(null);
@@ -283,7 +284,8 @@ begin
       'activation_threshold', activation_threshold, 'as_of', v_as_of, 'job_run_id', v_run));
     with held as (select m.id from pgmem.memories m join _pgmem_archive x on x.id = m.id
                    where m.state = 'active' order by m.id for update of m skip locked),
-    upd as (update pgmem.memories m set state = 'archived' from held h where m.id = h.id returning m.id)
+    upd as (update pgmem.memories m set state = 'archived', state_changed_at = now(), updated_at = now()
+                from held h where m.id = h.id returning m.id)
     delete from _pgmem_archive x where not exists (select 1 from upd where upd.id = x.id);
     perform pgmem._set_op(null);
     select count(*) into v_changed from _pgmem_archive;
