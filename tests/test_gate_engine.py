@@ -183,3 +183,16 @@ def test_nearest_queued_takes_the_nearest_of_each_scope():
     assert 1004 in by_item[0] and 1010 in by_item[1] and 1003 in by_item[3]
     assert all(q_scope[m - 1000] == scopes[i] for i, ms in by_item.items() for m in ms)
     assert all(len(ms) <= 4 for ms in by_item.values())     # k + 2 (a margin the database re-ranks)
+
+
+def test_ascii_tokens_are_the_database_tokens(conn):
+    """gate.py tokenizes ASCII texts itself (the database sends them as they are): the same
+    tokens as pgmem.tokens, on texts with every ASCII character."""
+    rng = random.Random(11)
+    alphabet = "".join(chr(c) for c in range(1, 128))
+    texts = ["Lunch menu: kale, salad, soup, bread.", "Release 4.2 shipped on Friday!!", "", "   ", "A_b-C d\te\nF",
+             "MIXED case WORDS and 7PM and 10:30"]
+    texts += ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 80))) for _ in range(200)]
+    got = conn.execute("select t, pgmem.tokens(t) from unnest(%s::text[]) t", (texts,)).fetchall()
+    for text, want in got:
+        assert gate.ascii_tokens(text) == sorted(want), repr(text)

@@ -261,8 +261,15 @@ class _Base:
         if embed and self.embedder is not None and todo:
             vecs = self.embedder.embed_many([self._text_of(a) for a in todo])
             for a, v in zip(todo, vecs):
-                a["embedding"] = v.tolist()
+                a["embedding"] = v
                 a["embedding_model"] = self.embedder.model_name
+        # a vector travels as pgvector's text ('[0.1,0.2,...]'), a JSON string: the server parses
+        # it once into the vector, where a JSON array of 384 numbers was first parsed into 384
+        # numerics (issue 23: 0.04 ms of server time per item)
+        for a in items:
+            if a.get("embedding") is not None and not isinstance(a["embedding"], str):
+                e = a["embedding"]
+                a["embedding"] = "[" + ",".join(map(repr, map(float, e.tolist() if hasattr(e, "tolist") else e))) + "]"
         return json.dumps([{k: _jsonable(v) for k, v in a.items()} for a in items])
 
     def _embed_query(self, query: str | None, embedding: Any) -> Any:

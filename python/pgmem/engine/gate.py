@@ -17,6 +17,7 @@ Runs inside PostgreSQL (PL/Python: pgmem.py_modules) and in the venv: standard l
 from __future__ import annotations
 
 import math
+import re
 import struct
 from dataclasses import dataclass, field
 
@@ -51,6 +52,16 @@ def cosine_similarity(a: np.ndarray, b: np.ndarray) -> float:
     nb = np.float32(np.dot(b, b))
     s = float(dot) / math.sqrt(float(na) * float(nb))
     return max(-1.0, min(1.0, s))
+
+
+_NOT_ALNUM = re.compile(r"[^a-z0-9]+")
+
+
+def ascii_tokens(text: str) -> list[str]:
+    """pgmem.tokens(text) (the distinct lower-case runs of [:alnum:]) for an ASCII text: the
+    database's regex classes and lower() agree with these on ASCII, and only on ASCII, so the
+    database tokenizes every other text itself."""
+    return sorted({t for t in _NOT_ALNUM.split(text.lower()) if t})
 
 
 def jaccard(a: frozenset, b: frozenset) -> float:
