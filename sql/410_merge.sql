@@ -384,7 +384,12 @@ begin
     || case when cardinality(v_skipped) > 0
             then jsonb_build_object('skipped_locked', cardinality(v_skipped) / 2, 'skipped_pairs', to_jsonb(v_skipped))
             else '{}' end
-    || case when v_deferred <> '{}' then jsonb_build_object('deferred', v_deferred) else '{}' end);
+    || case when v_deferred <> '{}' then jsonb_build_object('deferred', v_deferred) else '{}' end
+    || case when v_tenant is null and not full_scan
+            then jsonb_build_object('tenants', (select coalesce(jsonb_object_agg(t.tenant, t.n), '{}')
+                                                  from (select bt.tenant, count(*) as n from _pgmem_batch bt
+                                                         group by bt.tenant) t))
+            else '{}' end);
 end $$;
 comment on function pgmem.merge_duplicates(float8, float8, boolean, integer, text, integer, boolean) is
   'Engram duplicate merge for one batch of memories embedded since the last run (full_scan => true: the next batch of all memories, going on from where the previous full-scan call stopped until it has seen them all): pairs from the HNSW index at cosine >= threshold (Jaccard without embeddings), same category unless >= cross_category_threshold; the more important memory survives, access counts add up, merged_from is recorded, links are re-pointed; dry_run lists the pairs. Undo with pgmem.unmerge.';
