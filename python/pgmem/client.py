@@ -760,13 +760,32 @@ class MemoryClient(_Base):
         extractor = (self.extractor or _default_extractor()) if extract else None
         out: list[RememberResult] = []
         bar = progress_bar(total=len(events), unit="mem", disable=not progress, desc="remember")
+        chunks = [events[start:start + batch_size] for start in range(0, len(events), batch_size)]
+
+        def send(payload: str) -> list[dict]:
+            return self._rows("select * from pgmem.remember_many(%(items)s::jsonb)", {"items": payload}, conn)
+
         try:
-            for start in range(0, len(events), batch_size):
-                chunk = events[start:start + batch_size]
-                payload = self._batch_payload(chunk, extractor, embed)
-                rows = self._rows("select * from pgmem.remember_many(%(items)s::jsonb)", {"items": payload}, conn)
-                out.extend(_remember_result(r) for r in rows)
-                bar.update(len(chunk))
+            if not (embed and self.embedder is not None and len(chunks) > 1):
+                for chunk in chunks:
+                    out.extend(_remember_result(r) for r in send(self._batch_payload(chunk, extractor, embed)))
+                    bar.update(len(chunk))
+            else:
+                # the next batch is embedded while the database stores this one (one call at a
+                # time, in order: a batch's gate sees the batches before it): the model and the
+                # server each keep a core busy (issue 23, ingest with CPU embedding)
+                from concurrent.futures import ThreadPoolExecutor
+
+                with ThreadPoolExecutor(max_workers=1, thread_name_prefix="pgmem-remember") as pool:
+                    pending = None
+                    for chunk in chunks:
+                        payload = self._batch_payload(chunk, extractor, embed)
+                        if pending is not None:
+                            out.extend(_remember_result(r) for r in pending[0].result())
+                            bar.update(pending[1])
+                        pending = (pool.submit(send, payload), len(chunk))
+                    out.extend(_remember_result(r) for r in pending[0].result())
+                    bar.update(pending[1])
         finally:
             bar.close()
         return out
