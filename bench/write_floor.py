@@ -252,8 +252,8 @@ def main() -> int:
 
     def run(label: str, sql: str, items: int, params=()) -> None:
         c0, t = backend_cpu(pid), time.perf_counter()
-        conn.execute(sql, params).fetchall()
-        out[label] = {"items": items, "cpu_ms_per_item": round(1000 * (backend_cpu(pid) - c0) / items, 3),
+        got = conn.execute(sql, params).fetchall()
+        out[label] = {"items": items, "rows": len(got), "cpu_ms_per_item": round(1000 * (backend_cpu(pid) - c0) / items, 3),
                       "wall_ms_per_item": round(1000 * (time.perf_counter() - t) / items, 3)}
         print(label, out[label], file=sys.stderr, flush=True)
 
@@ -298,7 +298,40 @@ def main() -> int:
         mc.close()
 
     if "jobs" not in skip:
-        conn.execute("reset pgmem.tenant")
+        conn.execute("select set_config('pgmem.tenant', '', false)")
+        conn.rollback()
+        # the floor the incremental merge is held to: one kNN lookup (bench.py's knn_*: top 10,
+        # pgvector's default ef_search 40, relaxed_order) of a memory's vector
+        conn.execute("set hnsw.ef_search = 40")
+        conn.execute("set hnsw.iterative_scan = relaxed_order")
+        run("knn_top10_ef40", "select (select count(*) from (select v.memory_id from pgmem.memory_vectors v "
+            "where v.tenant = m.tenant order by v.embedding <=> m.embedding limit 10) x) "
+            f"from pgmem.memories m where m.id > {n // 2} order by m.id limit 512", 512)
+        conn.rollback()
+        # the incremental merge (the default): the memories embedded since the cursors, here 1,024
+        # new ones stored through remember_many and put under the HNSW index by the index job
+        # (which runs every minute; the hourly merge finds them indexed)
+        new = fresh_events(1024, datetime.now(timezone.utc), seed=SEED + 7, corpus=args.corpus)
+        conn.execute("select set_config('pgmem.tenant', %s, false)", (TENANT,))
+        conn.execute("insert into pgmem.job_state (tenant, job, cursor_at, cursor_id) "
+                     "select m.tenant, 'merge', max(m.embedded_at), max(m.id) from pgmem.memories m group by m.tenant "
+                     "on conflict (tenant, job) do update set cursor_at = excluded.cursor_at, cursor_id = excluded.cursor_id")
+        for i in range(0, len(new), 256):
+            conn.execute("select count(*) from pgmem.remember_many(%s::jsonb)", (json.dumps(new[i:i + 256]),)).fetchall()
+        conn.execute("select set_config('pgmem.tenant', '', false)")
+        conn.execute("select * from pgmem.index_vectors(batch => 5000)").fetchall()
+        # (merge looks at what was embedded before the oldest open transaction: this one's rows
+        # are made a minute older, as if stored by an earlier transaction)
+        conn.execute("update pgmem.memories m set embedded_at = m.embedded_at - interval '1 minute' "
+                     "where m.tenant = %s and m.id > (select cursor_id from pgmem.job_state where tenant = %s "
+                     "and job = 'merge')", (TENANT, TENANT))
+        queued = conn.execute("select count(*) from pgmem.memories m where m.tenant = %s and m.state = 'active' and "
+                              "(m.embedded_at, m.id) > (select cursor_at, cursor_id from pgmem.job_state "
+                              "where tenant = %s and job = 'merge')", (TENANT, TENANT)).fetchone()[0]
+        run("merge_incremental", "select * from pgmem.merge_duplicates(batch => 2000)", queued)
+        out["merge_incremental"]["x_knn"] = round(out["merge_incremental"]["cpu_ms_per_item"]
+                                                  / out["knn_top10_ef40"]["cpu_ms_per_item"], 2)
+        conn.rollback()
         conn.execute("select set_config('pgmem.tenant', '', false)")
         for dry in (True, False):
             run(f"merge_full_batch_1000{'_dry_run' if dry else ''}",
@@ -308,6 +341,23 @@ def main() -> int:
         conn.rollback()
         run("archive_batch_10000", "select * from pgmem.archive_stale(retention => '90 days', batch => 10000)", 10000)
         conn.rollback()
+        # full passes (what bench.py's prune_s, archive_s time), each in one transaction, rolled
+        # back: the calls of one run until job_runs.details says there is no more
+        for label, call, job in (("prune_full_pass", "select count(*) from pgmem.prune(mode => 'normal', batch => 10000)", "prune"),
+                                 ("archive_full_pass", "select count(*) from pgmem.archive_stale(retention => '90 days', "
+                                  "batch => 10000)", "archive")):
+            c0, t, calls, changed = backend_cpu(pid), time.perf_counter(), 0, 0
+            while True:
+                changed += conn.execute(call).fetchone()[0]
+                calls += 1
+                more = conn.execute("select coalesce((details->>'more')::boolean, false) from pgmem.job_runs "
+                                    "where job = %s order by id desc limit 1", (job,)).fetchone()[0]
+                if not more or calls >= 200:
+                    break
+            out[label] = {"calls": calls, "changed": changed, "cpu_s": round(backend_cpu(pid) - c0, 2),
+                          "wall_s": round(time.perf_counter() - t, 2)}
+            print(label, out[label], file=sys.stderr, flush=True)
+            conn.rollback()
     out["loadavg_end"] = os.getloadavg()
     print(json.dumps(out, indent=2, default=str))
     return 0

@@ -219,35 +219,28 @@ begin
      where x.rn <= x.room
      order by x.rn, x.created_at, x.id
      limit batch;
-    -- more: a tenant that had room may have more than this batch took
-    v_more := (select count(*) from _pgmem_batch where kind = 'embedded') >= batch
-              or (select count(*) from _pgmem_batch where kind = 'text') >= batch
-              or exists (select 1 from (select b.tenant, count(*) as n from _pgmem_batch b where b.kind = 'embedded'
-                                         group by b.tenant) t
-                          where exists (
-                                select 1 from pgmem.memories m
-                                 where m.tenant = t.tenant and m.embedding is not null and m.state = 'active'
-                                   and m.embedded_at < v_horizon
-                                   and (m.embedded_at, m.id) > (select b.at, b.id from _pgmem_batch b
-                                                                 where b.tenant = t.tenant and b.kind = 'embedded'
-                                                                 order by b.at desc, b.id desc limit 1))
-                            and coalesce(v_budget - coalesce((select u.cursor_id from pgmem.job_state u
-                                                               where u.tenant = t.tenant and u.job = 'merge:used'), 0)
-                                         - t.n, 1) > 0);
-    if v_budget is not null then
-      -- who stays behind: tenants this batch brought to their budget, with memories still waiting
-      select coalesce(jsonb_object_agg(t.tenant, t.waiting), '{}') into v_deferred
-        from (select b.tenant, count(*) as n from _pgmem_batch b group by b.tenant) bt
-        join lateral (select bt.tenant, (select count(*) from pgmem.memories m
-                                          where m.tenant = bt.tenant and m.state = 'active' and m.embedding is not null
-                                            and m.embedded_at < v_horizon
-                                            and (m.embedded_at, m.id) > (select b.at, b.id from _pgmem_batch b
-                                                                          where b.tenant = bt.tenant and b.kind = 'embedded'
-                                                                          order by b.at desc, b.id desc limit 1))
-                                     as waiting) t on true
-        left join pgmem.job_state u on u.tenant = bt.tenant and u.job = 'merge:used'
-       where coalesce(u.cursor_id, 0) + bt.n >= v_budget and t.waiting > 0;
-    end if;
+    -- more: the batch is full, or a tenant with budget left has more than this batch took of it;
+    -- deferred: the tenants this batch brought to their budget with memories still waiting
+    -- (counted up to 10,000)
+    with last as (
+      select distinct on (b.tenant) b.tenant, b.at, b.id from _pgmem_batch b where b.kind = 'embedded'
+       order by b.tenant, b.at desc, b.id desc),
+    took as (select b.tenant, count(*) as n from _pgmem_batch b group by b.tenant),
+    t as (
+      select l.tenant, k.n, coalesce(u.cursor_id, 0) + k.n as used,
+             (select count(*) from (select 1 from pgmem.memories m
+                                     where m.tenant = l.tenant and m.embedding is not null and m.state = 'active'
+                                       and m.embedded_at < v_horizon and (m.embedded_at, m.id) > (l.at, l.id)
+                                     limit 10000) w) as waiting
+        from last l join took k on k.tenant = l.tenant
+        left join pgmem.job_state u on u.tenant = l.tenant and u.job = 'merge:used' and v_budget is not null)
+    select (select count(*) from _pgmem_batch where kind = 'embedded') >= batch
+           or (select count(*) from _pgmem_batch where kind = 'text') >= batch
+           or coalesce(bool_or(t.waiting > 0 and (v_budget is null or t.used < v_budget)), false),
+           coalesce(jsonb_object_agg(t.tenant, t.waiting) filter (where v_budget is not null and t.used >= v_budget
+                                                                  and t.waiting > 0), '{}')
+      into v_more, v_deferred
+      from t;
   end if;
   select count(*) into v_examined from _pgmem_batch;
 
