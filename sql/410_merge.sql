@@ -113,8 +113,8 @@ declare
                           else null end;  -- per tenant and run, in a run for every tenant
   v_lock_timeout text := greatest(1, pgmem._setting_num('merge_lock_timeout_ms', 200))::bigint::text;
   v_prev_lock_timeout text := current_setting('lock_timeout');
-  v_skipped bigint[] := '{}';       -- pairs left because another transaction holds a row
-  v_deferred jsonb := '{}';         -- tenants over their budget this run -> memories left waiting
+  v_skipped bigint[] := '{}'::bigint[];  -- pairs left because another transaction holds a row
+  v_deferred jsonb := '{}'::jsonb;  -- tenants over their budget this run -> memories left waiting
   v_err text;
 begin
   perform pgmem._check_unit(threshold, 'threshold'), pgmem._check_unit(cross_category_threshold, 'cross_category_threshold');

@@ -352,7 +352,7 @@ declare
   v_n bigint := 0;
   v_more boolean;
   v_cand bigint;
-  v_used jsonb := '{}';  -- tenant -> ms its items took in this run
+  v_used jsonb := '{}'::jsonb;  -- tenant -> ms its items took in this run
   v_share_ms float8 := greatest(0, pgmem._setting_num('work_tenant_seconds', 10)) * 1000;
 begin
   perform pgmem._check_between(max_items, 'max_items', 1, 100000);
