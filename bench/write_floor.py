@@ -237,6 +237,8 @@ def main() -> int:
     ap.add_argument("--batch", type=int, default=256)
     ap.add_argument("--corpus", action="store_true",
                     help="bench.py's corpus (real MiniLM vectors, bench/.cache) instead of random vectors")
+    ap.add_argument("--no-track", action="store_true",
+                    help="set track_functions = none for the measuring session (no per-function breakdown, no overhead)")
     ap.add_argument("--skip", default="", help="comma-separated: lookups, ingest, jobs")
     args = ap.parse_args()
     if not args.dsn:
@@ -249,6 +251,9 @@ def main() -> int:
     conn.rollback()
     out: dict = {"n": n, "loadavg_start": os.getloadavg()}
     pid = conn.info.backend_pid
+    if args.no_track:
+        conn.execute("set track_functions = none")
+        conn.commit()
 
     def run(label: str, sql: str, items: int, params=()) -> None:
         c0, t = backend_cpu(pid), time.perf_counter()

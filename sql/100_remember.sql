@@ -212,7 +212,7 @@ begin
   with it as (
     select u.i::int as i, u.m, pgmem._scope_key((u.m).user_id) as scope, md5(pgmem._content_key((u.m).content))::uuid as h,
            case when octet_length((u.m).content) <> char_length((u.m).content) then pgmem.tokens((u.m).content) end as toks,
-           plainto_tsquery('english', (u.m).content) as q
+           case when (u.m).embedding is null then plainto_tsquery('english', (u.m).content) end as q  -- (lexical candidates)
       from (select g.i::int as i, p_rows[g.i] as m from generate_subscripts(p_rows, 1) g(i)) u),
   picks as (  -- 1a's queued candidates, per item
     select x.ord, array_agg(x.id) as ids from unnest(v_picks.ords, v_picks.ids) x(ord, id) group by x.ord),
