@@ -48,6 +48,7 @@ on conflict (tenant, key) do nothing;
 -- maintenance tasks (admins only) take their job function's arguments, checked by _work_job.
 create or replace function pgmem._work_params(p_task text) returns text[]
   language sql immutable parallel safe
+  set search_path = pgmem, pg_catalog, pg_temp
   return case p_task
     when 'touch' then array['kind', 'query_id']
     when 'bind' then array[]::text[]
