@@ -181,8 +181,8 @@ declare
   -- current_user cannot tell who inserts.)
   v_checked boolean := false;
 begin
-  if tg_op = 'INSERT' and new.tenant is not null then
-    v_checked := exists (select 1 from pgmem.write_checked c where c.pid = pg_backend_pid() and c.xid = pg_current_xact_id());
+  if tg_op = 'INSERT' and new.tenant is not null and to_regclass('pgmem.write_checked') is not null then  -- (revision 0018)
+    v_checked := exists (select 1 from pgmem.write_checked c where c.pid = pg_backend_pid() and c.xid = pg_current_xact_id()::text::bigint);
   end if;
   if tg_op = 'INSERT' then
     if not v_checked then

@@ -328,7 +328,7 @@ begin
   -- the INSERT writes were validated above: marked so for the memories trigger (040), until
   -- the INSERT is done.
   if not p_dry_run then
-    insert into pgmem.write_checked (pid, xid) values (pg_backend_pid(), pg_current_xact_id()) on conflict do nothing;
+    insert into pgmem.write_checked (pid, xid) values (pg_backend_pid(), pg_current_xact_id()::text::bigint) on conflict do nothing;
   end if;
   with d as materialized (
     select d.*, u.m,
@@ -434,7 +434,7 @@ begin
     left join out y on y.ord = o.memory_ord;
 
   if not p_dry_run then  -- the INSERT above is done: its rows are no longer marked as checked
-    delete from pgmem.write_checked c where c.pid = pg_backend_pid() and c.xid = pg_current_xact_id();
+    delete from pgmem.write_checked c where c.pid = pg_backend_pid() and c.xid = pg_current_xact_id()::text::bigint;
   end if;
   -- temporal binding to the previous memory of the same session (Fragment bindings); after the
   -- INSERT above, so that the links' tenant check (045) sees the new memories

@@ -20,7 +20,7 @@ depends_on = None
 UPGRADE = r"""
 create unlogged table pgmem.write_checked (
   pid integer not null,  -- the backend inserting
-  xid xid8 not null,     -- in this transaction
+  xid bigint not null,   -- in this transaction (pg_current_xact_id())
   primary key (pid, xid)
 );
 comment on table pgmem.write_checked is
@@ -43,6 +43,16 @@ delete from pgmem.job_state where tenant = '*' and job in ('merge', 'merge_text'
 """
 
 DOWNGRADE = r"""
+-- the update half of the memories row trigger has a WHEN clause over every column (sql/040):
+-- it would keep the downgrades of earlier revisions from dropping their columns; one trigger
+-- for insert and update, as before this revision (the function serves both)
+drop trigger if exists memories_before_update on pgmem.memories;
+do $$ begin
+  if to_regprocedure('pgmem._memories_before()') is not null then
+    create or replace trigger memories_before before insert or update on pgmem.memories
+      for each row execute function pgmem._memories_before();
+  end if;
+end $$;
 drop table if exists pgmem.write_checked;
 drop index if exists pgmem.memories_tenant_embedded;
 -- (the per-tenant merge cursors stay: the runs for every tenant then start from the beginning
