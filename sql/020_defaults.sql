@@ -8,7 +8,7 @@ insert into pgmem.settings (tenant, key, value, description) values
   -- engram.md, Combine scores (step 5)
   ('*', 'surprise_weights', '{"semantic": 0.6, "keyword": 0.3, "rarity": 0.1}', 'surprise with an embedding'),
   ('*', 'surprise_weights_no_embedding', '{"keyword": 0.8, "rarity": 0.2}', 'surprise without an embedding'),
-  ('*', 'surprise_lexical_pool', '20', 'keyword novelty compares with the 10 semantic neighbours, at most this many memories containing all the candidate''s lexemes, and this many most recent memories of the scope'),
+  ('*', 'surprise_lexical_pool', '20', 'keyword novelty compares with the gate_neighbours semantic neighbours, at most this many memories containing all the candidate''s lexemes, and this many most recent memories of the scope'),
   ('*', 'rarity_count_cap', '1024', 'category rarity counts at most this many memories (1/log2(2+n) barely moves past it)'),
   -- fragment-reconstructive-memory.md, Salience Formula
   ('*', 'salience_weights', '{"emotion": 0.35, "novelty": 0.30, "goal": 0.25, "depth": 0.10}', 'Fragment salience weights'),

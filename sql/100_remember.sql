@@ -4,37 +4,69 @@
 --
 -- All three run one implementation, pgmem._remember_core, over a batch (of one, for
 -- remember and surprise):
---   1. what every item finds among the stored memories, in ONE statement: exact duplicate
---      (content hash), event_key replay, the 10 nearest neighbours (HNSW, one lateral index
---      scan per item), the best keyword match among index-driven candidates, the count of
---      its category (once per scope and category), its session's previous memory;
+--   1. what every item finds among the stored memories: exact duplicate (content hash),
+--      event_key replay, its gate_neighbours nearest memories by embedding (one HNSW index scan
+--      per item at gate_ef_search; the memories not under the index yet, pgmem.vector_queue,
+--      compared with the whole batch in one matrix product), its keyword candidates (those
+--      neighbours, the scope's most recent memories, and without an embedding the lexical
+--      ones) and their tokens, once per candidate, the count of its category (once per scope
+--      and category), its session's previous memory: two statements and one PL/Python call;
 --   2. the decisions, in batch order (python/pgmem/engine/gate.py, PL/Python): what an item
 --      finds among the EARLIER items of its batch depends on which of them were kept, exactly
 --      as with one remember() call after the other;
 --   3. ONE INSERT ... SELECT of the kept items (history of the new memories: one statement,
---      040's statement-level trigger), ONE INSERT of the history rows of the duplicates and
---      rejected candidates, ONE INSERT of the session links.
+--      040's statement-level trigger; the rows, validated here item by item, are not
+--      validated again by the row trigger: pgmem.write_checked), ONE INSERT of the history
+--      rows of the duplicates and rejected candidates, ONE INSERT of the session links.
 -- SECURITY DEFINER, audited: every statement filters on v_tenant = pgmem._require_tenant().
 -- (Under row-level security the HNSW and GIN index paths would be lost: see 900_security.sql.)
+--
+-- Where the time goes (issue 23; bench/write_floor.py --corpus, 100,000 memories, backend CPU
+-- per item of remember_many in batches of 256, precomputed embeddings): 6.1 ms before, of which
+-- the neighbour lookups 4.1 (top 10 at ef_search 100, and an exact scan of the queue per item),
+-- tokens and Jaccard in SQL 1.8, the gate in Python 0.9 (a pair of calls per pair of items),
+-- the row trigger's checks 0.26; about 1.3-1.5 ms after, of which the lookups (top 5 at
+-- ef_search 20) about 0.45.
 
 create or replace function pgmem._scope_key(p_user_id text) returns text
   language sql immutable parallel safe
   return coalesce(p_user_id, '');
 
+-- The gate's settings (issue 23): how many nearest neighbours an item looks up, at which
+-- hnsw.ef_search, and up to how many memories waiting for the HNSW index the batch compares
+-- exactly in one matrix product (more than that: each item scans the queue, pgmem._neighbours).
+insert into pgmem.settings (tenant, key, value, description) values
+  ('*', 'gate_neighbours', '5', 'remember(): how many nearest memories by embedding the surprise gate looks up per item (the nearest gives semantic novelty; all are keyword candidates)'),
+  ('*', 'gate_ef_search', '20', 'remember(): hnsw.ef_search of the gate''s nearest-neighbour lookup (a user''s search uses hnsw_ef_search); near-duplicates are found at low values'),
+  ('*', 'gate_queue_exact_max', '20000', 'remember(): memories waiting for the HNSW index (vector_queue) up to which a batch compares them in one matrix product; beyond it each item scans them')
+on conflict (tenant, key) do nothing;
+
+-- (the signature before issue 23: the neighbour's and the keyword match's facts per item)
+drop function if exists pgmem._gate_decide(text[], text[], text[], text[], boolean[], bytea[], text[], text[], float8[],
+  bigint[], bigint[], boolean[], bigint[], float8[], text[], bigint[], float8[], text[], integer[], bigint[], integer[],
+  float8[], float8, jsonb, jsonb, integer);
+
 -- Step 2 (see above): Engram's gate over a batch, in order. Arrays by item, in batch order;
 -- tokens are space-joined (tokens never contain a space); vectors in pgvector's binary format.
+-- The candidates are flattened: (p_sem_ord, p_sem_id, p_sem_dist) the stored nearest
+-- neighbours of item p_sem_ord, nearest first; (p_kw_ord, p_kw_id) its other keyword
+-- candidates; (p_tok_id, p_tok, p_tok_text) the tokens of every candidate. Tokens
+-- (pgmem.tokens) come from the database for a text that is not ASCII; an ASCII text comes as
+-- it is (p_text, p_tok_text) and gate.py tokenizes it as pgmem.tokens would (25 µs a text in
+-- SQL, 1,500 texts a batch of 256).
 create or replace function pgmem._gate_decide(
   p_scope text[], p_hash text[], p_event_key text[], p_category text[], p_force boolean[], p_vector bytea[],
-  p_tokens text[], p_session text[], p_created_at float8[],
-  p_replay_id bigint[], p_dup_id bigint[], p_any boolean[], p_nn_id bigint[], p_nn_sim float8[], p_nn_tokens text[],
-  p_kw_id bigint[], p_kw_sim float8[], p_kw_tokens text[], p_cat_count integer[],
+  p_tokens text[], p_text text[], p_session text[], p_created_at float8[],
+  p_replay_id bigint[], p_dup_id bigint[], p_any boolean[], p_cat_count integer[],
   p_prev_id bigint[], p_prev_seq integer[], p_prev_at float8[],
+  p_sem_ord integer[], p_sem_id bigint[], p_sem_dist float8[], p_kw_ord integer[], p_kw_id bigint[],
+  p_tok_id bigint[], p_tok text[], p_tok_text text[],
   p_threshold float8, p_weights jsonb, p_weights_no_embedding jsonb, p_rarity_cap integer)
 returns table (ord integer, decision text, memory_id bigint, memory_ord integer, surprise float8,
                semantic_novelty float8, keyword_novelty float8, rarity float8, nearest_id bigint, nearest_ord integer,
                nearest_similarity float8, new_numbers text[], forced boolean, seq integer, prev_id bigint, prev_ord integer)
   language plpython3u stable
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
 import json
 mod = GD.get("pgmem.gate")
@@ -46,25 +78,59 @@ if mod is None:
 if not p_scope:
     return []
 split = lambda s: s.split(" ") if s else []
+n = len(p_scope)
+sem = [[] for _ in range(n)]
+for o, i, d in zip(p_sem_ord or [], p_sem_id or [], p_sem_dist or []):
+    sem[o - 1].append((i, d))
+kw = [[] for _ in range(n)]
+for o, i in zip(p_kw_ord or [], p_kw_id or []):
+    kw[o - 1].append(i)
 items = [dict(scope=p_scope[i], hash=p_hash[i], event_key=p_event_key[i], category=p_category[i], force=p_force[i],
-              vector=mod.vector_from_send(p_vector[i]), tokens=split(p_tokens[i]), session=p_session[i],
+              vector=mod.vector_from_send(p_vector[i]),
+              tokens=mod.ascii_tokens(p_text[i]) if p_text[i] is not None else split(p_tokens[i]), session=p_session[i],
               created_at=p_created_at[i], replay_id=p_replay_id[i], dup_id=p_dup_id[i], any=p_any[i],
-              nn_id=p_nn_id[i], nn_sim=p_nn_sim[i], nn_tokens=split(p_nn_tokens[i]), kw_id=p_kw_id[i],
-              kw_sim=p_kw_sim[i], kw_tokens=split(p_kw_tokens[i]), cat_count=p_cat_count[i],
+              sem=sem[i], kw_ids=kw[i], cat_count=p_cat_count[i],
               prev_id=p_prev_id[i], prev_seq=p_prev_seq[i], prev_at=p_prev_at[i])
-         for i in range(len(p_scope))]
-out = mod.decide(items, threshold=p_threshold, weights=json.loads(p_weights),
+         for i in range(n)]
+tokens = {i: mod.ascii_tokens(x) if x is not None else split(t)
+          for i, t, x in zip(p_tok_id or [], p_tok or [], p_tok_text or [])}
+out = mod.decide(items, tokens=tokens, threshold=p_threshold, weights=json.loads(p_weights),
                  weights_no_embedding=json.loads(p_weights_no_embedding), rarity_cap=p_rarity_cap)
 ref = lambda r: (None, None) if r is None else (r.id, None if r.ord is None else r.ord + 1)
 rows = []
 for i, d in enumerate(out):
-    m, n, p = ref(d.memory), ref(d.nearest), ref(d.prev)
+    m, nr, p = ref(d.memory), ref(d.nearest), ref(d.prev)
     rows.append((i + 1, d.decision, m[0], m[1], d.surprise, d.semantic_novelty, d.keyword_novelty, d.rarity,
-                 n[0], n[1], d.nearest_similarity, d.new_numbers, d.forced, d.seq, p[0], p[1]))
+                 nr[0], nr[1], d.nearest_similarity, d.new_numbers, d.forced, d.seq, p[0], p[1]))
 return rows
 $$;
-comment on function pgmem._gate_decide(text[], text[], text[], text[], boolean[], bytea[], text[], text[], float8[], bigint[], bigint[], boolean[], bigint[], float8[], text[], bigint[], float8[], text[], integer[], bigint[], integer[], float8[], float8, jsonb, jsonb, integer) is
+comment on function pgmem._gate_decide(text[], text[], text[], text[], boolean[], bytea[], text[], text[], text[], float8[], bigint[], bigint[], boolean[], integer[], bigint[], integer[], float8[], integer[], bigint[], float8[], integer[], bigint[], bigint[], text[], text[], float8, jsonb, jsonb, integer) is
   'Engram''s surprise gate over a batch in order (PL/Python, module gate): what each item finds among the earlier kept items of its batch, added to what it found among the stored memories. Internal to remember, remember_many and surprise.';
+
+-- The memories waiting for the HNSW index nearest to each item of a batch (gate.py,
+-- nearest_queued): (item ord, memory id), at most p_k (+2) per item, from one matrix product
+-- per scope. The database then computes their exact distances.
+create or replace function pgmem._gate_queued(p_scope text[], p_vector bytea[], p_q_id bigint[], p_q_scope text[],
+                                              p_q_vector bytea[], p_k integer)
+returns table (ord integer, memory_id bigint)
+  language plpython3u stable
+  set search_path = pgmem, pg_catalog, pg_temp
+as $$
+mod = GD.get("pgmem.gate")
+if mod is None:
+    import sys, types
+    src = plpy.execute("select source from pgmem.py_modules where name = 'gate'")[0]["source"]
+    mod = types.ModuleType("pgmem_gate"); sys.modules["pgmem_gate"] = mod
+    exec(src, mod.__dict__); GD["pgmem.gate"] = mod
+if not p_scope or not p_q_id:
+    return []
+vec = mod.vector_from_send
+pairs = mod.nearest_queued(list(p_scope), [vec(b) for b in p_vector], list(p_q_id), list(p_q_scope),
+                           [vec(b) for b in p_q_vector], p_k)
+return [(i + 1, m) for i, m in pairs]
+$$;
+comment on function pgmem._gate_queued(text[], bytea[], bigint[], text[], bytea[], integer) is
+  'The memories waiting for the HNSW index (pgmem.vector_queue) nearest to each item of a remember batch, from one matrix product per user scope (PL/Python, module gate). Internal to the surprise gate.';
 
 create or replace function pgmem._remember_core(p_rows pgmem.memories[], p_force boolean[], p_labels text[],
                                                 p_dry_run boolean default false, p_exclude_id bigint default null)
@@ -81,7 +147,14 @@ declare
   v_cap int := pgmem._setting_num('rarity_count_cap', 1024)::int;
   v_threshold float8 := pgmem._setting_num('surprise_threshold', 0.15);
   v_salience_w jsonb := pgmem._setting('salience_weights');
+  v_k int := least(100, greatest(1, pgmem._setting_num('gate_neighbours', 5)::int));
+  v_queue_max int := greatest(0, pgmem._setting_num('gate_queue_exact_max', 20000)::int);
   v_n int := coalesce(cardinality(p_rows), 0);
+  v_scopes text[];
+  v_vecs bytea[];
+  v_q record;
+  v_scan_queue boolean := false;  -- more queued than gate_queue_exact_max: each item scans them (_neighbours)
+  v_picks record;
   v_out pgmem.remember_outcome[];
   f record;  -- the facts of step 1, as arrays in batch order
 begin
@@ -102,13 +175,47 @@ begin
   else
     perform pgmem._check_embedding((u.m).embedding) from (select g.i::int as i, p_rows[g.i] as m from generate_subscripts(p_rows, 1) g(i)) u;
   end if;
-  perform set_config('hnsw.ef_search', greatest(40, pgmem._setting_num('hnsw_ef_search', 100)::int)::text, true);
+  -- The gate's nearest neighbours (engram.md, Semantic Novelty: 1 - max cosine similarity)
+  -- need k = a few at a lower ef_search than a user's search: near-duplicates, the memories
+  -- that decide a rejection, are found at ef_search 10-20 as at 100 (bench/README.md, "Write
+  -- path and jobs", the recall of the gate's lookup), for a fifth of the cost.
+  perform set_config('hnsw.ef_search', greatest(v_k, pgmem._setting_num('gate_ef_search', 20)::int)::text, true);
+  select array_agg(pgmem._scope_key((u.m).user_id) order by u.i),
+         array_agg(case when (u.m).embedding is not null then public.vector_send((u.m).embedding) end order by u.i)
+    into v_scopes, v_vecs
+    from (select g.i::int as i, p_rows[g.i] as m from generate_subscripts(p_rows, 1) g(i)) u;
 
-  -- 1. what every item finds among the stored memories of its tenant and user scope
+  -- 1a. the memories of the batch's scopes still waiting for the HNSW index (pgmem.vector_queue,
+  --     125_vectors.sql; the `index` job moves them): compared exactly with every item, in one
+  --     matrix product per scope (gate.py), not by a scan of the queue per item (5 µs per queued
+  --     row and item: 4,096 queued made each lookup 7x dearer)
+  select null::integer[] as ords, null::bigint[] as ids into v_picks;
+  if exists (select 1 from unnest(v_vecs) v where v is not null) then
+    v_scan_queue := (select count(*) from (select 1 from pgmem.vector_queue q where q.tenant = v_tenant
+                                            limit v_queue_max + 1) x) > v_queue_max;
+    if not v_scan_queue then
+      select array_agg(m.id order by m.id) as ids, array_agg(coalesce(m.user_id, '') order by m.id) as scopes,
+             array_agg(public.vector_send(m.embedding) order by m.id) as vecs, count(*) as n
+        into v_q
+        from pgmem.vector_queue q join pgmem.memories m on m.id = q.memory_id
+       where q.tenant = v_tenant and m.tenant = v_tenant and m.state = 'active' and m.embedding is not null
+         and coalesce(m.user_id, '') = any(v_scopes) and m.id is distinct from p_exclude_id;
+    end if;
+    if not v_scan_queue and v_q.n > 0 then
+      select array_agg(p.ord) as ords, array_agg(p.memory_id) as ids into v_picks
+        from pgmem._gate_queued(v_scopes, v_vecs, v_q.ids, v_q.scopes, v_q.vecs,
+                                v_k + case when p_exclude_id is null then 0 else 1 end) p;
+    end if;
+  end if;
+
+  -- 1b. what every item finds among the stored memories of its tenant and user scope
   with it as (
     select u.i::int as i, u.m, pgmem._scope_key((u.m).user_id) as scope, md5(pgmem._content_key((u.m).content))::uuid as h,
-           pgmem.tokens((u.m).content) as toks, plainto_tsquery('english', (u.m).content) as q
+           case when octet_length((u.m).content) <> char_length((u.m).content) then pgmem.tokens((u.m).content) end as toks,
+           case when (u.m).embedding is null then plainto_tsquery('english', (u.m).content) end as q  -- (lexical candidates)
       from (select g.i::int as i, p_rows[g.i] as m from generate_subscripts(p_rows, 1) g(i)) u),
+  picks as (  -- 1a's queued candidates, per item
+    select x.ord, array_agg(x.id) as ids from unnest(v_picks.ords, v_picks.ids) x(ord, id) group by x.ord),
   cat as (  -- category counts, once per scope and category
     select g.scope, g.category, c.n
       from (select distinct it.scope, (it.m).category as category from it) g
@@ -118,14 +225,14 @@ begin
                  and m.state = 'active' and m.id is distinct from p_exclude_id
                limit v_cap) x) c),
   recent as (  -- the scope's most recent memories: keyword candidates of every item of that scope
-    select g.scope, array_agg(r.id) as ids, array_agg(r.content) as contents
+    select g.scope, array_agg(r.id) as ids
       from (select distinct it.scope from it) g
-     cross join lateral (select m.id, m.content from pgmem.memories m
+     cross join lateral (select m.id from pgmem.memories m
                           where m.tenant = v_tenant and coalesce(m.user_id, '') = g.scope and m.state = 'active'
                             and m.id is distinct from p_exclude_id
                           order by m.created_at desc limit v_pool) r
      group by g.scope),
-  per_item as (
+  per_item as materialized (
     select it.i, it.scope, it.h, it.toks, it.m,
       (select m.id from pgmem.memories m where m.tenant = v_tenant and m.event_key = (it.m).event_key
         and (it.m).event_key is not null) as replay_id,
@@ -134,73 +241,104 @@ begin
           and m.state in ('active', 'archived') and m.id is distinct from p_exclude_id
         order by m.id limit 1) as dup_id,
       r.ids is not null as any_memory,
-      nn.ids as nn_ids, nn.contents as nn_contents, nn.d as nn_d,
-      kw.id as kw_id, kw.j as kw_sim, kw.content as kw_content,
+      nn.ids as nn_ids, nn.ds as nn_ds,
+      -- keyword candidates besides the neighbours: the scope's most recent memories and, for an
+      -- item without an embedding (the neighbours are then its only other source), up to
+      -- surprise_lexical_pool memories holding every lexeme of the item (GIN, AND query: a
+      -- repeat or near-repeat; an OR query would visit nearly every row). With an embedding a
+      -- near-repeat is a near vector: the GIN query (27 ms per item for a paragraph at
+      -- 1,000,000 memories, measured: every lexeme's posting list is read) would only find what
+      -- the neighbours already hold.
+      coalesce(r.ids, '{}') || coalesce(lex.ids, '{}') as kw_ids,
       cat.n as cat_count, prev.id as prev_id, prev.seq as prev_seq, prev.created_at as prev_at
     from it
     left join recent r on r.scope = it.scope
     left join cat on cat.scope = it.scope and cat.category = (it.m).category
-    -- 2. the 10 nearest neighbours by embedding (HNSW, and the memories not indexed yet:
-    --    pgmem._neighbours): the nearest, and semantic keyword candidates
+    left join picks pk on pk.ord = it.i
+    -- the gate_neighbours nearest by embedding: the HNSW index (memory_vectors) and the queued
+    -- candidates of 1a, by their exact distance (or, past gate_queue_exact_max, _neighbours:
+    -- HNSW and an exact scan of the queue)
     left join lateral (
-      select array_agg(n.id order by n.distance, n.id) as ids, array_agg(m.content order by n.distance, n.id) as contents,
-             min(n.distance) as d
-        from pgmem._neighbours(v_tenant, (it.m).embedding, case when p_exclude_id is null then 10 else 11 end, it.scope) n
-        join pgmem.memories m on m.id = n.id and m.tenant = v_tenant
-       where (it.m).embedding is not null and r.ids is not null and n.id is distinct from p_exclude_id) nn on true
-    -- 3. keyword novelty: Jaccard with the semantic neighbours, with the scope's most recent
-    --    memories and, for an item without an embedding (the neighbours are then its only
-    --    other source), with up to surprise_lexical_pool memories holding every lexeme of the
-    --    item (GIN, AND query: a repeat or near-repeat; an OR query would visit nearly every
-    --    row). With an embedding a near-repeat is a near vector: the GIN query (27 ms per item
-    --    for a paragraph at 1,000,000 memories, measured: every lexeme's posting list is read)
-    --    would only find what the neighbours already hold.
+      select array_agg(c.id order by c.d, c.id) as ids, array_agg(c.d order by c.d, c.id) as ds
+        from (select x.id, x.d from (
+                (select v.memory_id as id, v.embedding operator(public.<=>) (it.m).embedding as d
+                   from pgmem.memory_vectors v
+                  where not v_scan_queue and v.tenant = v_tenant and v.user_scope = it.scope
+                  order by v.embedding operator(public.<=>) (it.m).embedding
+                  limit v_k + case when p_exclude_id is null then 0 else 1 end)
+                union
+                select m.id, m.embedding operator(public.<=>) (it.m).embedding
+                  from unnest(pk.ids) p(id) join pgmem.memories m on m.id = p.id and m.tenant = v_tenant
+                union
+                select n.id, n.distance
+                  from pgmem._neighbours(v_tenant, (it.m).embedding, v_k + case when p_exclude_id is null then 0 else 1 end, it.scope) n
+                 where v_scan_queue) x
+               where x.id is distinct from p_exclude_id
+               order by x.d, x.id limit v_k) c
+       where (it.m).embedding is not null and r.ids is not null) nn on true
     left join lateral (
-      select c.id, c.content, pgmem.jaccard(it.toks, pgmem.tokens(c.content)) as j
-        from (select u.id, u.content from unnest(nn.ids, nn.contents) u(id, content)
-              union
-              (select m.id, m.content from pgmem.memories m
-                where r.ids is not null and (it.m).embedding is null and numnode(it.q) > 0 and m.tsv @@ it.q
-                  and m.tenant = v_tenant
-                  and coalesce(m.user_id, '') = it.scope and m.state = 'active' and m.id is distinct from p_exclude_id
-                limit v_pool)
-              union
-              select u.id, u.content from unnest(r.ids, r.contents) u(id, content)) c
-       order by 3 desc, 1 limit 1) kw on true
+      select array_agg(m.id) as ids from (
+        select m.id from pgmem.memories m
+         where r.ids is not null and (it.m).embedding is null and numnode(it.q) > 0 and m.tsv @@ it.q
+           and m.tenant = v_tenant
+           and coalesce(m.user_id, '') = it.scope and m.state = 'active' and m.id is distinct from p_exclude_id
+         limit v_pool) m) lex on true
     -- the session's previous memory, for seq and the temporal link
     left join lateral (
       select m.id, m.seq, m.created_at from pgmem.memories m
        where (it.m).session_id is not null and m.tenant = v_tenant and m.session_id = (it.m).session_id
          and m.state in ('active', 'archived') and m.created_at <= coalesce((it.m).created_at, now())
-       order by m.created_at desc, m.id desc limit 1) prev on true)
+       order by m.created_at desc, m.id desc limit 1) prev on true),
+  -- the tokens of every candidate, once per batch
+  toks as (
+    select array_agg(c.id order by c.id) as ids,
+           array_agg(case when octet_length(m.content) <> char_length(m.content)
+                          then array_to_string(pgmem.tokens(m.content), ' ') end order by c.id) as toks,
+           array_agg(case when octet_length(m.content) = char_length(m.content) then m.content end order by c.id) as texts
+      from (select distinct x.id from per_item p, unnest(coalesce(p.nn_ids, '{}') || p.kw_ids) x(id)) c
+      join pgmem.memories m on m.id = c.id and m.tenant = v_tenant),
+  sem as (
+    select array_agg(p.i order by p.i, x.n) as ords, array_agg(x.id order by p.i, x.n) as ids,
+           array_agg(x.d order by p.i, x.n) as ds
+      from per_item p, unnest(p.nn_ids, p.nn_ds) with ordinality x(id, d, n)),
+  kw as (
+    select array_agg(p.i order by p.i, x.id) as ords, array_agg(x.id order by p.i, x.id) as ids
+      from per_item p, unnest(p.kw_ids) x(id))
   select array_agg(p.scope order by p.i) as scope, array_agg(p.h::text order by p.i) as h,
          array_agg((p.m).event_key order by p.i) as event_key, array_agg((p.m).category order by p.i) as category,
          array_agg(coalesce(p_force[p.i], false) order by p.i) as force,
          array_agg(case when (p.m).embedding is not null then public.vector_send((p.m).embedding) end order by p.i) as vec,
-         array_agg(array_to_string(p.toks, ' ') order by p.i) as toks, array_agg((p.m).session_id order by p.i) as session,
+         array_agg(array_to_string(p.toks, ' ') order by p.i) as toks,
+         array_agg(case when p.toks is null then (p.m).content end order by p.i) as texts,
+         array_agg((p.m).session_id order by p.i) as session,
          array_agg(extract(epoch from coalesce((p.m).created_at, now()))::float8 order by p.i) as created_at,
          array_agg(p.replay_id order by p.i) as replay_id, array_agg(p.dup_id order by p.i) as dup_id,
-         array_agg(p.any_memory order by p.i) as any_memory, array_agg(p.nn_ids[1] order by p.i) as nn_id,
-         array_agg(1 - p.nn_d order by p.i) as nn_sim,
-         array_agg(array_to_string(pgmem.tokens(p.nn_contents[1]), ' ') order by p.i) as nn_tokens,
-         array_agg(p.kw_id order by p.i) as kw_id, array_agg(p.kw_sim order by p.i) as kw_sim,
-         array_agg(array_to_string(pgmem.tokens(p.kw_content), ' ') order by p.i) as kw_tokens,
+         array_agg(p.any_memory order by p.i) as any_memory,
          array_agg(coalesce(p.cat_count, 0) order by p.i) as cat_count, array_agg(p.prev_id order by p.i) as prev_id,
          array_agg(p.prev_seq order by p.i) as prev_seq,
-         array_agg(extract(epoch from p.prev_at)::float8 order by p.i) as prev_at
+         array_agg(extract(epoch from p.prev_at)::float8 order by p.i) as prev_at,
+         (select sem.ords from sem) as sem_ord, (select sem.ids from sem) as sem_id, (select sem.ds from sem) as sem_dist,
+         (select kw.ords from kw) as kw_ord, (select kw.ids from kw) as kw_id,
+         (select toks.ids from toks) as tok_id, (select toks.toks from toks) as tok,
+         (select toks.texts from toks) as tok_text
     into f
     from per_item p;
 
-  -- 2. the decisions, in batch order (gate.py); 3. the writes, one statement each
+  -- 2. the decisions, in batch order (gate.py); 3. the writes, one statement each. The rows
+  -- the INSERT writes were validated above: marked so for the memories trigger (040), until
+  -- the INSERT is done.
+  if not p_dry_run then
+    insert into pgmem.write_checked (pid, xid) values (pg_backend_pid(), pg_current_xact_id()::text::bigint) on conflict do nothing;
+  end if;
   with d as materialized (
     select d.*, u.m,
            -- the ids of the kept memories, in batch order, taken before they are written: an item
            -- can name an earlier item of its batch (its nearest, its duplicate, its session's previous)
            case when d.decision = 'stored' and not p_dry_run
                 then nextval(pg_get_serial_sequence('pgmem.memories', 'id')) end as new_id
-      from pgmem._gate_decide(f.scope, f.h, f.event_key, f.category, f.force, f.vec, f.toks, f.session, f.created_at,
-                              f.replay_id, f.dup_id, f.any_memory, f.nn_id, f.nn_sim, f.nn_tokens, f.kw_id, f.kw_sim,
-                              f.kw_tokens, f.cat_count, f.prev_id, f.prev_seq, f.prev_at, v_threshold,
+      from pgmem._gate_decide(f.scope, f.h, f.event_key, f.category, f.force, f.vec, f.toks, f.texts, f.session, f.created_at,
+                              f.replay_id, f.dup_id, f.any_memory, f.cat_count, f.prev_id, f.prev_seq, f.prev_at,
+                              f.sem_ord, f.sem_id, f.sem_dist, f.kw_ord, f.kw_id, f.tok_id, f.tok, f.tok_text, v_threshold,
                               pgmem._setting('surprise_weights'), pgmem._setting('surprise_weights_no_embedding'), v_cap) d
       join (select g.i::int as i, p_rows[g.i] as m from generate_subscripts(p_rows, 1) g(i)) u on u.i = d.ord),
   g as (
@@ -295,6 +433,9 @@ begin
     left join pgmem.memories x on x.id = o.memory_id and x.tenant = v_tenant and o.memory_ord is null
     left join out y on y.ord = o.memory_ord;
 
+  if not p_dry_run then  -- the INSERT above is done: its rows are no longer marked as checked
+    delete from pgmem.write_checked c where c.pid = pg_backend_pid() and c.xid = pg_current_xact_id()::text::bigint;
+  end if;
   -- temporal binding to the previous memory of the same session (Fragment bindings); after the
   -- INSERT above, so that the links' tenant check (045) sees the new memories
   insert into pgmem.links (tenant, src_id, dst_id, kind, weight)

@@ -47,7 +47,13 @@ as $$
 declare r record;
 begin
   if new.embedding is not null and (tg_op = 'INSERT' or new.embedding is distinct from old.embedding) then
-    select n.cluster_id, n.distance into r from pgmem._nearest_cluster(new.tenant, new.embedding) n;
+    -- pgmem._nearest_cluster's statement, inline: PL/pgSQL caches its plan (the SQL function,
+    -- with its SET clause, was planned on every call: 70 µs of every row remember inserted)
+    select c.id as cluster_id into r
+      from pgmem.clusters c
+     where c.tenant = new.tenant and c.state = 'active'
+     order by c.centroid operator(public.<->) new.embedding, c.id
+     limit 1;
     if r.cluster_id is not null then
       new.cluster_id := r.cluster_id;
       return new;

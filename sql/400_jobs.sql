@@ -241,7 +241,8 @@ comment on function pgmem._job_state_save(text, text, timestamptz, bigint) is
 -- 'archive:as_of'). The job deletes
 -- them when its run is complete, and run_job before its first batch, so that every run_job
 -- starts from the beginning even after an earlier run stopped half-way (max_batches, an
--- error). The incremental merge cursors ('merge', 'merge_text') outlive runs: never reset.
+-- error). The incremental merge cursors ('merge', 'merge_text', one pair per tenant) outlive
+-- runs: never reset; a run for every tenant resets the budgets it counts ('merge:used').
 -- Dry runs neither read nor write these rows, so resetting for one would only lose a run
 -- under way.
 create or replace function pgmem._job_state_reset(p_job text, p_tenant text, p_params jsonb default '{}')
@@ -252,8 +253,11 @@ as $$
   delete from pgmem.job_state s
    where coalesce((p_params->>'dry_run')::boolean, false) is false
      and case p_job
-           when 'merge' then coalesce((p_params->>'full_scan')::boolean, false)
-                             and s.tenant = coalesce(p_tenant, '*') and s.job in ('merge_full', 'merge_full_text')
+           when 'merge' then (coalesce((p_params->>'full_scan')::boolean, false)
+                              and s.tenant = coalesce(p_tenant, '*') and s.job in ('merge_full', 'merge_full_text'))
+                             -- a run for every tenant: each tenant's budget whole again (410_merge.sql)
+                          or (p_tenant is null and not coalesce((p_params->>'full_scan')::boolean, false)
+                              and s.job = 'merge:used')
            -- (prune's default mode is normal)
            when 'prune' then (s.tenant = coalesce(p_tenant, '*') and s.job = 'prune:' || coalesce(p_params->>'mode', 'normal'))
                           or (coalesce(p_params->>'mode', 'normal') = 'aggressive' and s.job = 'prune:bottom:' || coalesce(p_tenant, '*'))

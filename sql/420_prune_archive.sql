@@ -130,7 +130,8 @@ begin
         select m.id from pgmem.memories m join _pgmem_prune_page p on p.id = m.id
          where p.why = v_why and m.state = 'active'
          order by m.id for update of m skip locked),
-      upd as (update pgmem.memories m set state = 'deleted' from held h where m.id = h.id returning m.id)
+      upd as (update pgmem.memories m set state = 'deleted', state_changed_at = now(), updated_at = now()
+                from held h where m.id = h.id returning m.id)
       insert into _pgmem_pruned select upd.id from upd;
     end loop;
     perform pgmem._set_op(null);
@@ -146,7 +147,11 @@ begin
   elsif not dry_run then
     perform pgmem._job_state_reset('prune', v_tenant, jsonb_build_object('mode', mode));  -- the run is complete
   end if;
-  perform pgmem._job_end(v_run, v_examined, v_changed, jsonb_build_object('more', v_full and not dry_run));
+  -- a memory of the page another transaction held (FOR UPDATE SKIP LOCKED: a tenant's row locks
+  -- never stall the run) is reported, and pruned by a later run (issue 27, M1)
+  perform pgmem._job_end(v_run, v_examined, v_changed, jsonb_build_object('more', v_full and not dry_run)
+    || case when not dry_run and v_found > v_changed
+            then jsonb_build_object('skipped_locked', v_found - v_changed) else '{}' end);
 end $$;
 comment on function pgmem.prune(text, boolean, integer, text, float8, float8, timestamptz) is
   'Engram pruning: gentle = expired; normal = expired or decayed importance < 0.01; aggressive = also the bottom floor(n × 10%) by decayed importance, per tenant, ranked once per run. One call prunes at most batch memories, walking them by id from where the previous call of the run stopped (details->''more'' in job_runs; run_job repeats the calls). Soft delete (state deleted, restorable); dry_run lists what the first call of a new run would prune.';
@@ -163,6 +168,10 @@ declare
   v_tenant text := pgmem._job_scope(tenant);
   v_run bigint;
   v_changed bigint := 0;
+  v_found bigint;
+  v_skipped bigint := 0;
+  v_id bigint;
+  v_prev_lock_timeout text := current_setting('lock_timeout');
 begin
   if older_than is null or older_than < interval '0' then
     perform pgmem._bad_input('older_than must be a non-negative interval, e.g. ''30 days''');
@@ -170,9 +179,10 @@ begin
   perform pgmem._check_between(batch, 'batch', 1, 1000000);
   v_run := pgmem._job_begin('purge', v_tenant, jsonb_build_object('older_than', older_than::text, 'dry_run', dry_run));
   if v_run is null then return; end if;
-  -- this batch: the memories deleted long enough ago that no other transaction holds (one held
-  -- now, e.g. being restored, is left alone); then one UPDATE (pointers of memories merged into
-  -- them) and one DELETE, whose history (op purge, the last state) is one statement (040)
+  -- this batch: the memories deleted long enough ago, less those another transaction holds (one
+  -- held now, e.g. being restored, is left alone and reported); then one UPDATE (pointers of
+  -- memories merged into them) and one DELETE, whose history (op purge, the last state) is one
+  -- statement (040)
   perform 'PRAGMA:TABLE: _pgmem_purge (id bigint, deleted_at timestamptz)';  -- for plpgsql_check
   create temp table if not exists _pgmem_purge (id bigint, deleted_at timestamptz) on commit drop;
   truncate _pgmem_purge;
@@ -180,18 +190,41 @@ begin
   select m.id, m.state_changed_at from pgmem.memories m
    where m.state = 'deleted' and coalesce(m.state_changed_at, m.updated_at) < now() - older_than
      and (v_tenant is null or m.tenant = v_tenant)
-   order by m.id limit batch
-     for update of m skip locked;
+   order by m.id limit batch;
+  select count(*) into v_found from _pgmem_purge;
+  with held as (select m.id from pgmem.memories m join _pgmem_purge p on p.id = m.id
+                 where m.state = 'deleted' order by m.id for update of m skip locked)
+  delete from _pgmem_purge p where not exists (select 1 from held h where h.id = p.id);
+  get diagnostics v_skipped = row_count;
   if not dry_run then
-    update pgmem.memories m set merged_into = null from _pgmem_purge p where m.merged_into = p.id;
     perform pgmem._set_op('purge', jsonb_build_object('job_run_id', v_run, 'older_than', older_than::text));
-    with gone as (delete from pgmem.memories m using _pgmem_purge p where m.id = p.id returning m.id)
-    delete from _pgmem_purge p where not exists (select 1 from gone g where g.id = p.id);
+    -- the rows that point at them or hang off them (memories merged into them, links, accesses)
+    -- may be held by a tenant's transaction too: waited for at most merge_lock_timeout_ms, then
+    -- the memory is left for the next run (issue 27, M1)
+    perform set_config('lock_timeout', greatest(1, pgmem._setting_num('merge_lock_timeout_ms', 200))::bigint::text, true);
+    begin
+      update pgmem.memories m set merged_into = null, updated_at = now() from _pgmem_purge p where m.merged_into = p.id;
+      with gone as (delete from pgmem.memories m using _pgmem_purge p where m.id = p.id returning m.id)
+      delete from _pgmem_purge p where not exists (select 1 from gone g where g.id = p.id);
+    exception when lock_not_available then
+      -- one at a time, each in its own subtransaction
+      for v_id in select p.id from _pgmem_purge p order by p.id loop
+        begin
+          update pgmem.memories m set merged_into = null, updated_at = now() where m.merged_into = v_id;
+          delete from pgmem.memories m where m.id = v_id;
+        exception when lock_not_available then
+          delete from _pgmem_purge p where p.id = v_id;
+          v_skipped := v_skipped + 1;
+        end;
+      end loop;
+    end;
+    perform set_config('lock_timeout', v_prev_lock_timeout, true);
     perform pgmem._set_op(null);
     select count(*) into v_changed from _pgmem_purge;
   end if;
   return query select p.id, p.deleted_at, not dry_run from _pgmem_purge p order by p.id;
-  perform pgmem._job_end(v_run, (select count(*) from _pgmem_purge), v_changed, jsonb_build_object('more', v_changed >= batch));
+  perform pgmem._job_end(v_run, v_found, v_changed, jsonb_build_object('more', v_found >= batch)
+    || case when v_skipped > 0 then jsonb_build_object('skipped_locked', v_skipped) else '{}' end);
 end $$;
 comment on function pgmem.purge(interval, boolean, integer, text) is
   'Deletes for good the memories soft-deleted longer ago than older_than (their last state is kept in history as op purge). The only function that destroys memories.';
@@ -283,7 +316,8 @@ begin
       'activation_threshold', activation_threshold, 'as_of', v_as_of, 'job_run_id', v_run));
     with held as (select m.id from pgmem.memories m join _pgmem_archive x on x.id = m.id
                    where m.state = 'active' order by m.id for update of m skip locked),
-    upd as (update pgmem.memories m set state = 'archived' from held h where m.id = h.id returning m.id)
+    upd as (update pgmem.memories m set state = 'archived', state_changed_at = now(), updated_at = now()
+                from held h where m.id = h.id returning m.id)
     delete from _pgmem_archive x where not exists (select 1 from upd where upd.id = x.id);
     perform pgmem._set_op(null);
     select count(*) into v_changed from _pgmem_archive;
@@ -295,7 +329,10 @@ begin
     end if;
   end if;
   return query select x.id, x.age, x.la, x.best, not dry_run from _pgmem_archive x order by x.created_at, x.id;
-  perform pgmem._job_end(v_run, v_examined, v_changed, jsonb_build_object('more', v_full and not dry_run));
+  -- (held by another transaction: skipped, reported, archived by a later run; issue 27, M1)
+  perform pgmem._job_end(v_run, v_examined, v_changed, jsonb_build_object('more', v_full and not dry_run)
+    || case when not dry_run and v_found > v_changed
+            then jsonb_build_object('skipped_locked', v_found - v_changed) else '{}' end);
 end $$;
 comment on function pgmem.archive_stale(interval, float8, boolean, integer, text, timestamptz) is
   'Shadow lifecycle: archives active memories older than retention that were not used within it: not accessed, and (activation_threshold > 0) never activated with a score >= activation_threshold (pgmem.activation_log). One call archives at most batch memories, walking them by age from where the previous call of the run stopped. Restorable; excluded from default search.';

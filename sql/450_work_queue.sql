@@ -44,7 +44,98 @@ insert into pgmem.settings (tenant, key, value, description) values
   ('*', 'work_bind_coalesce', '5000', 'work(): a bind item takes the ids of other waiting bind items of its tenant, up to this many')
 on conflict (tenant, key) do nothing;
 
--- Queues an item for the current tenant; priority defaults to the task's.
+-- The parameters a work item of each task may carry (the rest is refused: issue 27, M2). The
+-- maintenance tasks (admins only) take their job function's arguments, checked by _work_job.
+create or replace function pgmem._work_params(p_task text) returns text[]
+  language sql immutable parallel safe
+  set search_path = pgmem, pg_catalog, pg_temp
+  return case p_task
+    when 'touch' then array['kind', 'query_id']
+    when 'bind' then array[]::text[]
+    when 'reflect' then array['batch', 'full_scan']
+    when 'salience' then array['after_id', 'batch', 'reason']
+    when 'idle' then array['after_id', 'batch']
+  end;
+comment on function pgmem._work_params(text) is
+  'The parameters a work item of a task may carry (NULL for the maintenance tasks: their job function''s arguments).';
+
+insert into pgmem.settings (tenant, key, value, description) values
+  ('*', 'work_tenant_seconds', '10', 'work(): a tenant whose items took this many seconds in a run goes after every other tenant with ready items (fair share: one tenant''s flood cannot hold the queue)'),
+  ('*', 'work_max_delay_days', '30', 'enqueue(): the latest not_before an item may have, in days from now')
+on conflict (tenant, key) do nothing;
+
+-- Every row of the queue passes here, whoever inserts it (pgmem.enqueue, pgmem's own triggers,
+-- or a plain INSERT of the application, which holds the privilege): an unknown task, a
+-- maintenance task queued by a login that is not pgmem_admin, a priority above the task's, a
+-- parameter the task does not take, an oversized or a far-future item are refused with the
+-- message enqueue gives (issue 27, M2: a plain INSERT queued prune {"mode": "aggressive"},
+-- merge {"threshold": 0.1} and an unknown task, which work() then ran as the owner).
+create or replace function pgmem._work_queue_check() returns trigger
+  language plpgsql
+  set search_path = pgmem, pg_catalog, pg_temp
+as $$
+declare
+  t record;
+  v_admin boolean := pgmem._is_admin();
+  v_bad text;
+  v_max_days float8 := pgmem._setting_num('work_max_delay_days', 30);
+begin
+  select * into t from pgmem.work_tasks() w where w.task = new.task;
+  if t.task is null then
+    perform pgmem._bad_input(format('unknown task "%s": tasks are %s', coalesce(new.task, 'NULL'),
+                                    (select string_agg(w.task, ', ' order by w.priority, w.task) from pgmem.work_tasks() w)));
+  end if;
+  if t.admin_only and not v_admin then
+    raise exception 'queuing the maintenance task "%" needs the pgmem_admin role', new.task using errcode = '42501';
+  end if;
+  new.priority := coalesce(new.priority, t.priority);
+  if new.priority < 0 or new.priority > 4 then
+    perform pgmem._bad_input(format('priority must be between 0 and 4, got %s', new.priority));
+  end if;
+  if new.priority < t.priority and not v_admin then
+    perform pgmem._bad_input(format('a %s item has priority %s (%s) or lower (a larger number), got %s',
+                                    new.task, t.priority, t.priority_name, new.priority),
+      'only pgmem_admin may queue an item ahead of its kind of work');
+  end if;
+  if new.params is null or jsonb_typeof(new.params) <> 'object' then
+    perform pgmem._bad_input('params must be a JSON object');
+  end if;
+  if octet_length(new.params::text) > 16384 then
+    perform pgmem._bad_input(format('params is %s bytes, more than 16384', octet_length(new.params::text)));
+  end if;
+  if pgmem._work_params(new.task) is not null then
+    select k into v_bad from jsonb_object_keys(new.params) k where k <> all(pgmem._work_params(new.task)) order by k limit 1;
+    if v_bad is not null then
+      perform pgmem._bad_input(format('a %s item takes no parameter "%s"', new.task, v_bad),
+        format('its parameters: %s', coalesce(nullif(array_to_string(pgmem._work_params(new.task), ', '), ''), 'none')));
+    end if;
+    if new.params ? 'batch' and (jsonb_typeof(new.params->'batch') <> 'number'
+                                 or (new.params->>'batch')::numeric not between 1 and 10000) then
+      perform pgmem._bad_input(format('batch must be a number between 1 and 10000, got %s', new.params->'batch'));
+    end if;
+  end if;
+  if cardinality(new.memory_ids) > 10000 then
+    perform pgmem._bad_input(format('a work item holds at most 10000 memory ids, got %s', cardinality(new.memory_ids)));
+  end if;
+  new.not_before := coalesce(new.not_before, now());
+  if not isfinite(new.not_before) or new.not_before > now() + make_interval(secs => v_max_days * 86400) then
+    perform pgmem._bad_input(format('not_before %s is more than work_max_delay_days (%s) from now', new.not_before, v_max_days),
+      'queue it later, or raise work_max_delay_days in pgmem.settings');
+  end if;
+  -- what the queue itself keeps
+  new.attempts := 0;
+  new.last_error := null;
+  new.enqueued_at := clock_timestamp();
+  return new;
+end $$;
+comment on function pgmem._work_queue_check() is
+  'Trigger: every work item inserted is checked as enqueue checks it (known task, admins only for maintenance, priority not above the task''s, known parameters, sizes, not_before within work_max_delay_days).';
+
+create or replace trigger work_queue_check before insert on pgmem.work_queue
+  for each row execute function pgmem._work_queue_check();
+
+-- Queues an item for the current tenant; priority defaults to the task's. The rules are the
+-- trigger's (_work_queue_check), so that a plain INSERT meets the same ones.
 create or replace function pgmem.enqueue(task text, memory_ids bigint[] default '{}', params jsonb default '{}',
                                          priority integer default null, not_before timestamptz default null)
 returns bigint
@@ -54,28 +145,13 @@ as $$
 #variable_conflict use_variable
 declare
   v_tenant text := pgmem._require_tenant();
-  t record;
   v_id bigint;
 begin
-  select * into t from pgmem.work_tasks() w where w.task = enqueue.task;
-  if t.task is null then
-    perform pgmem._bad_input(format('unknown task "%s": tasks are %s', coalesce(task, 'NULL'),
-                                    (select string_agg(w.task, ', ' order by w.priority, w.task) from pgmem.work_tasks() w)));
-  end if;
-  if t.admin_only and not pgmem._is_admin() then
-    raise exception 'queuing the maintenance task "%" needs the pgmem_admin role', task using errcode = '42501';
-  end if;
   if priority is not null then
     perform pgmem._check_between(priority, 'priority', 0, 4);
   end if;
-  if params is null or jsonb_typeof(params) <> 'object' then
-    perform pgmem._bad_input('params must be a JSON object');
-  end if;
-  if cardinality(memory_ids) > 10000 then
-    perform pgmem._bad_input(format('a work item holds at most 10000 memory ids, got %s', cardinality(memory_ids)));
-  end if;
   insert into pgmem.work_queue (tenant, priority, task, memory_ids, params, not_before)
-  values (v_tenant, coalesce(priority, t.priority), task, coalesce(memory_ids, '{}'), params, coalesce(not_before, now()))
+  values (v_tenant, priority, task, coalesce(memory_ids, '{}'), params, not_before)
   returning id into v_id;
   return v_id;
 end $$;
@@ -276,6 +352,9 @@ declare
   v_done bigint := 0;
   v_n bigint := 0;
   v_more boolean;
+  v_cand bigint;
+  v_used jsonb := '{}'::jsonb;  -- tenant -> ms its items took in this run
+  v_share_ms float8 := greatest(0, pgmem._setting_num('work_tenant_seconds', 10)) * 1000;
 begin
   perform pgmem._check_between(max_items, 'max_items', 1, 100000);
   if max_seconds is null or max_seconds <= 0 then
@@ -287,11 +366,20 @@ begin
   end if;
   loop
     exit when v_n >= max_items or extract(epoch from clock_timestamp() - v_start) >= max_seconds;
-    -- the highest priority first (QUERY 0 .. IDLE 4), then the oldest
-    select * into it from pgmem.work_queue q
-     where (v_tenant is null or q.tenant = v_tenant) and q.not_before <= now()
-     order by q.priority, q.id limit 1
-       for update skip locked;
+    -- the highest priority first (QUERY 0 .. IDLE 4), then the tenant that has had the least of
+    -- this run, then the oldest; a tenant past work_tenant_seconds goes after every other one
+    -- (issue 27, M2: 200 items of one tenant held the runner for 21.7 s while another's waited).
+    -- Among the first 1000 ready items (by priority and age), the first one no other runner holds.
+    for v_cand in
+      select c.id from (select q.id, q.tenant, q.priority from pgmem.work_queue q
+                         where (v_tenant is null or q.tenant = v_tenant) and q.not_before <= now()
+                         order by q.priority, q.id limit 1000) c
+       order by coalesce((v_used->>c.tenant)::float8, 0) >= v_share_ms, c.priority,
+                coalesce((v_used->>c.tenant)::float8, 0), c.id
+    loop
+      select * into it from pgmem.work_queue q where q.id = v_cand and q.not_before <= now() for update skip locked;
+      exit when it.id is not null;
+    end loop;
     exit when it.id is null;
     v_n := v_n + 1;
     v_t0 := clock_timestamp();
@@ -316,7 +404,9 @@ begin
         into v_res using v_ids, it.params;
       if v_res ? 'continue' then  -- a paged task goes on in a new item
         insert into pgmem.work_queue (tenant, priority, task, params)
-        values (it.tenant, it.priority, it.task, v_res->'continue');
+        values (it.tenant, case when pgmem._is_admin() then it.priority
+                                else greatest(it.priority, (select w.priority from pgmem.work_tasks() w where w.task = it.task)) end,
+                it.task, v_res->'continue');
       end if;
       delete from pgmem.work_queue q where q.id = it.id or q.id = any(v_also);
     exception when others then
@@ -334,6 +424,8 @@ begin
       v_done := v_done + 1;
     end if;
     perform set_config('pgmem.tenant', coalesce(v_prev, ''), true);
+    v_used := v_used || jsonb_build_object(it.tenant, coalesce((v_used->>it.tenant)::float8, 0)
+                                                      + extract(epoch from clock_timestamp() - v_t0) * 1000);
     item_id := it.id; task := it.task; priority := it.priority; tenant_id := it.tenant;
     status := case when v_err is null then 'ok' when it.attempts + 1 >= v_max_attempts then 'dropped' else 'retry' end;
     examined := coalesce((v_res->>'examined')::bigint, 0); changed := coalesce((v_res->>'changed')::bigint, 0);
@@ -346,7 +438,8 @@ begin
     v_res := null;
   end loop;
   v_more := exists (select 1 from pgmem.work_queue q where (v_tenant is null or q.tenant = v_tenant) and q.not_before <= now());
-  perform pgmem._job_end(v_run, v_n, v_done, jsonb_build_object('items', v_items, 'more', v_more));
+  perform pgmem._job_end(v_run, v_n, v_done, jsonb_build_object('items', v_items, 'more', v_more,
+    'tenant_ms', (select coalesce(jsonb_object_agg(k, round(v::text::numeric, 1)), '{}') from jsonb_each(v_used) e(k, v))));
 end $$;
 comment on function pgmem.work(integer, text, float8) is
   'Runs ready work items, highest priority first (QUERY 0, ENCODE 1, REFLECT 2, MAINTENANCE 3, IDLE 4), then oldest first, for the current tenant (no tenant: every tenant, pgmem_admin), until max_items or max_seconds; each in its own subtransaction (a failure is retried with back-off). Records the run in job_runs (job ''work'').';

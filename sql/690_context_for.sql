@@ -120,7 +120,12 @@ begin
   if k is not null then
     perform pgmem._check_between(k, 'k', 0, 100);
   end if;
-  select * into v_conv from pgmem.conversations x where x.tenant = v_tenant and x.conversation_id = context_for.conversation_id;
+  -- Locks, in one order for every call on a conversation (issue 27, M3): the conversation row
+  -- first (created here when it is new), then the user's write lock (remember), then what
+  -- hangs off the conversation (messages, threads). observe_reply takes them in the same
+  -- order; before, this function took the write lock first and the conversation second
+  -- (observe_turn), and 4 workers on one conversation deadlocked in 140 of 400 calls.
+  v_conv := pgmem._conversation(v_tenant, context_for.conversation_id, user_id, created_at);
   v_user := coalesce(user_id, v_conv.user_id);
 
   -- step 3: classify

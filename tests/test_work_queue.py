@@ -178,3 +178,76 @@ def test_pg_cron_runs_the_work_queue(cluster, conn, dsn):
     assert run and run[0]["tenant"] is None and run[0]["examined"] == 1, run  # both bind items in one pass
     assert conn.execute("select count(*) from pgmem.work_queue").fetchone()[0] == 0
     assert conn.execute("select src_id, dst_id from pgmem.links where kind = 'semantic'").fetchall() == [(a, b)]
+
+
+# ------------------------------------------------------------------ issue 27, M2
+@pytest.fixture(scope="module")
+def tenant_logins(cluster):
+    from test_tenancy import login_roles
+
+    yield from login_roles(cluster, "wq_", {"app": "pgmem_app"})
+
+
+def test_only_the_queue_rules_let_an_item_in(cluster, dsn, tenant_logins):
+    """Before: a plain INSERT as the app queued prune {"mode": "aggressive"}, merge
+    {"threshold": 0.1} and an unknown task, and work() ran the first two as the owner. Every
+    row now passes the rules of enqueue, whichever way it comes in."""
+    from test_tenancy import role_connect
+
+    app = role_connect(cluster, dsn, tenant_logins, "app", "a")
+    try:
+        def refused(sql, params=(), state="22023", match=None):
+            with pytest.raises(psycopg.Error, match=match) as ei:
+                app.execute(sql, params)
+            assert ei.value.sqlstate == state, ei.value
+
+        ins = "insert into pgmem.work_queue (tenant, priority, task, params, not_before) values ('a', %s, %s, %s::jsonb, %s)"
+        refused(ins, (3, "prune", '{"mode": "aggressive"}', None), "42501", 'maintenance task "prune" needs the pgmem_admin')
+        refused(ins, (3, "merge", '{"threshold": 0.1}', None), "42501", 'maintenance task "merge"')
+        refused(ins, (2, "shell", '{}', None), match='unknown task "shell"')
+        refused(ins, (0, "idle", '{}', None), match="a idle item has priority 4 .IDLE. or lower")
+        refused("select pgmem.enqueue('idle', priority => 0)", match="priority 4")
+        refused(ins, (4, "idle", '{"batch": 100000}', None), match="batch must be a number between 1 and 10000")
+        refused(ins, (4, "idle", '{"sql": "drop table x"}', None), match='a idle item takes no parameter "sql"')
+        refused(ins, (4, "idle", '{"pad": "' + "x" * 20000 + '"}', None), match="params is .* bytes, more than 16384")
+        refused("select pgmem.enqueue('reflect', not_before => 'infinity')", match="work_max_delay_days")
+        refused(ins, (2, "reflect", '{}', "2999-01-01"), match="work_max_delay_days")
+        assert app.execute("select count(*) from pgmem.work_queue").fetchone()[0] == 0
+        # what the rules allow goes in, with the queue's own bookkeeping whatever the row said
+        app.execute("insert into pgmem.work_queue (tenant, priority, task, params, attempts, last_error) "
+                    "values ('a', 4, 'idle', '{\"batch\": 50}', 4, 'forged')")
+        assert app.execute("select pgmem.enqueue('reflect', params => '{\"batch\": 10}')").fetchone()[0] > 0
+        got = app.execute("select task, priority, attempts, last_error from pgmem.work_queue order by id").fetchall()
+        assert got == [("idle", 4, 0, None), ("reflect", 2, 0, None)]
+    finally:
+        app.close()
+
+
+def test_one_tenants_flood_does_not_hold_the_queue(cluster, dsn, tenant_logins):
+    """Before: 200 enqueue('idle', priority => 0) of tenant a: work() spent 21.7 s on 6 of them
+    while b's bind item waited. A tenant cannot jump its kind of work any more, and a tenant
+    past its share of a run (work_tenant_seconds) goes after the others."""
+    from test_tenancy import role_connect
+
+    with connect(dsn, tenant="b") as b:
+        bm = b.execute("insert into pgmem.memories (content) values ('b''s plain memory') returning id").fetchone()[0]
+        b.execute("delete from pgmem.work_queue")
+        b_item = b.execute("select pgmem.enqueue('bind', %s::bigint[])", ([bm],)).fetchone()[0]
+    app = role_connect(cluster, dsn, tenant_logins, "app", "a")
+    try:
+        for _ in range(200):
+            app.execute("select pgmem.enqueue('idle', params => '{\"batch\": 50}')")
+    finally:
+        app.close()
+    with connect(dsn, tenant=None) as admin:
+        admin.execute("insert into pgmem.memories (tenant, content) select 'a', 'a''s memory ' || g from generate_series(1, 60) g")
+        # an administrator may queue ahead of the kind of work: a's items first by priority ...
+        admin.execute("update pgmem.work_queue set priority = 0 where tenant = 'a'")
+        admin.execute("insert into pgmem.settings (tenant, key, value) values ('*', 'work_tenant_seconds', '0.000001') "
+                      "on conflict (tenant, key) do update set value = excluded.value")
+        ran = admin.execute("select item_id, tenant_id, task, status from pgmem.work(max_items => 3)").fetchall()
+        # ... yet b's item runs second: a had its share of the run with its first item
+        assert [r[1] for r in ran] == ["a", "b", "a"], ran
+        assert ran[1][0] == b_item and ran[1][3] == "ok"
+        details = admin.execute("select details from pgmem.job_runs where job = 'work' order by id desc limit 1").fetchone()[0]
+        assert set(details["tenant_ms"]) == {"a", "b"}

@@ -120,7 +120,7 @@ __all__ = [
     "settings", "tenants", "categories", "profiles", "memories", "links", "accesses",
     "history", "embedding_queue", "job_runs", "thresholds", "threshold_changes", "activation_log",
     "feedback", "job_state", "py_modules", "tenant_grants", "claim_keys",
-    "memory_vectors", "vector_queue", "job_locks", "write_locks",
+    "memory_vectors", "vector_queue", "job_locks", "write_locks", "write_checked",
     "Base", "Setting", "Tenant", "Category", "Profile", "Memory", "Link", "Access",
     "HistoryEntry", "EmbeddingQueueEntry", "JobRun", "Threshold", "ThresholdChange", "TenantGrant", "ClaimKey",
     "ActivationLogEntry", "Feedback", "JobState", "PyModule",
@@ -131,7 +131,7 @@ __all__ = [
     "clusters", "cluster_state", "cluster_moves", "cluster_steps", "memory_coords",
     "eval_queries", "eval_judgements", "eval_runs",
     "Cluster", "ClusterState", "ClusterMove", "ClusterStep", "MemoryCoord", "EvalQuery", "EvalJudgement", "EvalRun",
-    "MemoryVector", "VectorQueueEntry", "JobLock", "WriteLock",
+    "MemoryVector", "VectorQueueEntry", "JobLock", "WriteLock", "WriteChecked",
     # layered tiers (0007)
     "profile_facts", "conversations", "threads", "messages", "insights", "concept_mentions", "intent_cache",
     "behaviour_rules", "policy_rules",
@@ -154,7 +154,8 @@ TABLE_NAMES = ("settings", "tenants", "categories", "profiles", "memories", "lin
                "memory_vectors", "vector_queue", "job_locks", "write_locks",  # 0006
                "profile_facts", "conversations", "threads", "messages", "insights",  # 0007 (layered tiers)
                "concept_mentions", "intent_cache", "behaviour_rules", "policy_rules",
-               "lexicon", "lexicon_delta")  # 0005 (read path)
+               "lexicon", "lexicon_delta",  # 0005 (read path)
+               "write_checked")  # 0018 (write path)
 #: (table, column) of the generated (``GENERATED ALWAYS AS ... STORED``) columns.
 GENERATED_COLUMNS = frozenset({("memories", "tsv"), ("memories", "content_hash"), ("insights", "tsv")})
 
@@ -815,6 +816,15 @@ def make_metadata(embedding_dim: int = DEFAULT_EMBEDDING_DIM) -> MetaData:
         comment="One row per (tenant, user scope) that remember/remember_many lock while they gate and write a "
                 "batch: concurrent writes to one scope take turns.",
     )
+    # 0018: the rows remember's INSERT writes were validated already (sql/100_remember.sql)
+    Table(
+        "write_checked", md,
+        Column("pid", Integer, nullable=False),
+        Column("xid", BigInteger, nullable=False),
+        PrimaryKeyConstraint("pid", "xid", name="write_checked_pkey"),
+        comment="Set by pgmem._remember_core for the length of its INSERT: the rows it inserts were validated item "
+                "by item, and the memories trigger does not check them again. No application role has a privilege on it.",
+    )
     # --- revision 0005 (read path): lexical statistics per tenant (sql/201_lexical.sql) ---
     Table(
         "lexicon", md,
@@ -1129,6 +1139,7 @@ memory_vectors: Table = metadata.tables["pgmem.memory_vectors"]
 vector_queue: Table = metadata.tables["pgmem.vector_queue"]
 job_locks: Table = metadata.tables["pgmem.job_locks"]
 write_locks: Table = metadata.tables["pgmem.write_locks"]
+write_checked: Table = metadata.tables["pgmem.write_checked"]  # 0018
 lexicon: Table = metadata.tables["pgmem.lexicon"]  # 0005 (read path)
 lexicon_delta: Table = metadata.tables["pgmem.lexicon_delta"]
 # layered tiers (0007)
@@ -1631,6 +1642,13 @@ class WriteLock(Base):
     __table__ = write_locks
     tenant: Mapped[str]
     scope: Mapped[str]
+
+
+class WriteChecked(Base):
+    """0018: the marker of remember's own INSERT (sql/100_remember.sql)."""
+    __table__ = write_checked
+    pid: Mapped[int]
+    xid: Mapped[int]
 
 
 class LexiconEntry(Base):
