@@ -65,3 +65,19 @@ def make_embedder(kind: str | None = None, **options):
     query_prefix, ...). The benchmark builds each embedder it compares with this function."""
     Embedder = __getattr__("Embedder")
     return Embedder(kind=kind, **options)
+
+
+def configured_dim(kind: str | None = None) -> tuple[int, str]:
+    """(dimension, model name) of the configured embedder, without loading a model when it is
+    known: 384 for all-MiniLM-L6-v2 (either build), PGMEM_EMBED_DIMENSIONS or OpenAI's table for
+    the HTTP embedder; otherwise the model is loaded (or the server asked) once."""
+    chosen = __getattr__("embedder_kind")(kind)
+    if chosen == "onnx":
+        return 384, __getattr__("OnnxEmbedder")(kind="onnx").model_name
+    if chosen == "local":
+        from .local import DEFAULT_MODEL_NAME, default_model_path, is_default_model
+
+        if is_default_model(default_model_path()) or default_model_path() == DEFAULT_MODEL_NAME:
+            return 384, DEFAULT_MODEL_NAME
+    e = make_embedder(kind)
+    return e.dim, e.model_name

