@@ -325,6 +325,10 @@ end $$;
 --                                   tenant of each item or batch; every tenant only for pgmem_admin, via
 --                                   _job_scope); tests/test_reconstructive_tenancy.py runs each as
 --                                   another tenant
+--   reembed, claim_reembeddings, complete_reembedding, finish_reembed, cancel_reembed, reembed_status
+--                                   embedding moves (issue 26, 126_reembed.sql): their queue is written by
+--                                   pgmem only; every tenant only for pgmem_admin (all_tenants);
+--                                   tests/test_cli_reembed.py runs each as another tenant
 
 
 -- layered tiers (issue 15): the app role reads its tenant's rows of the tiers (the API functions

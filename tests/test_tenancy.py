@@ -275,6 +275,7 @@ def world(cluster, dsn, roles):
 
 # layered tiers (issue 15): their functions' isolation is checked by tests/test_layered_tenancy.py
 from test_layered_tenancy import LAYERED_FUNCTIONS  # noqa: E402
+from test_cli_reembed import ECO_FUNCTIONS, ECO_SECDEF  # noqa: E402  (issue 26: runs each as another tenant)
 
 
 # ------------------------------------------------------------- per-function checks
@@ -792,7 +793,7 @@ def public_functions(conn) -> set[str]:
 # ---------------------------------------------------------------------------- tests
 def test_every_public_function_has_an_isolation_check(conn):
     public = public_functions(conn)
-    covered = set(CHECKS) | set(PURE) | LAYERED_FUNCTIONS
+    covered = set(CHECKS) | set(PURE) | LAYERED_FUNCTIONS | ECO_FUNCTIONS
     assert public - covered == set(), f"public functions without an isolation check: {sorted(public - covered)}"
     assert covered - public == set(), f"checks for functions that no longer exist: {sorted(covered - public)}"
     assert {CHECKS[n] for n in CHECKS} <= {CHECKS[n] for n in ORDER}, "every check must be in ORDER"
@@ -818,7 +819,7 @@ def test_tenant_isolation_of_every_function_view_and_table(world):
     for name, q in PURE.items():
         w.a.execute(q).fetchall()
     ran_fns = {CHECKS[r] for r in ran}
-    assert public_functions(w.su) <= {n for n in CHECKS if CHECKS[n] in ran_fns} | set(PURE) | LAYERED_FUNCTIONS
+    assert public_functions(w.su) <= {n for n in CHECKS if CHECKS[n] in ran_fns} | set(PURE) | LAYERED_FUNCTIONS | ECO_FUNCTIONS
 
     # views: as the reader (documented BI access) and as the app role
     for view in ("memory_health", "category_stats", "tenant_stats", "job_status",
@@ -1009,7 +1010,8 @@ SECURITY_DEFINER_AUDITED = sorted([
     "_setting", "_check_category", "claim_embeddings", "complete_embedding", "fail_embedding",
     "assign_cluster", "cluster_confidence", "cluster_top_members", "project", "save_coords"]  # clusters, map
     + RECONSTRUCTIVE_SECDEF
-    + sorted(LAYERED_FUNCTIONS))  # layered tiers (issue 15): tests/test_layered_tenancy.py runs each as another tenant
+    + sorted(LAYERED_FUNCTIONS)  # layered tiers (issue 15): tests/test_layered_tenancy.py runs each as another tenant
+    + ECO_SECDEF)  # embedding moves (issue 26): tests/test_cli_reembed.py
 
 
 def _unpinned(conn) -> list[dict]:
