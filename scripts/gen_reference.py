@@ -98,6 +98,16 @@ EXAMPLES: list[tuple[str, str]] = [
     ("claim_embeddings", "select memory_id, tenant, content from pgmem.claim_embeddings(2)"),
     ("complete_embedding", f"select id, embedding_model, embedded_at is not null as embedded from pgmem.complete_embedding((select memory_id from pgmem.embedding_queue order by memory_id limit 1), {vec(7)}, 'demo-model')"),
     ("fail_embedding", "select pgmem.fail_embedding((select memory_id from pgmem.embedding_queue order by memory_id limit 1), 'model timed out')"),
+    # embedding models (issue 26): limits checked before embedding, replays, moving a tenant to a new model
+    ("write_limits", "select pgmem.write_limits()"),
+    ("known_event_keys", "select * from pgmem.known_event_keys(array['e1', 'e2', 'e-new'])"),
+    ("reembed", "select id, tenant, model, state, total from pgmem.reembed('demo-model-2')"),
+    ("claim_reembeddings", "select memory_id, tenant, model, content from pgmem.claim_reembeddings(2)"),
+    ("complete_reembedding", f"select pgmem.complete_reembedding((select memory_id from pgmem.reembed_queue order by memory_id limit 1), {vec(8)}, 'demo-model-2') as stored"),
+    ("reembed_status", "select move_id, model, state, total, embedded, pending from pgmem.reembed_status()"),
+    ("finish_reembed", "select move_id, model, state, total, pending from pgmem.finish_reembed()"),
+    ("cancel_reembed", "select id, model, state from pgmem.cancel_reembed()"),
+    ("embedding_models", "select tenant, model, embedded, waiting, active from pgmem.embedding_models"),
     # reconstructive (issue 16): work queue, bindings, spread, reconstruction, identity
     ("work_priority", "select pgmem.work_priority('QUERY') as query, pgmem.work_priority('ENCODE') as encode, pgmem.work_priority('REFLECT') as reflect, pgmem.work_priority('MAINTENANCE') as maintenance, pgmem.work_priority('IDLE') as idle"),
     ("work_tasks", "select task, priority, priority_name, admin_only from pgmem.work_tasks()"),

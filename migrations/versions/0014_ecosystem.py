@@ -1,4 +1,5 @@
-"""Ecosystem (issue 26): moving a tenant to a new embedding model (``pgmem reembed``).
+"""Ecosystem (issue 26): moving a tenant to a new embedding model (``pgmem reembed``), and the
+items of agent-framework sessions (the OpenAI Agents SDK's Session, sql/128_integrations.sql).
 
 ``embedding_moves`` records each move (tenant, target model, progress); ``reembed_queue``
 holds the memories still to embed with the target model and, once a worker has embedded
@@ -48,9 +49,31 @@ end $$;
 comment on table pgmem.reembed_queue is
   'Memories of a running embedding move: waiting for a worker with the target model (embedding null), or embedded and waiting for the swap.';
 create index reembed_queue_pending on pgmem.reembed_queue (move_id, queued_at) where embedding is null;
+
+-- The conversation items of an agent framework's session, as the framework gave them (JSON:
+-- messages, tool calls, tool results), in order; pop and clear mark them removed (nothing is
+-- deleted: removed_at). Text turns may also be remembered as memories (session_add_items).
+create table pgmem.session_items (
+  id          bigint generated always as identity primary key,
+  tenant      text not null,
+  session_id  text not null check (session_id ~ '\S' and length(session_id) <= 256),
+  seq         integer not null,
+  user_id     text,
+  role        text,
+  item        jsonb not null,
+  memory_id   bigint references pgmem.memories (id) on delete set null,
+  created_at  timestamptz not null default now(),
+  removed_at  timestamptz,
+  unique (tenant, session_id, seq)
+);
+comment on table pgmem.session_items is
+  'Items of an agent framework''s conversation session (OpenAI Agents SDK Session: messages, tool calls and results as JSON), in order; removed_at marks the popped or cleared ones (kept, not deleted).';
+create index session_items_live on pgmem.session_items (tenant, session_id, seq) where removed_at is null;
+create index session_items_user on pgmem.session_items (tenant, user_id) where user_id is not null;
 """
 
 DOWNGRADE = r"""
+drop table if exists pgmem.session_items;
 drop table if exists pgmem.reembed_queue;
 drop table if exists pgmem.embedding_moves;
 """
@@ -63,5 +86,5 @@ def upgrade() -> None:
 def downgrade() -> None:
     from pgmem.migrate import drop_dependents
 
-    drop_dependents("pgmem.reembed_queue", "pgmem.embedding_moves")
+    drop_dependents("pgmem.session_items", "pgmem.reembed_queue", "pgmem.embedding_moves")
     run_sql(DOWNGRADE)

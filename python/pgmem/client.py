@@ -694,6 +694,74 @@ class _Base:
         """Cancels the running move (pgmem.cancel_reembed): every memory keeps its vector."""
         return self._do("cancel_reembed", {}, _first, conn)
 
+    # integrations (issue 26, sql/128_integrations.sql): memories by filters, items, sessions --
+    def list_memories(self, filters: dict | None = None, *, k: int = 20, skip: int = 0, conn=None) -> list[dict]:
+        """Memories matching filters, newest first, without a query (pgmem.list_memories)."""
+        return self._do("list_memories", dict(filters=json.dumps(filters, default=_jsonable) if filters else None,
+                                              k=k, skip=skip), list, conn)
+
+    def put_item(self, namespace: Sequence[str], key: str, value: dict, *, content: str | None = None,
+                 embedding: Any = None, embed: bool = True, user_id: str | None = None, agent_id: str | None = None,
+                 session_id: str | None = None, conn=None) -> int:
+        """Stores a JSON object under (namespace, key) as a memory (pgmem.put_item); ``content``
+        is the text searched and embedded (default: the value's content/text field, else its
+        JSON, as in SQL). Putting the key again updates it. Returns the memory id."""
+        if embedding is None and embed and self.embedder is not None:
+            text = content or next((value[f] for f in ("content", "text", "memory", "data")
+                                    if isinstance(value.get(f), str) and value[f].strip()), None) \
+                or json.dumps(value, default=_jsonable)
+            embedding = self.embedder.embed(text)
+        return self._do("put_item", dict(namespace=list(namespace), key=key, value=json.dumps(value, default=_jsonable),
+                                         content=content, embedding=embedding,
+                                         embedding_model=self.embedder.model_name if embedding is not None and self.embedder
+                                         is not None else None, user_id=user_id, agent_id=agent_id,
+                                         session_id=session_id), _scalar, conn, setof=False)
+
+    def get_item(self, namespace: Sequence[str], key: str, conn=None) -> dict | None:
+        """The item under (namespace, key), or None (pgmem.get_item)."""
+        return self._do("get_item", dict(namespace=list(namespace), key=key), lambda rows: rows[0] if rows else None, conn)
+
+    def delete_item(self, namespace: Sequence[str], key: str, conn=None) -> bool:
+        """Forgets the item under (namespace, key) (restorable; pgmem.delete_item)."""
+        return self._do("delete_item", dict(namespace=list(namespace), key=key), _scalar, conn, setof=False)
+
+    def search_items(self, namespace_prefix: Sequence[str] = (), query: str | None = None, *, embedding: Any = None,
+                     filter: dict | None = None, k: int = 10, skip: int = 0, conn=None) -> list[dict]:
+        """Items under a namespace prefix: ranked by the fused search when there is a query,
+        else newest first; ``filter`` on the value's fields (pgmem.search_items)."""
+        return self._do("search_items", dict(namespace_prefix=list(namespace_prefix), query_text=query,
+                                             query_embedding=self._embed_query(query, embedding),
+                                             filter=json.dumps(filter, default=_jsonable) if filter else None,
+                                             k=k, skip=skip), list, conn)
+
+    def list_item_namespaces(self, prefix: Sequence[str] | None = None, suffix: Sequence[str] | None = None,
+                             max_depth: int | None = None, k: int = 100, skip: int = 0, conn=None) -> list[tuple]:
+        """The namespaces of the items (pgmem.list_item_namespaces)."""
+        return self._do("list_item_namespaces", dict(prefix=list(prefix) if prefix is not None else None,
+                                                     suffix=list(suffix) if suffix is not None else None,
+                                                     max_depth=max_depth, k=k, skip=skip),
+                        lambda rows: [tuple(next(iter(r.values()))) for r in rows], conn)
+
+    def session_add_items(self, session_id: str, items: Sequence[dict], *, user_id: str | None = None,
+                          remember: bool = False, conn=None) -> int:
+        """Appends a framework's conversation items to a session (pgmem.session_add_items);
+        ``remember`` also stores each user/assistant text turn as a memory."""
+        return self._do("session_add_items", dict(session_id=session_id, items=json.dumps(list(items), default=_jsonable),
+                                                  user_id=user_id, remember=remember), _scalar, conn, setof=False)
+
+    def session_get_items(self, session_id: str, max_items: int | None = None, conn=None) -> list[dict]:
+        """A session's items in order; the latest ``max_items`` (pgmem.session_get_items)."""
+        return self._do("session_get_items", dict(session_id=session_id, max_items=max_items),
+                        lambda rows: [next(iter(r.values())) for r in rows], conn)
+
+    def session_pop_item(self, session_id: str, conn=None) -> dict | None:
+        """Removes and returns a session's latest item (pgmem.session_pop_item)."""
+        return self._do("session_pop_item", dict(session_id=session_id), _scalar, conn, setof=False)
+
+    def session_clear(self, session_id: str, conn=None) -> int:
+        """Removes every item of a session (pgmem.session_clear); the rows are kept."""
+        return self._do("session_clear", dict(session_id=session_id), _scalar, conn, setof=False)
+
     def user_data(self, user_id: str, conn=None) -> dict:
         """What is stored about a user, tier by tier (pgmem.user_data_summary)."""
         return self._do("user_data_summary", dict(user_id=user_id), _scalar, conn, setof=False)
@@ -706,7 +774,8 @@ class _Base:
 
 
 
-_CASTS = {"event_keys": "::text[]", "metadata": "::jsonb", "filters": "::jsonb", "weights": "::jsonb", "changes": "::jsonb",
+_CASTS = {"event_keys": "::text[]", "namespace": "::text[]", "namespace_prefix": "::text[]", "prefix": "::text[]",
+          "suffix": "::text[]", "filter": "::jsonb", "metadata": "::jsonb", "filters": "::jsonb", "weights": "::jsonb", "changes": "::jsonb",
           "items": "::jsonb", "params": "::jsonb", "embedding": "::vector", "query_embedding": "::vector",
           "ids": "::bigint[]", "topics": "::text[]", "entities": "::text[]", "query_id": "::uuid",
           "motor": "::jsonb", "sensory": "::jsonb",  # Fragment content domains (issue 16)
@@ -1005,6 +1074,16 @@ class AsyncMemoryClient(_Base):
     conversation_state = _coroutine(_Base.conversation_state)
     conversation_threads = _coroutine(_Base.conversation_threads)
     search_insights = _coroutine(_Base.search_insights)
+    list_memories = _coroutine(_Base.list_memories)
+    put_item = _coroutine(_Base.put_item)
+    get_item = _coroutine(_Base.get_item)
+    delete_item = _coroutine(_Base.delete_item)
+    search_items = _coroutine(_Base.search_items)
+    list_item_namespaces = _coroutine(_Base.list_item_namespaces)
+    session_add_items = _coroutine(_Base.session_add_items)
+    session_get_items = _coroutine(_Base.session_get_items)
+    session_pop_item = _coroutine(_Base.session_pop_item)
+    session_clear = _coroutine(_Base.session_clear)
     write_limits = _coroutine(_Base.write_limits)
     known_event_keys = _coroutine(_Base.known_event_keys)
     reembed = _coroutine(_Base.reembed)
