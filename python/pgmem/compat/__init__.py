@@ -30,7 +30,9 @@ from typing import Any
 
 __all__ = ["AsyncMemory", "Memory"]
 
-_EVENT = {"add": "ADD", "update": "UPDATE", "delete": "DELETE", "merge": "DELETE", "restore": "ADD"}
+# pgmem's history ops as mem0's events; a repeat the gate refused (duplicate, reject) changed nothing: NONE
+_EVENT = {"add": "ADD", "update": "UPDATE", "delete": "DELETE", "merge": "DELETE", "restore": "ADD",
+          "duplicate": "NONE", "reject": "NONE"}
 _ENTITY = {"user_id": "user_id", "agent_id": "agent_id", "run_id": "session_id"}
 _PROMOTED = ("user_id", "agent_id", "run_id", "actor_id", "role")
 
