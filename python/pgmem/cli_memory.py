@@ -10,9 +10,14 @@ from .errors import PgmemError
 
 
 def _client(args, embed: bool = True):
+    """The client of a command: --tenant (else PGMEM_TENANT, else 'default'), or the signed
+    claim of PGMEM_TENANT_CLAIM; the embedder PGMEM_EMBEDDER chooses."""
     from .client import MemoryClient
+    from .config import tenant_claim
 
-    return MemoryClient(args.dsn, tenant=args.tenant, embedder="auto" if embed else None)
+    claim = tenant_claim()
+    return MemoryClient(args.dsn, tenant=None if claim else args.tenant, tenant_claim=claim,
+                        embedder="auto" if embed else None)
 
 
 def _fmt(v, width: int | None = None) -> str:

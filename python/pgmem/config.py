@@ -99,3 +99,15 @@ def embedding_dim() -> int:
     if not 1 <= dim <= 16000:
         raise ConfigError(f"PGMEM_EMBEDDING_DIM={dim} is outside 1..16000 (pgvector's limit)")
     return dim
+
+
+def env_text(name: str) -> str | None:
+    """A setting's text, stripped; None when unset or blank."""
+    raw = os.environ.get(name, "").strip()
+    return raw or None
+
+
+def tenant_claim() -> str | None:
+    """``PGMEM_TENANT_CLAIM``: a signed tenant claim the CLI and MCP use instead of a tenant
+    (SECURITY.md, "A shared application role")."""
+    return env_text("PGMEM_TENANT_CLAIM")

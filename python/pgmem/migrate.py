@@ -21,6 +21,8 @@ from .errors import MigrationError, SetupError
 
 log = logging.getLogger("pgmem.migrate")
 MIN_PGVECTOR = (0, 8, 0)
+#: pgvector's HNSW index on a vector column takes at most this many dimensions
+MAX_INDEXED_DIM = 2000
 
 INSTALL_HINTS = {
     "vector": "pgvector >= 0.8 (Debian 12: 'make setup' builds it from Debian's pgvector source "
@@ -133,8 +135,11 @@ def upgrade(dsn: str | None = None, revision: str = "head", *, embedding_dim: in
         installed = installed_dim(conn)
     pf.raise_if_missing(describe_dsn(dsn))
     if embedding_dim is not None:
-        if not isinstance(embedding_dim, int) or not 1 <= embedding_dim <= 16000:
-            raise MigrationError(f"--dimensions {embedding_dim} is outside 1..16000 (pgvector's limit)")
+        if not isinstance(embedding_dim, int) or not 1 <= embedding_dim <= MAX_INDEXED_DIM:
+            raise MigrationError(
+                f"--dimensions {embedding_dim} is outside 1..{MAX_INDEXED_DIM}: pgvector's HNSW index takes at most "
+                f"{MAX_INDEXED_DIM:,} dimensions; a larger model can make shorter vectors (text-embedding-3-large: "
+                "PGMEM_EMBED_DIMENSIONS=1536)")
         if installed is not None and installed != embedding_dim:
             raise MigrationError(
                 f"{describe_dsn(dsn)} stores {installed}-dimensional embeddings since its install; --dimensions "
