@@ -288,11 +288,11 @@ def test_without_an_extra_the_command_says_what_to_install(wheel, tmp_path):
     env["PGMEM_DSN"] = "postgresql://nobody@127.0.0.1:1/none"
     out = subprocess.run([str(venv / "bin" / "pgmem"), "migrate"], capture_output=True, text=True, env=env,
                          cwd=tmp_path, timeout=120)
-    assert out.returncode == 1
+    assert out.returncode == 2
     assert "pip install 'pgmem-agent[install]'" in out.stderr and "Traceback" not in out.stderr
     out = subprocess.run([str(venv / "bin" / "pgmem"), "mcp", "--tenant", "acme"], capture_output=True, text=True,
                          env=env, cwd=tmp_path, timeout=120, stdin=subprocess.DEVNULL)
-    assert out.returncode == 1
+    assert out.returncode == 2
     assert "pip install 'pgmem-agent[mcp]'" in out.stderr and "Traceback" not in out.stderr
 
 
