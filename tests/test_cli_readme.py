@@ -122,3 +122,23 @@ def test_the_core_install_without_numpy_is_lexical_and_says_so_once(dsn, tmp_pat
     assert p.returncode == 0, p.stderr
     assert "Traceback" not in p.stderr and p.stderr.count("no embedding model in this install") == 1
     assert p.stdout.startswith("stored ")  # it stored; its question shares no word with the memory (lexical only)
+
+
+def test_jobs_scheduled_by_a_superuser_run_as_the_owner(dsn, tmp_path):
+    """SECURITY.md: pg_cron runs a job as the role that scheduled it; `pgmem jobs schedule` run
+    as a superuser gives pgmem's jobs to pgmem_owner, never to the superuser."""
+    from psycopg.conninfo import conninfo_to_dict
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PGMEM_")}
+    env.update(shim(tmp_path), PGMEM_DSN=dsn)
+    p = subprocess.run(["pgmem", "jobs", "schedule"], capture_output=True, text=True, env=env, timeout=120)
+    try:
+        assert p.returncode == 0, p.stderr
+        assert "(scheduled by a superuser: the jobs run as pgmem_owner)" in p.stdout
+        db = conninfo_to_dict(dsn)["dbname"]
+        cron_dsn = dsn.rsplit("/", 1)[0] + "/pgmem"
+        with psycopg.connect(cron_dsn, autocommit=True) as c:
+            users = {r[0] for r in c.execute("select username from cron.job where database = %s", (db,))}
+        assert users == {"pgmem_owner"}
+    finally:
+        subprocess.run(["pgmem", "jobs", "unschedule"], capture_output=True, env=env, timeout=120)

