@@ -3,6 +3,7 @@ history, get, forget, restore, worker, jobs."""
 from __future__ import annotations
 
 import json
+import re
 import sys
 from collections import Counter
 
@@ -230,7 +231,8 @@ def cmd_ingest(args) -> int:
                 except Exception as e1:
                     if not (isinstance(e1, PgmemError) or _is_data_error(e1)) or _is_connection_error(e1):
                         raise
-                    skip(n, _message(e1))
+                    # sent alone: "item 1 of remember_many" would name the batch, not the line
+                    skip(n, re.sub(r"^item 1 of remember_many: ", "", _message(e1)))
         bar.update(len(batch))
         batch.clear()
 
