@@ -81,6 +81,7 @@ def cmd_migrate(args) -> int:
         migrate.downgrade(args.dsn, args.downgrade)
         print(f"downgraded to {args.downgrade}")
         return 0
+    migrate._alembic()  # the [install] extra first: without it nothing below can run
     dim = args.dimensions
     with migrate.connect(args.dsn, autocommit=True, superuser=True) as c:
         installed = migrate.installed_dim(c)
