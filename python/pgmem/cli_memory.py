@@ -570,9 +570,13 @@ def cmd_jobs_schedule(args) -> int:
         cmds = c.execute("select * from pgmem.job_schedule_commands(merge => %s, prune => %s, archive => %s, "
                          "tune => %s, purge => %s)", (args.merge, args.prune, args.archive, args.tune, args.purge)).fetchall()
     with cron:
-        superuser, owner = cron.execute("select rolsuper, exists (select 1 from pg_roles where rolname = 'pgmem_owner') "
-                                        "from pg_roles where rolname = current_user").fetchone()
-        as_role = "pgmem_owner" if superuser and owner else None
+        superuser, owner_login = cron.execute(
+            "select rolsuper, coalesce((select rolcanlogin from pg_roles where rolname = 'pgmem_owner'), false) "
+            "from pg_roles where rolname = current_user").fetchone()
+        as_role = "pgmem_owner" if superuser and owner_login else None
+        if superuser and not owner_login:
+            print("pgmem: warning: the jobs are scheduled as a superuser and would run as it: give pgmem_owner a login "
+                  "(README, \"Step by step\", step 2) and schedule them again as pgmem_owner", file=sys.stderr)
         for name, sched, command, db in cmds:
             jobid = cron.execute("select cron.schedule_in_database(%s, %s, %s, %s, %s)",
                                  (name, sched, command, db, as_role)).fetchone()[0]
