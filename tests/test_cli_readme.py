@@ -130,6 +130,16 @@ def test_the_core_install_without_numpy_is_lexical_and_says_so_once(dsn, tmp_pat
     assert p.returncode == 0, p.stderr
     assert "Traceback" not in p.stderr and p.stderr.count("no embedding model in this install") == 1
     assert p.stdout.startswith("stored ")  # it stored; its question shares no word with the memory (lexical only)
+    # numpy without a model package: the same, naming the extra to install
+    p = subprocess.run([str(py), "-m", "pip", "install", "-q", "--disable-pip-version-check", "numpy"],
+                       capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stderr
+    p = subprocess.run([str(py), "-m", "pgmem.cli", "remember", "Tom flies to Tokyo", "--who", "tom"],
+                       capture_output=True, text=True, env=env, timeout=120)
+    assert p.returncode == 0, p.stderr
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1 and "no embedding model in this install (onnxruntime is missing)" in lines[0], p.stderr
+    assert "pip install 'pgmem-agent[embed]' (or [onnx], or [http])" in lines[0]
 
 
 def test_jobs_scheduled_by_a_superuser_without_an_owner_login_warn(dsn, tmp_path):

@@ -85,7 +85,20 @@ def embedder_kind(kind: str | None = None, model: str | None = None) -> str:
             return "local"
     from .onnx import DEFAULT_QUALIFIES, onnx_available
 
-    return "onnx" if DEFAULT_QUALIFIES and onnx_available() else "local"
+    from importlib.util import find_spec
+
+    onnx_ok = onnx_available()
+    if DEFAULT_QUALIFIES and onnx_ok:
+        return "onnx"
+    if find_spec("sentence_transformers") is not None:
+        return "local"
+    if onnx_ok:
+        return "onnx"
+    from ..config import DISTRIBUTION
+    from .errors import EmbeddingUnavailable
+
+    raise EmbeddingUnavailable(f"no embedding model is installed: pip install '{DISTRIBUTION}[onnx]' (or [embed], "
+                               "or [http] with PGMEM_EMBED_BASE_URL)", name="onnxruntime")
 
 
 def embedder_class(kind: str | None = None, model: str | None = None) -> type[Embedder]:
