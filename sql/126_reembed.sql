@@ -257,8 +257,8 @@ comment on function pgmem.reembed_status() is
 
 create or replace view pgmem.embedding_models as
 select m.tenant, coalesce(m.embedding_model, '(none)') as model,
-       count(*) filter (where m.embedding is not null) as embedded,
-       count(*) filter (where m.embedding is null) as waiting,
+       count(*) filter (where m.embedded_at is not null) as embedded,  -- (embedded_at: the reader may not read vectors)
+       count(*) filter (where m.embedded_at is null) as waiting,
        count(*) filter (where m.state = 'active') as active
   from pgmem.memories m
  group by 1, 2;
