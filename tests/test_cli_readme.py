@@ -148,9 +148,14 @@ def test_jobs_scheduled_by_a_superuser_without_an_owner_login_warn(dsn, tmp_path
     test_the_readme_steps_on_a_fresh_cluster)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("PGMEM_")}
     env.update(shim(tmp_path), PGMEM_DSN=dsn)
-    p = subprocess.run(["pgmem", "jobs", "schedule"], capture_output=True, text=True, env=env, timeout=120)
-    try:
-        assert p.returncode == 0, p.stderr
-        assert "give pgmem_owner a login" in p.stderr and "schedule them again as pgmem_owner" in p.stderr
-    finally:
-        subprocess.run(["pgmem", "jobs", "unschedule"], capture_output=True, env=env, timeout=120)
+    with psycopg.connect(dsn, autocommit=True) as su:  # (roles are the cluster's: put the state back after)
+        could = su.execute("select rolcanlogin from pg_roles where rolname = 'pgmem_owner'").fetchone()[0]
+        su.execute("alter role pgmem_owner nologin")
+        try:
+            p = subprocess.run(["pgmem", "jobs", "schedule"], capture_output=True, text=True, env=env, timeout=120)
+            assert p.returncode == 0, p.stderr
+            assert "give pgmem_owner a login" in p.stderr and "schedule them again as pgmem_owner" in p.stderr
+        finally:
+            subprocess.run(["pgmem", "jobs", "unschedule"], capture_output=True, env=env, timeout=120)
+            if could:
+                su.execute("alter role pgmem_owner login")
