@@ -29,7 +29,12 @@ def cmd_db_up(args) -> int:
     save_state(c)
     c.wait_ready()
     c.ensure_database()
-    warnings = migrate.upgrade(c.dsn())
+    dim = None
+    with migrate.connect(c.dsn(), autocommit=True) as conn:
+        if migrate.installed_dim(conn) is None:  # a first install: the configured model's dimension
+            dim, origin = migrate.dimensions_for_install(None)
+            print(f"installing pgmem for {dim}-dimensional embeddings ({origin})", file=sys.stderr)
+    warnings = migrate.upgrade(c.dsn(), embedding_dim=dim)
     c.ensure_owner_login()
     for w in warnings:
         print(f"pgmem: warning: {w}", file=sys.stderr)
