@@ -192,8 +192,13 @@ class CachedEmbedder:
         self._inner = None
         self._make = Embedder
         self.path = path
-        self.model_name = os.environ.get("PGMEM_EMBED_MODEL", "").strip() or DEFAULT_MODEL_NAME
-        self._resolved = resolve_model(None)
+        # the configured embedder's model (PGMEM_EMBEDDER: the int8 build by default) keys the cache
+        # (issue 26): its name is known without loading it
+        probe = Embedder()
+        self.model_name = probe.model_name or DEFAULT_MODEL_NAME
+        self._resolved = getattr(probe, "model_path", None) if probe.kind == "local" else self.model_name
+        if self._resolved is None:
+            self._resolved = resolve_model(None)
         self.cache: dict = {}
         self.hits = self.misses = 0
         self.used: set = set()

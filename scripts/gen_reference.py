@@ -229,6 +229,28 @@ EXAMPLES: list[tuple[str, str]] = [
     ("project", "select pgmem.project('pca')"),
     ("map_points", "select memory_id, round(x::numeric, 3) as x, round(y::numeric, 3) as y, round(z::numeric, 3) as z, cluster_id, label, access_count, left(content, 30) as content from pgmem.map_points('pca') order by memory_id"),
     ("save_coords", "select pgmem.save_coords('umap', array[1, 2], array[0.1, 0.2], array[0.0, 0.1], array[1.0, 0.5])"),
+    # (issue 26's examples last: they add memories and moves the earlier outputs must not see)
+    # embedding models (issue 26): limits checked before embedding, replays, moving a tenant to a new model
+    ("write_limits", "select pgmem.write_limits()"),
+    ("known_event_keys", "select * from pgmem.known_event_keys(array['e1', 'e2', 'e-new'])"),
+    ("reembed", "select id, tenant, model, state, total from pgmem.reembed('demo-model-2')"),
+    ("claim_reembeddings", "select memory_id, tenant, model, content from pgmem.claim_reembeddings(2)"),
+    ("complete_reembedding", f"select pgmem.complete_reembedding((select memory_id from pgmem.reembed_queue order by memory_id limit 1), {vec(8)}, 'demo-model-2') as stored"),
+    ("reembed_status", "select move_id, model, state, total, embedded, pending from pgmem.reembed_status()"),
+    ("finish_reembed", "select move_id, model, state, total, pending from pgmem.finish_reembed()"),
+    ("cancel_reembed", "select id, model, state from pgmem.cancel_reembed()"),
+    ("embedding_models", "select tenant, model, embedded, waiting, active from pgmem.embedding_models"),
+    # agent-framework integrations (issue 26): memories by filters, items (LangGraph's store), sessions (OpenAI Agents SDK)
+    ("list_memories", "select id, content, user_id, category from pgmem.list_memories('{\"user_id\": \"maya\", \"category\": \"fact\"}', k => 5)"),
+    ("put_item", "select pgmem.put_item(array['memories', 'maya'], 'diet', '{\"content\": \"Maya eats no peanuts\", \"kind\": \"health\"}', user_id => 'maya') as memory_id"),
+    ("get_item", "select namespace, key, value from pgmem.get_item(array['memories', 'maya'], 'diet')"),
+    ("search_items", "select namespace, key, value, round(score::numeric, 3) as score from pgmem.search_items(array['memories'], 'peanuts', filter => '{\"kind\": \"health\"}')"),
+    ("list_item_namespaces", "select * from pgmem.list_item_namespaces(prefix => array['memories'])"),
+    ("delete_item", "select pgmem.delete_item(array['memories', 'maya'], 'diet') as deleted"),
+    ("session_add_items", "select pgmem.session_add_items('chat-42', '[{\"role\": \"user\", \"content\": \"I am allergic to peanuts\"}, {\"role\": \"assistant\", \"content\": \"Noted.\"}]', user_id => 'maya') as added"),
+    ("session_get_items", "select * from pgmem.session_get_items('chat-42')"),
+    ("session_pop_item", "select pgmem.session_pop_item('chat-42') as popped"),
+    ("session_clear", "select pgmem.session_clear('chat-42') as removed"),
 ]
 
 

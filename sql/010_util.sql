@@ -531,7 +531,7 @@ begin
   if p_embedding is null then return null; end if;
   if vector_dims(p_embedding) <> want then
     perform pgmem._bad_input(format('%s has %s dimensions, but this pgmem installation stores %s', p_what, vector_dims(p_embedding), want),
-      'embed with the model pgmem was installed for (embedding_dim in pgmem.settings), or reinstall with PGMEM_EMBEDDING_DIM');
+      'use an embedder that makes the installed dimension (embedding_dim in pgmem.settings; PGMEM_EMBEDDER, PGMEM_EMBED_MODEL, PGMEM_EMBED_DIMENSIONS); the dimension is chosen at install: pgmem migrate --dimensions N');
   end if;
   n := vector_norm(p_embedding);
   if n = 'NaN'::float8 or n = 'Infinity'::float8 then

@@ -227,7 +227,9 @@ declare
     -- scaleout (issue 19): touch on a hot standby raises 25006 naming the primary; reads settings only
     '_standby_refuses', '_primary_address',
     -- read path's lexical statistics (201): bounded by their arguments, the caller's tenant only, no writes
-    '_lexicon_df', '_lexical_probe', '_query_actors', '_month'];
+    '_lexicon_df', '_lexical_probe', '_query_actors', '_month',
+    -- integrations (issue 26, 128_integrations.sql): pure helpers of list_memories and the items
+    '_filter_strings', '_item_key', '_item_path', '_check_namespace', '_item_matches'];
 begin
   for r in select p.oid::regprocedure::text as sig, p.proname, p.prokind from pg_proc p
              join pg_namespace n on n.oid = p.pronamespace
@@ -335,10 +337,21 @@ end $$;
 --                                   web (issue 25, sql/570_web.sql): pgmem.api_keys is the owner's alone;
 --                                   each filters on the caller's tenant, _api_key for admins' logins only;
 --                                   tests/test_web_sql.py runs each as another tenant
+--   reembed, claim_reembeddings, complete_reembedding, finish_reembed, cancel_reembed, reembed_status
+--                                   embedding moves (issue 26, 126_reembed.sql): their queue is written by
+--                                   pgmem only; every tenant only for pgmem_admin (all_tenants);
+--                                   tests/test_cli_reembed.py runs each as another tenant
+--   session_add_items, session_get_items, session_pop_item, session_clear
+--                                   agent-framework sessions (issue 26, 128_integrations.sql): pgmem alone
+--                                   writes session_items; every statement filters on the caller's tenant;
+--                                   tests/test_integrations_tenancy.py runs each as another tenant
 
 
 -- layered tiers (issue 15): the app role reads its tenant's rows of the tiers (the API functions
 -- are SECURITY DEFINER, audited above); it adds and changes its own behaviour and policy rules
 -- (the writes map above) and switches one off with enabled = false.
+-- integrations (issue 26): the app role reads its tenant's session items (export_user reads them
+-- with its rights); pgmem alone writes them (the session_* functions, audited above)
+grant select on pgmem.session_items to pgmem_app;
 grant select on pgmem.profile_facts, pgmem.conversations, pgmem.messages, pgmem.threads, pgmem.insights,
   pgmem.concept_mentions, pgmem.intent_cache, pgmem.behaviour_rules, pgmem.policy_rules to pgmem_app;

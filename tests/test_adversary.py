@@ -308,7 +308,9 @@ ALLOWED_HELPERS = [
     # scaleout (issue 19): touch/search(touch) on a hot standby raise 25006 naming the primary (reads settings only)
     "_standby_refuses", "_primary_address",
     # read path (201): the lexical statistics of the caller's tenant, bounded by their arguments
-    "_lexicon_df", "_lexical_probe", "_query_actors", "_month"]
+    "_lexicon_df", "_lexical_probe", "_query_actors", "_month",
+    # integrations (issue 26): pure helpers of list_memories and the items
+    "_filter_strings", "_item_key", "_item_path", "_check_namespace", "_item_matches"]
 
 
 # ============================================================== attacker: the admin role

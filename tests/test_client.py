@@ -324,7 +324,7 @@ def test_embed_false_queues_and_the_worker_embeds(mem, dsn, embedder):
 
     p = cli(dsn, "worker", "--once")
     assert p.returncode == 0, p.stderr
-    assert json.loads(p.stdout.strip().splitlines()[-1]) == {"embedded": 1, "failed": 0}
+    assert json.loads(p.stdout.strip().splitlines()[-1]) == {"embedded": 1, "reembedded": 0, "failed": 0}
     assert scalar(dsn, "select count(*) from pgmem.embedding_queue") == 0
     with connect(dsn) as c:
         emb, model = c.execute("select embedding, embedding_model from pgmem.memories where id = %s",
@@ -362,7 +362,7 @@ def test_cli_search_prints_the_signal_table(mem, dsn):
     assert p.returncode == 0 and len(p.stdout.splitlines()) == 2
     # a bad argument is one line on stderr
     p = cli(dsn, "search", "x", "--tenant", "acme", "--k", "0")
-    assert p.returncode == 1 and "pgmem: k must be between 1 and 1000, got 0" in p.stderr
+    assert p.returncode == 2 and "pgmem: k must be between 1 and 1000, got 0" in p.stderr
 
 
 def test_cli_ingest_reports_bad_lines(tmp_path, dsn):
@@ -414,4 +414,4 @@ def test_cli_history_prints_the_ops(mem, dsn):
     assert "reason: flights changed" in p.stdout and "reason: trip is over" in p.stdout
     # another tenant has no history of it
     p = cli(dsn, "history", str(r.id), "--tenant", "other")
-    assert p.returncode == 1 and "no history for memory" in p.stderr
+    assert p.returncode == 2 and "no history for memory" in p.stderr

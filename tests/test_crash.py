@@ -207,7 +207,7 @@ def test_postmaster_sigkill_during_ingest(private_cluster, tmp_path):
     w = subprocess.run(pgmem_cmd("worker", "--once", "--batch", "1000"), capture_output=True, text=True,
                        env=env_for(dsn), timeout=1200)
     assert w.returncode == 0, w.stderr
-    assert json.loads(w.stdout.strip().splitlines()[-1]) == {"embedded": EVENTS, "failed": 0}, w.stdout
+    assert json.loads(w.stdout.strip().splitlines()[-1]) == {"embedded": EVENTS, "reembedded": 0, "failed": 0}, w.stdout
     with connect(dsn, tenant=None) as su:
         assert su.execute("select count(*) from pgmem.embedding_queue").fetchone()[0] == 0
         assert su.execute("select count(*) from pgmem.memories where tenant = %s and embedding is not null"
@@ -287,7 +287,7 @@ def test_worker_sigkill_mid_batch(dsn, tmp_path):
     w = subprocess.run(pgmem_cmd("worker", "--once", "--batch", "128"), capture_output=True, text=True,
                        env=env_for(dsn), timeout=600)
     assert w.returncode == 0, w.stderr
-    assert json.loads(w.stdout.strip().splitlines()[-1]) == {"embedded": n_mem - done, "failed": 0}
+    assert json.loads(w.stdout.strip().splitlines()[-1]) == {"embedded": n_mem - done, "reembedded": 0, "failed": 0}
     with connect(dsn, tenant=None) as c:
         assert c.execute("select count(*) from pgmem.embedding_queue").fetchone()[0] == 0
         assert c.execute("select count(*) from pgmem.memories where embedding is not null and embedded_at is not null"
@@ -305,4 +305,4 @@ def test_worker_all_tenants_more_than_five_batches(dsn):
     w = subprocess.run(pgmem_cmd("worker", "--once", "--batch", "1"), capture_output=True, text=True,
                        env=env_for(dsn), timeout=600)
     assert w.returncode == 0, w.stderr[-500:]
-    assert json.loads(w.stdout.strip().splitlines()[-1]) == {"embedded": 8, "failed": 0}
+    assert json.loads(w.stdout.strip().splitlines()[-1]) == {"embedded": 8, "reembedded": 0, "failed": 0}

@@ -1,12 +1,17 @@
-"""Static checks of docker/ (no Docker engine, no database).
+"""Static checks of docker/ (no Docker engine; the base images cannot be pulled here, so
+Debian's podman cannot build them either).
 
-The images cannot be built on the project's machines, so these tests read the files the
-way Docker and Compose would and follow each chain to the setting that matters: compose
-service -> build context + Dockerfile -> COPY source on disk -> the file's text.
+These tests read the files the way Docker and Compose would and follow each chain to the
+setting that matters: compose service -> build context + Dockerfile -> COPY source on disk ->
+the file's text. And they check that each image installs every module its command imports:
+each pgmem command of compose.yaml is run here, against a real database, with its imports
+recorded, and every distribution it imported must be installed by the image's extras.
 """
 from __future__ import annotations
 
 import json
+import os
+import sys
 import re
 import shlex
 import shutil
@@ -191,7 +196,11 @@ def db_df(services) -> Dockerfile:
 
 @pytest.fixture(scope="module")
 def migrate_df(services) -> Dockerfile:
+    """The image of the pgmem processes (docker/app.Dockerfile: migrate, schedule, worker, serve)."""
     return parse_dockerfile(build_of(services["migrate"])[1])
+
+
+APP_SERVICES = ("migrate", "schedule", "worker", "serve")
 
 
 # Environment of the official postgres:15 image (its Dockerfile sets these).
@@ -279,14 +288,17 @@ def server_settings(services, db_df) -> dict[str, str]:
 
 # --------------------------------------------------------------------------- tests: compose
 def test_compose_has_db_and_migrate(services):
-    assert {"db", "migrate"} <= set(services)
-    for name in ("db", "migrate"):
+    assert {"db", "migrate", "owner", "schedule", "worker", "serve"} <= set(services)
+    for name in ("db", *APP_SERVICES):
         context, dockerfile = build_of(services[name])
         assert context.is_dir(), f"{name}: build context {context} does not exist"
         assert dockerfile.is_file(), f"{name}: {dockerfile} does not exist"
+    # one image for every pgmem process
+    assert {build_of(services[n])[1].name for n in APP_SERVICES} == {"app.Dockerfile"}
+    assert {services[n]["image"] for n in APP_SERVICES} == {"pgmem-app:latest"}
 
 
-REQUIRED = {"PGMEM_DB_PASSWORD"}  # no default: a known superuser password (issue 14)
+REQUIRED = {"PGMEM_DB_PASSWORD", "PGMEM_OWNER_PASSWORD"}  # no default: known passwords (issue 14)
 
 
 def test_compose_variables_all_have_defaults(compose):
@@ -314,6 +326,9 @@ def test_superuser_password_is_required(services):
     for where in (services["db"]["environment"]["POSTGRES_PASSWORD"], services["migrate"]["environment"]["PGMEM_DSN"]):
         with pytest.raises(Required, match="PGMEM_DB_PASSWORD"):
             expand(where, {})
+    for name in ("schedule", "worker", "serve"):
+        with pytest.raises(Required, match="PGMEM_OWNER_PASSWORD"):
+            expand(services[name]["environment"]["PGMEM_DSN"], {})
     assert expand(services["db"]["environment"]["POSTGRES_PASSWORD"], {"PGMEM_DB_PASSWORD": "s3cret"}) == "s3cret"
 
 
@@ -359,15 +374,56 @@ def test_migrate_waits_for_healthy_db_and_runs_once(services):
     assert m["restart"] == "no"  # a string: YAML's bare no would be False
 
 
-def test_migrate_runs_pgmem_migrate(services, migrate_df):
-    m = services["migrate"]
-    entrypoint = m.get("entrypoint") or exec_form(migrate_df.all("ENTRYPOINT")[-1].args)
-    command = m.get("command") or exec_form(migrate_df.all("CMD")[-1].args)
+def _command(service: dict, df: Dockerfile) -> list[str]:
+    entrypoint = service.get("entrypoint") or exec_form(df.all("ENTRYPOINT")[-1].args)
+    command = service.get("command") or exec_form(df.all("CMD")[-1].args)
     if isinstance(command, str):
         command = shlex.split(command)
     if isinstance(entrypoint, str):
         entrypoint = shlex.split(entrypoint)
-    assert [*entrypoint, *command] == ["pgmem", "migrate"]
+    return [*entrypoint, *command]
+
+
+def test_migrate_runs_pgmem_migrate(services, migrate_df):
+    assert _command(services["migrate"], migrate_df) == ["pgmem", "migrate"]
+    assert _command(services["schedule"], migrate_df) == ["pgmem", "jobs", "schedule"]
+    assert _command(services["worker"], migrate_df) == ["pgmem", "worker"]
+    assert _command(services["serve"], migrate_df)[:2] == ["pgmem", "serve"]
+
+
+def test_each_process_runs_as_its_role_in_order(services):
+    """migrate as the superuser; then owner gives pgmem_owner its login; the jobs are scheduled,
+    the worker and the web server run, as pgmem_owner (SECURITY.md), never as postgres."""
+    from urllib.parse import urlsplit
+
+    pw = {"PGMEM_DB_PASSWORD": "s3cret", "PGMEM_OWNER_PASSWORD": "own3r"}
+    assert urlsplit(expand(services["migrate"]["environment"]["PGMEM_DSN"], pw)).username == "postgres"
+    for name in ("schedule", "worker", "serve"):
+        dsn = urlsplit(expand(services[name]["environment"]["PGMEM_DSN"], pw))
+        assert (dsn.username, dsn.password, dsn.hostname, dsn.path) == ("pgmem_owner", "own3r", "db", "/pgmem"), name
+        assert services[name]["depends_on"] == {"owner": {"condition": "service_completed_successfully"}}, name
+    assert services["owner"]["depends_on"] == {"migrate": {"condition": "service_completed_successfully"}}
+    assert services["schedule"]["restart"] == "no"
+    assert services["worker"]["restart"] == services["serve"]["restart"] == "unless-stopped"
+    # the web server listens in its container and is published on the host's loopback only
+    assert all(expand(p, {}).startswith("127.0.0.1:") for p in services["serve"]["ports"])
+
+
+def test_owner_gives_pgmem_owner_a_login_and_pg_crons_rights(services, db_df):
+    o = services["owner"]
+    assert o["image"] == services["db"]["image"]  # psql comes with the database image
+    text = " ".join(o["entrypoint"])
+    m = re.search(r"-f (\S+)", text)
+    context, _ = build_of(services["db"])
+    landed = {c.dest_of(s): source_path(context, s) for c in copies(db_df, context) for s in c.sources}
+    sql_file = landed[m.group(1)]
+    sql = sql_file.read_text()
+    assert "alter role pgmem_owner login password %L" in sql and ":'owner_password'" in sql
+    for grant in ("grant usage on schema cron to pgmem_owner", "grant execute on all functions in schema cron to pgmem_owner",
+                  "grant pg_read_all_settings to pgmem_owner"):
+        assert grant in sql
+    assert '-v owner_password="$$PGMEM_OWNER_PASSWORD"' in text  # $$: the shell's variable, not Compose's
+    assert expand(o["environment"]["PGMEM_OWNER_PASSWORD"], {"PGMEM_OWNER_PASSWORD": "x"}) == "x"
 
 
 def test_migrate_dsn_points_at_db(services):
@@ -396,7 +452,9 @@ def test_db_image_installs_the_extensions(db_df):
     runs = [expand(i.args, db_env(db_df), strict=False) for i in db_df.all("RUN")]
     installs = " ".join(r for r in runs if "apt-get install" in r)
     words = {w.strip("\"'").split("=")[0] for w in installs.split()}
-    for pkg in ("postgresql-15-pgvector", "postgresql-15-cron", "postgresql-plpython3-15", "python3-numpy"):
+    # python3-sklearn: the cluster job's engine (python/pgmem/engine/) imports it inside PL/Python
+    for pkg in ("postgresql-15-pgvector", "postgresql-15-cron", "postgresql-plpython3-15", "python3-numpy",
+                "python3-sklearn"):
         assert pkg in words, f"{pkg} is not installed by {db_df.path.name}"
 
 
@@ -450,7 +508,7 @@ def test_db_init_script_exists_and_creates_the_database(services, db_df):
 
 
 @pytest.mark.parametrize("service", ["db", "migrate"])
-def test_every_copy_source_exists_in_the_build_context(services, service):
+def test_every_copy_source_exists_in_the_build_context(services, service):  # migrate: the app image
     context, dockerfile = build_of(services[service])
     df = parse_dockerfile(dockerfile)
     cps = copies(df, context)
@@ -461,7 +519,7 @@ def test_every_copy_source_exists_in_the_build_context(services, service):
             assert source_path(context, s).exists(), f"{dockerfile.name}: COPY {s} (context {context})"
 
 
-@pytest.mark.parametrize("name", ["Dockerfile", "migrate.Dockerfile"])
+@pytest.mark.parametrize("name", ["Dockerfile", "app.Dockerfile"])
 def test_every_arg_has_a_default(name):
     df = parse_dockerfile(DOCKER / name)
     for i in df.all("ARG"):
@@ -478,16 +536,35 @@ def test_shell_scripts_in_the_image_parse():
 
 
 # --------------------------------------------------------------------------- tests: migrate image
+def _pyproject() -> dict:
+    import tomllib
+
+    return tomllib.loads((ROOT / "pyproject.toml").read_text())
+
+
+def image_extras(df: Dockerfile) -> list[str]:
+    """The extras the image's pip install names (its PGMEM_EXTRAS build argument)."""
+    env = stage_env(df, {})
+    pip = [expand(i.args, env, strict=False) for i in df.all("RUN") if "pip install" in i.args]
+    targets = [w for part in re.findall(r"pip install ([^;&|]+)", " ".join(pip)) for w in shlex.split(part)
+               if not w.startswith("-")]
+    assert len(targets) == 1 and re.fullmatch(r"/src\[[\w,-]+\]", targets[0]), targets
+    return targets[0][5:-1].split(",")
+
+
 def test_migrate_image_is_python_slim_with_core_dependencies_only(migrate_df):
+    """The app image: python slim, the package from /src with the extras its commands need
+    (torch-free: the int8 ONNX embedder, not sentence-transformers)."""
     [frm] = migrate_df.all("FROM")
     assert expand(frm.args.split()[0], dict(migrate_df.global_args)) == "python:3.11-slim"
     env = stage_env(migrate_df, {})
-    assert env["PGMEM_ROOT"] == "/src"
-    pip = [i.args for i in migrate_df.all("RUN") if "pip install" in i.args]
-    assert pip
-    installs = re.findall(r"pip install ([^;&|]+)", " ".join(pip))
-    targets = [w for part in installs for w in shlex.split(part) if not w.startswith("-")]
-    assert targets == ["/src"], f"installs {targets}: only the core package, no extras"
+    assert env["PGMEM_ROOT"] == "/src" and env["PGMEM_EMBEDDER"] == "onnx"
+    extras = image_extras(migrate_df)
+    assert {"install", "onnx", "mcp", "web"} <= set(extras)
+    defined = set(_pyproject()["project"]["optional-dependencies"])
+    # [web] (pgmem serve) is issue 25's, in python/pgmem/web/: checked once it is in this checkout
+    needed = set(extras) - ({"web"} if not (ROOT / "python" / "pgmem" / "web").is_dir() else set())
+    assert needed <= defined, f"extras the image installs but pyproject.toml lacks: {needed - defined}"
     for heavy in ("[embed]", "[dev]", "torch", "sentence-transformers"):
         assert heavy not in "\n".join(i.args for i in migrate_df.instructions)
 
@@ -571,3 +648,142 @@ def test_readme_describes_every_file():
             assert f"`{rel}`" in readme, f"docker/README.md does not describe {rel}"
     for topic in ("docker compose", "PGMEM_DSN", "existing PostgreSQL"):
         assert topic in readme
+
+
+# --------------------------------------------------------------------------- tests: what the commands import
+TRACER = """
+import atexit, os, sys
+
+def _pgmem_dump_imports():
+    with open(os.environ["PGMEM_TRACE_IMPORTS"], "w") as f:
+        f.write("\\n".join(sorted({m.split(".")[0] for m in list(sys.modules)})))
+
+atexit.register(_pgmem_dump_imports)
+"""
+
+
+def _norm(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def installed_by(extras: list[str]) -> set[str]:
+    """The distributions ``pip install 'pgmem-agent[extras]'`` installs: pyproject.toml's core
+    dependencies and those extras, then each one's own requirements (as installed here), with
+    their markers and extras evaluated."""
+    from importlib import metadata
+
+    from packaging.requirements import Requirement
+
+    project = _pyproject()["project"]
+    todo = [(Requirement(r), frozenset()) for r in project["dependencies"]]
+    for e in extras:
+        todo += [(Requirement(r), frozenset()) for r in project["optional-dependencies"].get(e, [])]
+    seen: set[str] = set()
+    done: set[tuple[str, frozenset]] = set()
+    while todo:
+        req, _ = todo.pop()
+        name = _norm(req.name)
+        if name == "pgmem-agent":  # an extra naming others of pyproject.toml
+            for e in req.extras:
+                todo += [(Requirement(r), frozenset()) for r in project["optional-dependencies"].get(e, [])]
+            continue
+        key = (name, frozenset(req.extras))
+        if key in done:
+            continue
+        done.add(key)
+        seen.add(name)
+        try:
+            dist = metadata.distribution(req.name)
+        except metadata.PackageNotFoundError:
+            continue
+        for raw in dist.requires or []:
+            sub = Requirement(raw)
+            envs = [{"extra": x} for x in (req.extras or {""})]
+            if sub.marker is None or any(sub.marker.evaluate(env) for env in envs):
+                todo.append((sub, frozenset()))
+    return seen
+
+
+def _run_traced(args: list[str], env: dict, tmp_path, *, until: str | None = None) -> set[str]:
+    """Runs a pgmem command here with its imports recorded; returns the top-level modules."""
+    import signal
+    import time
+
+    tracer_dir = tmp_path / "tracer"
+    tracer_dir.mkdir(exist_ok=True)
+    (tracer_dir / "sitecustomize.py").write_text(TRACER)
+    out = tmp_path / f"imports-{args[0]}.txt"
+    e = {**{k: v for k, v in os.environ.items() if not k.startswith("PGMEM_")}, **env,
+         "PYTHONPATH": f"{tracer_dir}:{ROOT / 'python'}", "PGMEM_TRACE_IMPORTS": str(out),
+         "PGMEM_EMBEDDER": "onnx", "HF_HUB_OFFLINE": "1"}
+    cmd = [sys.executable, "-m", "pgmem.cli", *args]
+    if until is None:
+        p = subprocess.run(cmd, capture_output=True, text=True, env=e, timeout=300, stdin=subprocess.DEVNULL)
+        assert p.returncode == 0, (args, p.stderr)
+    else:  # a server: until it says it is up, then an interrupt (atexit runs)
+        p = subprocess.Popen(cmd, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True, env=e)
+        deadline = time.monotonic() + 120
+        seen = ""
+        while until not in seen and time.monotonic() < deadline and p.poll() is None:
+            seen += p.stderr.readline()
+        p.send_signal(signal.SIGINT)
+        p.wait(timeout=60)
+        assert until in seen, seen
+    return set(out.read_text().split())
+
+
+def _distributions(modules: set[str]) -> dict[str, list[str]]:
+    from importlib.metadata import packages_distributions
+
+    by_module = packages_distributions()
+    return {m: [_norm(d) for d in by_module[m]] for m in modules
+            if m in by_module and m not in sys.stdlib_module_names and m not in ("pgmem", "sitecustomize")}
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.parametrize("service", APP_SERVICES)
+def test_each_image_installs_what_its_command_imports(service, services, migrate_df, fresh_db, tmp_path):
+    """Each pgmem process of compose.yaml, run here against a real database with its imports
+    recorded: every distribution it imported is installed by the image's extras. (The base images
+    cannot be pulled on these machines, so no engine builds them here; app.Dockerfile also imports
+    the modules at build time.)"""
+    cmd = _command(services[service], migrate_df)[1:]
+    from pgmem.cli import build_parser
+
+    if cmd[0] not in build_parser()._subparsers._group_actions[0].choices:
+        pytest.skip(f"pgmem {cmd[0]} is not in this checkout yet (issue 25's python/pgmem/web/ brings it)")
+    dsn = fresh_db(template=None) if service == "migrate" else fresh_db()
+    env = {"PGMEM_DSN": dsn, "PGMEM_TENANT": "acme"}
+    if service == "migrate":
+        modules = _run_traced(cmd, env, tmp_path)
+    elif service == "schedule":
+        modules = _run_traced(cmd, env, tmp_path)
+        subprocess.run([sys.executable, "-m", "pgmem.cli", "jobs", "unschedule"], env={**os.environ, **env,
+                       "PYTHONPATH": str(ROOT / "python")}, capture_output=True, timeout=120)
+    elif service == "worker":
+        import psycopg
+
+        with psycopg.connect(dsn, autocommit=True, options="-c pgmem.tenant=acme") as c:
+            c.execute("select pgmem.remember('a memory for the worker to embed')")
+        modules = _run_traced([*cmd, "--once"], env, tmp_path)
+        assert "onnxruntime" in modules  # it embedded with the image's model
+    else:
+        tokens = tmp_path / "tokens.json"
+        subprocess.run([sys.executable, "-m", "pgmem.cli", "mcp", "--new-token", "--tenant", "acme", "--tokens",
+                        str(tokens)], env={**os.environ, **env, "PYTHONPATH": str(ROOT / "python")},
+                       capture_output=True, timeout=120, check=True)
+        port = _free_port()
+        args = [a if a != "0.0.0.0" else "127.0.0.1" for a in cmd]
+        args = [*args[:args.index("--port") + 1], str(port), *args[args.index("--port") + 2:]] if "--port" in args else args
+        modules = _run_traced([*args, "--tokens", str(tokens)], env, tmp_path, until="pgmem serve:")
+    dists = _distributions(modules)
+    installed = installed_by(image_extras(migrate_df))
+    missing = {m: d for m, d in dists.items() if not set(d) & installed}
+    assert not missing, f"pgmem {' '.join(cmd)} imports {missing}, which {migrate_df.path.name}'s extras do not install"

@@ -124,7 +124,7 @@ def test_stdio_needs_a_tenant(dsn):
     env.pop("PGMEM_TENANT", None)
     out = subprocess.run([sys.executable, "-m", "pgmem.cli", "mcp"], capture_output=True, text=True, env=env,
                          timeout=60, stdin=subprocess.DEVNULL)
-    assert out.returncode == 1 and "the tenant comes from --tenant or PGMEM_TENANT" in out.stderr
+    assert out.returncode == 2 and "the tenant comes from --tenant or PGMEM_TENANT" in out.stderr
 
 
 # ------------------------------------------------------------------------------ SQL tools
@@ -272,8 +272,8 @@ def test_sdk_client_without_token_fails(http_server):
 def test_http_only_on_loopback_and_tokens_name_the_tenant(dsn, tmp_path):
     env = _env(dsn, PGMEM_MCP_TOKENS=str(tmp_path / "none.json"))
     out = _pgmem(env, "mcp", "--transport", "http", "--host", "0.0.0.0")
-    assert out.returncode == 1 and "loopback interface only" in out.stderr
+    assert out.returncode == 2 and "loopback interface only" in out.stderr
     out = _pgmem(env, "mcp", "--transport", "http", "--tenant", "acme")
-    assert out.returncode == 1 and "each bearer token names its tenant" in out.stderr
+    assert out.returncode == 2 and "each bearer token names its tenant" in out.stderr
     out = _pgmem(env, "mcp", "--transport", "http", "--port", str(_free_port()))
-    assert out.returncode == 1 and "no MCP tokens in" in out.stderr and "--new-token" in out.stderr
+    assert out.returncode == 2 and "no MCP tokens in" in out.stderr and "--new-token" in out.stderr

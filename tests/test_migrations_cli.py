@@ -181,7 +181,7 @@ def test_db_up_port_in_use_is_one_line(embedded_env, cluster):
     env, home, port = embedded_env
     env = {**env, "PGMEM_PORT": str(cluster.port)}  # the test cluster holds this port
     p = subprocess.run(PGMEM + ["db", "up"], env=env, capture_output=True, text=True, cwd=ROOT)
-    assert p.returncode == 1
+    assert p.returncode == 2
     assert "Traceback" not in p.stderr
     assert p.stderr.strip().splitlines() == [
         f"pgmem: port {cluster.port} on 127.0.0.1 is in use by another process; set PGMEM_PORT to a free port (or stop that process)"]

@@ -51,3 +51,29 @@ def test_node_example_without_dsn_says_what_to_set():
     out = subprocess.run([shutil.which("node") or "node", "remember_and_search.mjs"], cwd=EXAMPLE, env=env,
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 2 and "set PGMEM_DSN" in out.stderr
+
+
+def test_node_example_without_tenant_is_one_line():
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PGMEM_")}
+    env["PGMEM_DSN"] = "postgresql://nobody@127.0.0.1:1/none"
+    out = subprocess.run([shutil.which("node") or "node", "remember_and_search.mjs"], cwd=EXAMPLE, env=env,
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 2 and out.stderr.strip().splitlines() == [
+        "remember_and_search: set PGMEM_TENANT to the tenant this login acts for (an administrator grants it: "
+        "select pgmem.grant_tenant('<login>', '<tenant>'))"]
+
+
+def test_node_example_database_errors_are_one_line(dsn):
+    """A tenant the login is not granted, or a server that is down: the server's words, one line."""
+    node = shutil.which("node") or "node"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PGMEM_")}
+    env.update(PGMEM_DSN=dsn, PGMEM_TENANT="no tenant!")
+    out = subprocess.run([node, "remember_and_search.mjs"], cwd=EXAMPLE, env=env, capture_output=True, text=True,
+                         timeout=60)
+    lines = out.stderr.strip().splitlines()
+    assert out.returncode == 2 and len(lines) == 1 and "invalid tenant name" in lines[0], out.stderr
+    env["PGMEM_DSN"] = "postgresql://nobody:pw@127.0.0.1:1/none"
+    out = subprocess.run([node, "remember_and_search.mjs"], cwd=EXAMPLE, env=env, capture_output=True, text=True,
+                         timeout=60)
+    lines = out.stderr.strip().splitlines()
+    assert out.returncode == 2 and len(lines) == 1 and "ECONNREFUSED" in lines[0], out.stderr

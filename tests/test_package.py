@@ -132,9 +132,15 @@ def test_from_database_maps_sqlstates(dsn, sql, tenant, cls, state):
         assert str(mapped) == f"{mapped.message} (hint: {mapped.hint})"
 
 
-def test_from_database_leaves_other_errors_alone(dsn):
+def test_from_database_maps_other_errors_by_their_class(dsn):
+    """Issue 26: every SQLSTATE has a class; one without its own takes its SQLSTATE class's."""
+    from pgmem.errors import DataError
+
     err = _server_error(dsn, "select 1/0")
-    assert from_database(err) is err
+    mapped = from_database(err)
+    assert type(mapped) is DataError and mapped.sqlstate == "22012" and "division by zero" in str(mapped)
+    plain = ValueError("not from the server")
+    assert from_database(plain) is plain
 
 
 def test_mapped_errors_are_builtin_kinds_too():
@@ -288,11 +294,11 @@ def test_without_an_extra_the_command_says_what_to_install(wheel, tmp_path):
     env["PGMEM_DSN"] = "postgresql://nobody@127.0.0.1:1/none"
     out = subprocess.run([str(venv / "bin" / "pgmem"), "migrate"], capture_output=True, text=True, env=env,
                          cwd=tmp_path, timeout=120)
-    assert out.returncode == 1
+    assert out.returncode == 2
     assert "pip install 'pgmem-agent[install]'" in out.stderr and "Traceback" not in out.stderr
     out = subprocess.run([str(venv / "bin" / "pgmem"), "mcp", "--tenant", "acme"], capture_output=True, text=True,
                          env=env, cwd=tmp_path, timeout=120, stdin=subprocess.DEVNULL)
-    assert out.returncode == 1
+    assert out.returncode == 2
     assert "pip install 'pgmem-agent[mcp]'" in out.stderr and "Traceback" not in out.stderr
 
 

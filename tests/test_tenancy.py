@@ -276,6 +276,7 @@ def world(cluster, dsn, roles):
 # layered tiers (issue 15): their functions' isolation is checked by tests/test_layered_tenancy.py
 from test_layered_tenancy import LAYERED_FUNCTIONS  # noqa: E402
 from test_web_sql import WEB_FUNCTIONS, WEB_SECDEF  # noqa: E402  (web, issue 25: tests/test_web_sql.py isolates each)
+from test_cli_reembed import ECO_FUNCTIONS, ECO_SECDEF  # noqa: E402  (issue 26: runs each as another tenant)
 
 
 # ------------------------------------------------------------- per-function checks
@@ -815,7 +816,7 @@ def public_functions(conn) -> set[str]:
 # ---------------------------------------------------------------------------- tests
 def test_every_public_function_has_an_isolation_check(conn):
     public = public_functions(conn)
-    covered = set(CHECKS) | set(PURE) | LAYERED_FUNCTIONS | WEB_FUNCTIONS
+    covered = set(CHECKS) | set(PURE) | LAYERED_FUNCTIONS | WEB_FUNCTIONS | ECO_FUNCTIONS
     assert public - covered == set(), f"public functions without an isolation check: {sorted(public - covered)}"
     assert covered - public == set(), f"checks for functions that no longer exist: {sorted(covered - public)}"
     assert {CHECKS[n] for n in CHECKS} <= {CHECKS[n] for n in ORDER}, "every check must be in ORDER"
@@ -841,7 +842,8 @@ def test_tenant_isolation_of_every_function_view_and_table(world):
     for name, q in PURE.items():
         w.a.execute(q).fetchall()
     ran_fns = {CHECKS[r] for r in ran}
-    assert public_functions(w.su) <= {n for n in CHECKS if CHECKS[n] in ran_fns} | set(PURE) | LAYERED_FUNCTIONS | WEB_FUNCTIONS
+    assert public_functions(w.su) <= ({n for n in CHECKS if CHECKS[n] in ran_fns} | set(PURE) | LAYERED_FUNCTIONS
+                                      | WEB_FUNCTIONS | ECO_FUNCTIONS)
 
     # views: as the reader (documented BI access) and as the app role
     for view in ("memory_health", "category_stats", "tenant_stats", "job_status",
@@ -1034,7 +1036,8 @@ SECURITY_DEFINER_AUDITED = sorted([
     "assign_cluster", "cluster_confidence", "cluster_top_members", "project", "save_coords"]  # clusters, map
     + RECONSTRUCTIVE_SECDEF
     + sorted(LAYERED_FUNCTIONS)  # layered tiers (issue 15): tests/test_layered_tenancy.py runs each as another tenant
-    + WEB_SECDEF)  # web (issue 25): tests/test_web_sql.py
+    + WEB_SECDEF  # web (issue 25): tests/test_web_sql.py
+    + ECO_SECDEF)  # embedding moves (issue 26): tests/test_cli_reembed.py
 
 
 def _unpinned(conn) -> list[dict]:

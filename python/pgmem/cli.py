@@ -29,7 +29,12 @@ def cmd_db_up(args) -> int:
     save_state(c)
     c.wait_ready()
     c.ensure_database()
-    warnings = migrate.upgrade(c.dsn())
+    dim = None
+    with migrate.connect(c.dsn(), autocommit=True) as conn:
+        if migrate.installed_dim(conn) is None:  # a first install: the configured model's dimension
+            dim, origin = migrate.dimensions_for_install(None)
+            print(f"installing pgmem for {dim}-dimensional embeddings ({origin})", file=sys.stderr)
+    warnings = migrate.upgrade(c.dsn(), embedding_dim=dim)
     c.ensure_owner_login()
     for w in warnings:
         print(f"pgmem: warning: {w}", file=sys.stderr)
@@ -81,7 +86,14 @@ def cmd_migrate(args) -> int:
         migrate.downgrade(args.dsn, args.downgrade)
         print(f"downgraded to {args.downgrade}")
         return 0
-    for w in migrate.upgrade(args.dsn, args.revision, embedding_dim=args.embedding_dim):
+    migrate._alembic()  # the [install] extra first: without it nothing below can run
+    dim = args.dimensions
+    with migrate.connect(args.dsn, autocommit=True, superuser=True) as c:
+        installed = migrate.installed_dim(c)
+    if installed is None:  # a first install fixes the dimension: from --dimensions or the configured model
+        dim, origin = migrate.dimensions_for_install(dim)
+        print(f"installing pgmem for {dim}-dimensional embeddings ({origin})", file=sys.stderr)
+    for w in migrate.upgrade(args.dsn, args.revision, embedding_dim=dim):
         print(f"pgmem: warning: {w}", file=sys.stderr)
     print(f"pgmem is at revision {migrate.current_revision(args.dsn)} in {migrate.describe_dsn(migrate.resolve_dsn(args.dsn))}")
     return 0
@@ -327,7 +339,9 @@ def build_parser() -> argparse.ArgumentParser:
     mg = sub.add_parser("migrate", help="install or upgrade pgmem in the database (PGMEM_DSN or embedded)")
     mg.add_argument("--revision", default="head")
     mg.add_argument("--downgrade", metavar="REVISION", help="downgrade instead (e.g. 'base' removes pgmem)")
-    mg.add_argument("--embedding-dim", type=int, help="dimension of the embedding column (first install only; default 384)")
+    mg.add_argument("--dimensions", "--embedding-dim", dest="dimensions", type=int, metavar="N",
+                    help="dimension of the embeddings (first install only; default: PGMEM_EMBEDDING_DIM, else the "
+                         "configured model's: 384 for all-MiniLM-L6-v2, 1536 for text-embedding-3-small)")
     mg.set_defaults(func=cmd_migrate)
 
     from . import cli_memory
@@ -341,6 +355,54 @@ def build_parser() -> argparse.ArgumentParser:
     web.register(sub)
     _add_map_parser(sub)
     return p
+
+
+#: exit code of every expected failure (one line on stderr naming the fix); argparse uses it too
+EXIT_FAILURE = 2
+
+
+def report(e: BaseException) -> int:
+    """Print one line for a failure and return the exit code: 2 for everything a user can fix
+    (pgmem's errors, the database's, a file, the network), 1 for a bug (asking for a report)."""
+    import psycopg
+
+    from .errors import from_database
+
+    def say(text: str) -> None:
+        text = " ".join(str(text).split())  # one line, whatever the message held
+        print(f"pgmem: {text}", file=sys.stderr)
+
+    if isinstance(e, psycopg.Error):
+        mapped = from_database(e)
+        if mapped is not e:
+            e = mapped
+        else:
+            diag = getattr(e, "diag", None)
+            msg = (diag.message_primary if diag and diag.message_primary else str(e).strip().splitlines()[-1]
+                   if str(e).strip() else type(e).__name__)
+            say(msg + (f" (hint: {diag.message_hint})" if diag and diag.message_hint else ""))
+            return EXIT_FAILURE
+    if isinstance(e, PgmemError):
+        say(str(e))
+        return EXIT_FAILURE
+    if type(e).__name__ == "PoolTimeout":
+        say(f"no database connection: {e}: is PostgreSQL running? check PGMEM_DSN")
+        return EXIT_FAILURE
+    if isinstance(e, FileNotFoundError):
+        say(f"{e.filename}: no such file: check the path")
+        return EXIT_FAILURE
+    if isinstance(e, IsADirectoryError):
+        say(f"{e.filename}: is a directory: give a file")
+        return EXIT_FAILURE
+    if isinstance(e, PermissionError) and getattr(e, "filename", None):
+        say(f"{e.filename}: permission denied: check the file's permissions")
+        return EXIT_FAILURE
+    if isinstance(e, (OSError, ValueError, ImportError)):
+        say(f"{type(e).__name__}: {e}")
+        return EXIT_FAILURE
+    say(f"internal error: {type(e).__name__}: {e} (this is a bug: run again with PGMEM_DEBUG=1 for the traceback "
+        "and report it)")
+    return 1
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -358,24 +420,15 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="pgmem: %(message)s")
     try:
         return args.func(args) or 0
-    except PgmemError as e:
-        if os.environ.get("PGMEM_DEBUG"):
-            raise
-        print(f"pgmem: {e}", file=sys.stderr)
-        return 1
     except KeyboardInterrupt:
         print("pgmem: interrupted", file=sys.stderr)
         return 130
-    except Exception as e:  # database errors from the SQL API carry a message for people
-        import psycopg
-
-        if isinstance(e, psycopg.Error) and not os.environ.get("PGMEM_DEBUG"):
-            diag = getattr(e, "diag", None)
-            msg = (diag.message_primary if diag and diag.message_primary else str(e)).strip()
-            hint = diag.message_hint if diag else None
-            print(f"pgmem: {msg}" + (f" (hint: {hint})" if hint else ""), file=sys.stderr)
-            return 1
-        raise
+    except BrokenPipeError:  # `pgmem search ... | head`
+        return 0
+    except Exception as e:  # every failure is one line (PGMEM_DEBUG=1: the traceback)
+        if os.environ.get("PGMEM_DEBUG"):
+            raise
+        return report(e)
 
 
 if __name__ == "__main__":

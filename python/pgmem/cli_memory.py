@@ -3,6 +3,7 @@ history, get, forget, restore, worker, jobs."""
 from __future__ import annotations
 
 import json
+import re
 import sys
 from collections import Counter
 
@@ -10,9 +11,14 @@ from .errors import PgmemError
 
 
 def _client(args, embed: bool = True):
+    """The client of a command: --tenant (else PGMEM_TENANT, else 'default'), or the signed
+    claim of PGMEM_TENANT_CLAIM; the embedder PGMEM_EMBEDDER chooses."""
     from .client import MemoryClient
+    from .config import tenant_claim
 
-    return MemoryClient(args.dsn, tenant=args.tenant, embedder="auto" if embed else None)
+    claim = tenant_claim()
+    return MemoryClient(args.dsn, tenant=None if claim else args.tenant, tenant_claim=claim,
+                        embedder="auto" if embed else None)
 
 
 def _fmt(v, width: int | None = None) -> str:
@@ -40,7 +46,7 @@ def print_table(rows: list[dict], columns: list[str], widths: dict[str, int] | N
 
 def cmd_remember(args) -> int:
     mem = _client(args, embed=not args.no_embed)
-    meta = json.loads(args.metadata) if args.metadata else None
+    meta = json_option("--metadata", args.metadata)
     r = mem.remember(args.text, who=args.who, what=args.what, when=args.when, where=args.where, why=args.why,
                      how=args.how, category=args.category, importance=args.importance, metadata=meta,
                      session_id=args.session, user_id=args.user, agent_id=args.agent, extract=not args.no_extract,
@@ -51,7 +57,7 @@ def cmd_remember(args) -> int:
     return 0
 
 
-def read_jsonl(path: str, err=sys.stderr):
+def read_jsonl(path: str, err=sys.stderr, on_bad=None):
     """Yield (line_number, event) for good lines; report bad ones with their line number.
     Lines are decoded one by one, so an invalid UTF-8 byte costs only its own line."""
     bad = 0
@@ -62,6 +68,8 @@ def read_jsonl(path: str, err=sys.stderr):
                 line = raw.decode("utf-8")
             except UnicodeDecodeError as e:
                 bad += 1
+                if on_bad is not None:
+                    on_bad()
                 print(f"pgmem: {path}:{n}: skipped, not valid UTF-8 ({e.reason} at byte {e.start})", file=err)
                 continue
             if not line.strip():
@@ -70,19 +78,27 @@ def read_jsonl(path: str, err=sys.stderr):
                 ev = json.loads(line)
             except json.JSONDecodeError as e:
                 bad += 1
+                if on_bad is not None:
+                    on_bad()
                 print(f"pgmem: {path}:{n}: skipped, not JSON ({e.msg} at column {e.colno})", file=err)
                 continue
             except RecursionError:  # json's decoder recurses once per level of nesting
                 bad += 1
+                if on_bad is not None:
+                    on_bad()
                 print(f"pgmem: {path}:{n}: skipped, not JSON (nested too deeply for the decoder)", file=err)
                 continue
             if not isinstance(ev, dict):
                 bad += 1
+                if on_bad is not None:
+                    on_bad()
                 print(f"pgmem: {path}:{n}: skipped, a line must be a JSON object, got {type(ev).__name__}", file=err)
                 continue
             content = ev.get("content") or ev.get("text")
             if not isinstance(content, str) or not content.strip():
                 bad += 1
+                if on_bad is not None:
+                    on_bad()
                 print(f"pgmem: {path}:{n}: skipped, no \"content\" text", file=err)
                 continue
             yield n, ev
@@ -92,63 +108,163 @@ def read_jsonl(path: str, err=sys.stderr):
         read_jsonl.bad = bad
 
 
-def cmd_ingest(args) -> int:
-    """Stream a JSONL file of events into pgmem: batches through remember_many; a bad line is
-    reported with its number and skipped; a batch the database refuses is retried item by item
-    so only the bad items are skipped. Re-running is safe: event_id makes it idempotent."""
-    from ._progress import progress_bar
+def json_option(name: str, text: str | None, *, kind: type = dict):
+    """The JSON value of an option (--filters, --metadata), or one line naming the problem."""
+    if text is None:
+        return None
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise PgmemError(f"{name} is not JSON ({e.msg} at column {e.colno}): give an object, "
+                         f"e.g. {name} '{{\"user_id\": \"maya\"}}'") from None
+    if not isinstance(value, kind):
+        raise PgmemError(f"{name} must be a JSON {'object' if kind is dict else kind.__name__}, "
+                         f"not {type(value).__name__}: e.g. {name} '{{\"user_id\": \"maya\"}}'")
+    return value
 
+
+# event fields checked against pgmem.write_limits() before anything is embedded
+_FIELD_KEYS = {"who": ("who", "actor", "role"), "what": ("what",), "where": ("where", "location"), "why": ("why",),
+               "how": ("how",)}
+_ID_KEYS = ("user_id", "agent_id", "session_id", "event_id", "event_key")
+
+
+def oversize(ev: dict, limits: dict) -> str | None:
+    """Why an event is over a write limit (pgmem.write_limits), or None: checked before the
+    event is extracted or embedded, so a line the database would refuse costs nothing."""
+    def nbytes(v) -> int:
+        return len(v.encode("utf-8")) if isinstance(v, str) else 0
+
+    def over(what: str, n: int, key: str, fix: str) -> str | None:
+        lim = limits.get(key)
+        return f"{what} is {n:,} bytes, more than {key} ({int(lim):,}): {fix}" if lim is not None and n > int(lim) else None
+
+    content = ev.get("content") or ev.get("text")
+    checks = [over("content", nbytes(content), "max_content_bytes", "split the text into several events")]
+    for field, keys in _FIELD_KEYS.items():
+        value = next((ev.get(k) for k in keys if ev.get(k)), None)
+        checks.append(over(field, nbytes(value), "max_field_bytes", f"shorten \"{field}\""))
+    checks.append(over("summary", nbytes(ev.get("summary")), "max_summary_bytes", "shorten \"summary\""))
+    if isinstance(ev.get("metadata"), dict):
+        checks.append(over("metadata", len(json.dumps(ev["metadata"], ensure_ascii=False).encode("utf-8")),
+                           "max_metadata_bytes", "keep less in \"metadata\""))
+    for key in _ID_KEYS:
+        checks.append(over(key, nbytes(ev.get(key)), "max_id_bytes", f"use a shorter {key}"))
+    return next((c for c in checks if c), None)
+
+
+def content_key(ev: dict) -> str:
+    """The event key of a line without event_id: derived from everything the line says, so
+    the same line ingested again is replayed rather than stored twice."""
+    import hashlib
+
+    body = json.dumps({k: v for k, v in ev.items() if k != "embedding"}, sort_keys=True, ensure_ascii=False,
+                      default=str)
+    return "line:" + hashlib.sha256(body.encode("utf-8")).hexdigest()[:40]
+
+
+def _count_lines(path: str) -> int | None:
+    """Non-blank lines of a file (the progress bar's total); None for stdin."""
+    if path == "-":
+        return None
+    n = 0
+    with open(path, "rb") as f:
+        for raw in f:
+            if raw.strip():
+                n += 1
+    return n
+
+
+def cmd_ingest(args) -> int:
+    """Stream a JSONL file of events into pgmem. Each line is checked against the write limits
+    before anything is done with it; lines are extracted and embedded once, in batches (a
+    replayed event_id is not embedded at all), and sent through remember_many; a batch the
+    database refuses is sent again item by item with the same vectors, so only the bad items
+    are skipped. A bad line is reported with its number. A line without event_id gets a key
+    derived from its content: re-running the file is safe."""
+    from ._progress import progress_bar
     from .client import event_to_args
 
+    if args.batch_size < 1:
+        raise PgmemError(f"--batch-size must be at least 1, got {args.batch_size}")
+    total = _count_lines(args.file)  # a missing file: one line, before anything is loaded
     mem = _client(args, embed=not args.no_embed)
+    limits = mem.write_limits() or {}  # also the first contact with the server
+    batch_size = min(args.batch_size, int(limits.get("max_batch_items", 1000)))
     extractor = None
     if not args.no_extract:
         from .client import _default_extractor
 
         extractor = _default_extractor()
     counts: Counter = Counter()
+    derived = 0
     batch: list[tuple[int, dict]] = []
-    bar = progress_bar(unit="ev", disable=not (sys.stderr.isatty() or args.progress), desc="ingest")
+    bar = progress_bar(total=total, unit="line", desc="ingest", disable=not (sys.stderr.isatty() or args.progress))
+
+    def skip(n: int, why: str) -> None:
+        counts["bad"] += 1
+        print(f"pgmem: {args.file}:{n}: skipped, {why}", file=sys.stderr)
 
     def flush():
         if not batch:
             return
+        items, nums = [], []
+        for n, ev in batch:
+            try:
+                items.append(event_to_args(ev, extractor))
+                nums.append(n)
+            except PgmemError as e:
+                skip(n, str(e))
+        keys = [a["event_key"] for a in items if isinstance(a.get("event_key"), str)]
+        known = mem.known_event_keys(keys) if keys else set()
+        mem._embed_items(items, embed=not args.no_embed,
+                         skip=[i for i, a in enumerate(items) if a.get("event_key") in known])  # each line once
         try:
-            results = mem.remember_many([ev for _, ev in batch], batch_size=len(batch), progress=False,
-                                        extract=extractor is not None, embed=not args.no_embed)
+            results = mem._remember_prepared(items)
             counts.update(r.decision for r in results)
         except Exception as e:
-            if isinstance(e, PgmemError) is False and not _is_data_error(e):
+            if not (isinstance(e, PgmemError) or _is_data_error(e)) or _is_connection_error(e):
                 raise
-            for n, ev in batch:
+            for n, a in zip(nums, items):  # the same vectors, one item at a time
                 try:
-                    r = mem.remember(**_one(ev, extractor), embed=not args.no_embed)
-                    counts[r.decision] += 1
+                    counts.update(r.decision for r in mem._remember_prepared([a]))
                 except Exception as e1:
-                    if not (isinstance(e1, PgmemError) or _is_data_error(e1)):
+                    if not (isinstance(e1, PgmemError) or _is_data_error(e1)) or _is_connection_error(e1):
                         raise
-                    counts["bad"] += 1
-                    print(f"pgmem: {args.file}:{n}: skipped, {_message(e1)}", file=sys.stderr)
+                    # sent alone: "item 1 of remember_many" would name the batch, not the line
+                    skip(n, re.sub(r"^item 1 of remember_many: ", "", _message(e1)))
         bar.update(len(batch))
         batch.clear()
 
-    def _one(ev, extractor):
-        a = event_to_args(ev, extractor)
-        content = a.pop("content")
-        a["when"] = a.pop("happened_at", None)
-        a["where"] = a.pop("location", None)
-        return {"content": content, **a}
-
     read_jsonl.bad = 0
-    for n, ev in read_jsonl(args.file):
-        batch.append((n, ev))
-        if len(batch) >= args.batch_size:
-            flush()
-    flush()
-    bar.close()
+    try:
+        for n, ev in read_jsonl(args.file, on_bad=lambda: bar.update(1)):
+            why = oversize(ev, limits)
+            if why:
+                skip(n, why)
+                bar.update(1)
+                continue
+            if not (ev.get("event_id") or ev.get("event_key")):
+                ev["event_id"] = content_key(ev)
+                derived += 1
+            batch.append((n, ev))
+            if len(batch) >= batch_size:
+                flush()
+        flush()
+    finally:
+        bar.close()
     counts["bad"] += getattr(read_jsonl, "bad", 0)
+    if derived:
+        print(f"pgmem: {derived} line(s) had no event_id: each got a key derived from its content (line:<sha256>), "
+              "so ingesting them again replays them instead of storing them twice", file=sys.stderr)
     print(json.dumps({k: counts[k] for k in ("stored", "duplicate", "rejected", "replayed", "bad")}))
     return 0 if counts["bad"] == 0 else 2
+
+
+def _is_connection_error(e: Exception) -> bool:
+    from .errors import ServerUnavailable
+
+    return isinstance(e, (ServerUnavailable, ConnectionError))
 
 
 def _is_data_error(e: Exception) -> bool:
@@ -171,7 +287,7 @@ SEARCH_COLUMNS = ["id", "score", "semantic", "lexical", "recency", "actor", "spa
 def cmd_search(args) -> int:
     mem = _client(args)
     hits = mem.search(args.query, k=args.k, actor=args.actor, location=args.where, profile=args.profile,
-                      touch=args.touch, filters=json.loads(args.filters) if args.filters else None)
+                      touch=args.touch, filters=json_option("--filters", args.filters))
     if args.json:
         print(json.dumps([h.__dict__ for h in hits], default=str, indent=2))
         return 0
@@ -254,9 +370,55 @@ def cmd_worker(args) -> int:
 
     logging.getLogger("pgmem.worker").setLevel(logging.INFO)
     w = EmbeddingWorker(args.dsn, batch=args.batch, tenant=args.only_tenant, poll_interval=args.poll)
-    n = w.run(until_empty=args.once)
-    print(json.dumps({"embedded": n, "failed": w.failed}))
+    w.run(until_empty=args.once)
+    print(json.dumps({"embedded": w.embedded, "reembedded": w.reembedded, "failed": w.failed}))
     return 0
+
+
+def cmd_reembed(args) -> int:
+    """Move the tenant to the configured embedding model: start the move (pgmem.reembed), then
+    embed its memories here (unless --no-wait: then `pgmem worker` processes with that model do)
+    until the database swaps the vectors. Search keeps working throughout."""
+    from ._progress import progress_bar
+    from .worker import EmbeddingWorker
+
+    with _client(args) as mem:
+        if args.status or args.cancel:
+            if args.cancel:
+                m = mem.cancel_reembed()
+                print(f"cancelled the move to {m['model']}: every memory keeps its vector")
+                return 0
+            print_table(mem.reembed_status(), ["move_id", "model", "state", "total", "embedded", "pending",
+                                               "started_at", "finished_at"])
+            return 0
+        if mem.embedder is None:
+            raise PgmemError("reembed needs an embedder in this install: pip install 'pgmem-agent[embed]' "
+                             "(or [onnx], or [http] with PGMEM_EMBED_BASE_URL)")
+        model = mem.embedder.model_name
+        move = mem.reembed(model)
+        print(f"moving tenant {args.tenant!r} to {model}: {move['total']} memories to embed (move {move['id']})",
+              file=sys.stderr)
+        if move["state"] == "done" or args.no_wait:
+            print(json.dumps({"move_id": move["id"], "model": model, "state": move["state"], "total": move["total"]}))
+            return 0
+        bar = progress_bar(total=move["total"], unit="mem", desc="reembed", disable=not sys.stderr.isatty())
+        w = EmbeddingWorker(args.dsn, embedder=mem.embedder, batch=args.batch, tenant=args.tenant, embed=False)
+        try:
+            while True:
+                n = w.run_once()
+                bar.update(n)
+                st = next((r for r in mem.reembed_status() if r["move_id"] == move["id"]), None)
+                if st is None or st["state"] != "running":
+                    break
+                if n == 0:  # another worker holds the rest, or they are done: wait for the swap
+                    import time
+
+                    time.sleep(0.5)
+        finally:
+            bar.close()
+    print(json.dumps({"move_id": move["id"], "model": model, "state": st["state"] if st else "gone",
+                      "total": st["total"] if st else move["total"]}))
+    return 0 if st and st["state"] == "done" else 2
 
 
 def register(sub) -> None:
@@ -276,7 +438,7 @@ def register(sub) -> None:
 
     p = sub.add_parser("ingest", help="store the events of a JSONL file (one event per line)")
     p.add_argument("file", help="JSONL file, or - for stdin (format: examples/README.md)")
-    p.add_argument("--batch-size", type=int, default=256)
+    p.add_argument("--batch-size", type=int, default=64, help="events extracted, embedded and sent together (default 64)")
     p.add_argument("--no-extract", action="store_true")
     p.add_argument("--no-embed", action="store_true")
     p.add_argument("--progress", action="store_true", help="show the progress bar even when not on a terminal")
@@ -331,6 +493,15 @@ def register(sub) -> None:
     p.add_argument("--poll", type=float, default=1.0, help="seconds between polls of an empty queue")
     p.add_argument("--only-tenant", help="embed only this tenant's memories (default: all; needs pgmem_admin)")
     p.set_defaults(func=cmd_worker)
+
+    p = sub.add_parser("reembed", help="move the tenant to the configured embedding model (search keeps working)")
+    p.add_argument("--no-wait", action="store_true", help="only start the move: `pgmem worker` processes with the new "
+                   "model embed the memories")
+    p.add_argument("--batch", type=int, default=64)
+    p.add_argument("--status", action="store_true", help="show the tenant's moves and stop")
+    p.add_argument("--cancel", action="store_true", help="cancel the running move (every memory keeps its vector)")
+    common(p)
+    p.set_defaults(func=cmd_reembed)
 
     register_jobs(sub)
     register_layered(sub)
@@ -390,6 +561,8 @@ def _cron_connection(dsn):
 
 
 def cmd_jobs_schedule(args) -> int:
+    """pg_cron runs a job as the role that scheduled it: scheduled by a superuser, pgmem's jobs
+    are given to pgmem_owner (SECURITY.md: the jobs run as the owner, never as postgres)."""
     from .db import connect
 
     cron, here = _cron_connection(args.dsn)
@@ -397,9 +570,19 @@ def cmd_jobs_schedule(args) -> int:
         cmds = c.execute("select * from pgmem.job_schedule_commands(merge => %s, prune => %s, archive => %s, "
                          "tune => %s, purge => %s)", (args.merge, args.prune, args.archive, args.tune, args.purge)).fetchall()
     with cron:
+        superuser, owner_login = cron.execute(
+            "select rolsuper, coalesce((select rolcanlogin from pg_roles where rolname = 'pgmem_owner'), false) "
+            "from pg_roles where rolname = current_user").fetchone()
+        as_role = "pgmem_owner" if superuser and owner_login else None
+        if superuser and not owner_login:
+            print("pgmem: warning: the jobs are scheduled as a superuser and would run as it: give pgmem_owner a login "
+                  "(README, \"Step by step\", step 2) and schedule them again as pgmem_owner", file=sys.stderr)
         for name, sched, command, db in cmds:
-            jobid = cron.execute("select cron.schedule_in_database(%s, %s, %s, %s)", (name, sched, command, db)).fetchone()[0]
+            jobid = cron.execute("select cron.schedule_in_database(%s, %s, %s, %s, %s)",
+                                 (name, sched, command, db, as_role)).fetchone()[0]
             print(f"scheduled {name:<28} {sched:<14} {command}  (pg_cron job {jobid})")
+    if as_role:
+        print("(scheduled by a superuser: the jobs run as pgmem_owner)")
     return 0
 
 

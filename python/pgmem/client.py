@@ -27,7 +27,7 @@ from typing import Any, Callable, Concatenate, Coroutine, Iterable, Iterator, Ma
 import psycopg
 from psycopg.rows import dict_row
 
-from .errors import ConfigError, PgmemError, from_database
+from .errors import ConfigError, PgmemError, ServerUnavailable, from_database
 
 log = logging.getLogger("pgmem.client")
 
@@ -182,6 +182,51 @@ def _claim_tenant(token: str) -> str:
         raise ConfigError("tenant_claim is not a signed tenant claim (header.payload.signature; see pgmem.claims)") from None
 
 
+def _connect_error(dsn: str, e: BaseException) -> PgmemError:
+    """One clear error for a connection that failed: the server's refusal mapped by SQLSTATE
+    (a wrong password is 28P01), else :class:`ServerUnavailable` naming the address (never the
+    password) and what to check."""
+    from .db import describe_dsn, mask_password
+
+    state = getattr(e, "sqlstate", None)
+    if state and state[:2] not in ("08", "57"):
+        mapped = from_database(e)
+        if isinstance(mapped, PgmemError):
+            return mapped
+    text = str(e).strip()
+    reason = mask_password(text.splitlines()[-1] if text else type(e).__name__, dsn)
+    return ServerUnavailable(f"cannot connect to {describe_dsn(dsn)}: {reason}: is PostgreSQL running there? "
+                             "check PGMEM_DSN (or start the embedded cluster: pgmem db up)")
+
+
+def _probe(dsn: str, timeout: float) -> None:
+    """Connect once before a pool is made, so that a server that is down, or a wrong password,
+    is an error at once (at most 5 s), not a pool's retries until its timeout."""
+    try:
+        psycopg.connect(dsn, connect_timeout=max(2, min(5, int(timeout))), autocommit=True).close()
+    except psycopg.Error as e:
+        raise _connect_error(dsn, e) from None
+
+
+async def _aprobe(dsn: str, timeout: float) -> None:
+    try:
+        c = await psycopg.AsyncConnection.connect(dsn, connect_timeout=max(2, min(5, int(timeout))), autocommit=True)
+        await c.close()
+    except psycopg.Error as e:
+        raise _connect_error(dsn, e) from None
+
+
+def _mapped(e: BaseException) -> BaseException:
+    """The client exception for a psycopg error (pgmem.errors.from_database); a lost
+    connection without a SQLSTATE becomes ServerUnavailable."""
+    mapped = from_database(e)
+    if mapped is e and isinstance(e, psycopg.OperationalError):
+        text = str(e).strip()
+        return ServerUnavailable(f"the database connection failed: {text.splitlines()[-1] if text else type(e).__name__}"
+                                 ": is PostgreSQL running? check PGMEM_DSN")
+    return mapped
+
+
 class _Base:
     def __init__(self, dsn: str | None = None, tenant: str | None = "default", *, embedder: Any = "auto",
                  extractor: Any = None, min_size: int = 1, max_size: int = 4, timeout: float = 30.0,
@@ -229,13 +274,15 @@ class _Base:
     # embeddings ----------------------------------------------------------------
     @property
     def embedder(self):
-        """The Embedder (sentence-transformers, all-MiniLM-L6-v2 by default), or None when
-        the client was made with ``embedder=None``: memories are then queued for the worker."""
+        """The embedder (``pgmem.embedding.Embedder()``: the one PGMEM_EMBEDDER chooses, by
+        default all-MiniLM-L6-v2), or None when the client was made with ``embedder=None``:
+        memories are then queued for the worker. A core install without an embedder (no numpy,
+        no model package) falls back to None too, and says so once: search is lexical only."""
         if self._embedder is None and self._embedder_arg not in (None, False):
             if self._embedder_arg == "auto":
-                from .embedding import Embedder
-
-                self._embedder = Embedder()
+                self._embedder = _auto_embedder()
+                if self._embedder is None:
+                    self._embedder_arg = None
             else:
                 self._embedder = self._embedder_arg
         return self._embedder
@@ -243,7 +290,7 @@ class _Base:
     @staticmethod
     def _text_of(args: Mapping[str, Any]) -> str:
         """The text embedded for remember() arguments (pgmem.embedding.embedding_text)."""
-        from .embedding import embedding_text
+        from .embedding.text import embedding_text
 
         return embedding_text(content=args["content"], who=args.get("who"), what=args.get("what"),
                               where=args.get("location"), why=args.get("why"), how=args.get("how"))
@@ -256,25 +303,44 @@ class _Base:
     def _batch_payload(self, events: Sequence[Any], extractor, embed: bool) -> str:
         """The JSON array remember_many() takes for a batch of events: extracted, and embedded
         in one model call when ``embed`` and an embedder is configured."""
-        items = [event_to_args(e, extractor) for e in events]
-        todo = [a for a in items if a.get("embedding") is None]  # events may bring their own embedding
+        return self._payload_json(self._embed_items([event_to_args(e, extractor) for e in events], embed))
+
+    def _embed_items(self, items: list[dict], embed: bool = True, skip: Iterable[int] = ()) -> list[dict]:
+        """Embeds the remember() arguments that have no embedding yet, in one model call (the
+        embedder batches it); the indexes in ``skip`` are left alone (events replayed anyway)."""
+        skipped = set(skip)
+        todo = [a for i, a in enumerate(items) if a.get("embedding") is None and i not in skipped]
         if embed and self.embedder is not None and todo:
             vecs = self.embedder.embed_many([self._text_of(a) for a in todo])
             for a, v in zip(todo, vecs):
                 a["embedding"] = v
                 a["embedding_model"] = self.embedder.model_name
+        return items
+
+    @staticmethod
+    def _payload_json(items: list[dict]) -> str:
         # a vector travels as pgvector's text ('[0.1,0.2,...]'), a JSON string: the server parses
         # it once into the vector, where a JSON array of 384 numbers was first parsed into 384
         # numerics (issue 23: 0.04 ms of server time per item)
+        out = []
         for a in items:
-            if a.get("embedding") is not None and not isinstance(a["embedding"], str):
-                e = a["embedding"]
-                a["embedding"] = "[" + ",".join(map(repr, map(float, e.tolist() if hasattr(e, "tolist") else e))) + "]"
-        return json.dumps([{k: _jsonable(v) for k, v in a.items()} for a in items])
+            d = {k: _jsonable(v) for k, v in a.items()}
+            e = a.get("embedding")
+            if e is not None and not isinstance(e, str):
+                d["embedding"] = "[" + ",".join(map(repr, map(float, e.tolist() if hasattr(e, "tolist") else e))) + "]"
+            out.append(d)
+        return json.dumps(out)
 
     def _embed_query(self, query: str | None, embedding: Any) -> Any:
+        """A question's embedding: with the query instruction prefix of an asymmetric model
+        (Embedder.embed_query; an embedder without it embeds the question as it is)."""
         if embedding is None and query and self.embedder is not None:
-            return self.embedder.embed(query)
+            return _query_vector(self.embedder, query)
+        return embedding
+
+    def _embed_doc(self, text: str | None, embedding: Any) -> Any:
+        if embedding is None and text and self.embedder is not None:
+            return self.embedder.embed(text)
         return embedding
 
     def _with_search_embedding(self, query: str | None, embedding: Any, profile: str | None, conn, then,
@@ -289,7 +355,8 @@ class _Base:
         user = (filters or {}).get("user_id")
         return self._do("query_embedding_text", dict(p_text=query, p_profile=profile,
                                                      p_user_id=user if isinstance(user, str) else None),
-                        lambda rows: then(self.embedder.embed(rows[0]["query_embedding_text"] or query)), conn, setof=False)
+                        lambda rows: then(_query_vector(self.embedder, rows[0]["query_embedding_text"] or query)), conn,
+                        setof=False)
 
     def set_tenant_claim(self, token: str) -> None:
         """Use a (fresh) signed tenant claim: connections take it at their next use."""
@@ -569,7 +636,7 @@ class _Base:
         return self._run(self._observe_reply_steps(conversation_id, content, embedding, insights, remember, created_at), conn)
 
     def _observe_reply_steps(self, conversation_id, content, embedding, insights, remember, created_at):
-        emb = self._embed_query(content, embedding)
+        emb = self._embed_doc(content, embedding)  # the reply is remembered: a document
         if insights is None and self.llm is not None:
             insights = self.llm.insights(content, "assistant")
         return (yield ("observe_reply", dict(conversation_id=conversation_id, content=content, embedding=emb,
@@ -608,6 +675,103 @@ class _Base:
         return self._do("search_insights", dict(query_text=query, query_embedding=self._embed_query(query, embedding),
                                                 user_id=user_id, k=k, types=list(types) if types else None), list, conn)
 
+    # embedding models (issue 26): limits checked before embedding, replays, model moves ----
+    def write_limits(self, conn=None) -> dict:
+        """The size limits a write must keep (pgmem.write_limits): check them before embedding."""
+        return self._do("write_limits", {}, _scalar, conn, setof=False)
+
+    def known_event_keys(self, event_keys: Sequence[str], conn=None) -> set[str]:
+        """The event keys this tenant already stored (pgmem.known_event_keys): their events
+        are replayed, so they need no embedding."""
+        return self._do("known_event_keys", dict(event_keys=list(event_keys)),
+                        lambda rows: {next(iter(r.values())) for r in rows}, conn)
+
+    def reembed(self, model: str | None = None, conn=None) -> dict:
+        """Starts moving this tenant to another embedding model (pgmem.reembed): ``model``
+        defaults to this client's embedder's. Workers running that model embed the memories;
+        the vectors are swapped at once when all are ready. Returns the move."""
+        if model is None:
+            if self.embedder is None:
+                raise ConfigError("reembed needs the new model's name, or a client with that embedder")
+            model = self.embedder.model_name
+        return self._do("reembed", dict(model=model), _first, conn)
+
+    def reembed_status(self, conn=None) -> list[dict]:
+        """This tenant's embedding moves, newest first (pgmem.reembed_status)."""
+        return self._do("reembed_status", {}, list, conn)
+
+    def cancel_reembed(self, conn=None) -> dict:
+        """Cancels the running move (pgmem.cancel_reembed): every memory keeps its vector."""
+        return self._do("cancel_reembed", {}, _first, conn)
+
+    # integrations (issue 26, sql/128_integrations.sql): memories by filters, items, sessions --
+    def list_memories(self, filters: dict | None = None, *, k: int = 20, skip: int = 0, conn=None) -> list[dict]:
+        """Memories matching filters, newest first, without a query (pgmem.list_memories)."""
+        return self._do("list_memories", dict(filters=json.dumps(filters, default=_jsonable) if filters else None,
+                                              k=k, skip=skip), list, conn)
+
+    def put_item(self, namespace: Sequence[str], key: str, value: dict, *, content: str | None = None,
+                 embedding: Any = None, embed: bool = True, user_id: str | None = None, agent_id: str | None = None,
+                 session_id: str | None = None, conn=None) -> int:
+        """Stores a JSON object under (namespace, key) as a memory (pgmem.put_item); ``content``
+        is the text searched and embedded (default: the value's content/text field, else its
+        JSON, as in SQL). Putting the key again updates it. Returns the memory id."""
+        if embedding is None and embed and self.embedder is not None:
+            text = content or next((value[f] for f in ("content", "text", "memory", "data")
+                                    if isinstance(value.get(f), str) and value[f].strip()), None) \
+                or json.dumps(value, default=_jsonable)
+            embedding = self.embedder.embed(text)
+        return self._do("put_item", dict(namespace=list(namespace), key=key, value=json.dumps(value, default=_jsonable),
+                                         content=content, embedding=embedding,
+                                         embedding_model=self.embedder.model_name if embedding is not None and self.embedder
+                                         is not None else None, user_id=user_id, agent_id=agent_id,
+                                         session_id=session_id), _scalar, conn, setof=False)
+
+    def get_item(self, namespace: Sequence[str], key: str, conn=None) -> dict | None:
+        """The item under (namespace, key), or None (pgmem.get_item)."""
+        return self._do("get_item", dict(namespace=list(namespace), key=key), lambda rows: rows[0] if rows else None, conn)
+
+    def delete_item(self, namespace: Sequence[str], key: str, conn=None) -> bool:
+        """Forgets the item under (namespace, key) (restorable; pgmem.delete_item)."""
+        return self._do("delete_item", dict(namespace=list(namespace), key=key), _scalar, conn, setof=False)
+
+    def search_items(self, namespace_prefix: Sequence[str] = (), query: str | None = None, *, embedding: Any = None,
+                     filter: dict | None = None, k: int = 10, skip: int = 0, conn=None) -> list[dict]:
+        """Items under a namespace prefix: ranked by the fused search when there is a query,
+        else newest first; ``filter`` on the value's fields (pgmem.search_items)."""
+        return self._do("search_items", dict(namespace_prefix=list(namespace_prefix), query_text=query,
+                                             query_embedding=self._embed_query(query, embedding),
+                                             filter=json.dumps(filter, default=_jsonable) if filter else None,
+                                             k=k, skip=skip), list, conn)
+
+    def list_item_namespaces(self, prefix: Sequence[str] | None = None, suffix: Sequence[str] | None = None,
+                             max_depth: int | None = None, k: int = 100, skip: int = 0, conn=None) -> list[tuple]:
+        """The namespaces of the items (pgmem.list_item_namespaces)."""
+        return self._do("list_item_namespaces", dict(prefix=list(prefix) if prefix is not None else None,
+                                                     suffix=list(suffix) if suffix is not None else None,
+                                                     max_depth=max_depth, k=k, skip=skip),
+                        lambda rows: [tuple(next(iter(r.values()))) for r in rows], conn)
+
+    def session_add_items(self, session_id: str, items: Sequence[dict], *, user_id: str | None = None,
+                          remember: bool = False, conn=None) -> int:
+        """Appends a framework's conversation items to a session (pgmem.session_add_items);
+        ``remember`` also stores each user/assistant text turn as a memory."""
+        return self._do("session_add_items", dict(session_id=session_id, items=json.dumps(list(items), default=_jsonable),
+                                                  user_id=user_id, remember=remember), _scalar, conn, setof=False)
+
+    def session_get_items(self, session_id: str, max_items: int | None = None, conn=None) -> list[dict]:
+        """A session's items in order; the latest ``max_items`` (pgmem.session_get_items)."""
+        return self._do("session_get_items", dict(session_id=session_id, max_items=max_items),
+                        lambda rows: [next(iter(r.values())) for r in rows], conn)
+
+    def session_pop_item(self, session_id: str, conn=None) -> dict | None:
+        """Removes and returns a session's latest item (pgmem.session_pop_item)."""
+        return self._do("session_pop_item", dict(session_id=session_id), _scalar, conn, setof=False)
+
+    def session_clear(self, session_id: str, conn=None) -> int:
+        """Removes every item of a session (pgmem.session_clear); the rows are kept."""
+        return self._do("session_clear", dict(session_id=session_id), _scalar, conn, setof=False)
+
     def user_data(self, user_id: str, conn=None) -> dict:
         """What is stored about a user, tier by tier (pgmem.user_data_summary)."""
         return self._do("user_data_summary", dict(user_id=user_id), _scalar, conn, setof=False)
@@ -620,7 +784,8 @@ class _Base:
 
 
 
-_CASTS = {"metadata": "::jsonb", "filters": "::jsonb", "weights": "::jsonb", "changes": "::jsonb",
+_CASTS = {"event_keys": "::text[]", "namespace": "::text[]", "namespace_prefix": "::text[]", "prefix": "::text[]",
+          "suffix": "::text[]", "filter": "::jsonb", "metadata": "::jsonb", "filters": "::jsonb", "weights": "::jsonb", "changes": "::jsonb",
           "items": "::jsonb", "params": "::jsonb", "embedding": "::vector", "query_embedding": "::vector",
           "ids": "::bigint[]", "topics": "::text[]", "entities": "::text[]", "query_id": "::uuid",
           "motor": "::jsonb", "sensory": "::jsonb",  # Fragment content domains (issue 16)
@@ -643,6 +808,7 @@ class MemoryClient(_Base):
         if self._pool is None:
             from psycopg_pool import ConnectionPool
 
+            _probe(self.dsn, self.timeout)
             self._pool = ConnectionPool(self.dsn, min_size=self.min_size, max_size=self.max_size,
                                         kwargs={"autocommit": True, **self._connect_kwargs()},
                                         configure=self._configure, timeout=self.timeout, open=True)
@@ -656,6 +822,7 @@ class MemoryClient(_Base):
         if self._read_pool is None:
             from psycopg_pool import ConnectionPool
 
+            _probe(self.read_dsn, self.timeout)
             self._read_pool = ConnectionPool(self.read_dsn, min_size=self.min_size, max_size=self.max_size,
                                              kwargs={"autocommit": True, **self._connect_kwargs()},
                                              configure=lambda c: self._configure(c, read=True), timeout=self.timeout,
@@ -711,16 +878,17 @@ class MemoryClient(_Base):
                 # on our own pooled connections (the caller's transaction is theirs to retry)
                 state = getattr(e, "sqlstate", None)
                 if conn is not None or attempt >= self.retries or (state and state not in RETRYABLE_SQLSTATES):
-                    raise
+                    raise _mapped(e) from e
                 attempt += 1
                 delay = min(2.0, 0.05 * 2 ** attempt) * (0.5 + random.random())
                 log.warning("retrying after %s (attempt %d/%d, sleeping %.2fs)", type(e).__name__, attempt, self.retries, delay)
                 time.sleep(delay)
             except psycopg.Error as e:
-                mapped = from_database(e)  # 22023 -> InvalidInput, P0002 -> NotFound, 42501 -> TenantError
-                if mapped is e:
-                    raise
-                raise mapped from e
+                # every SQLSTATE its class (pgmem.errors): 22023 -> InvalidInput, P0002 -> NotFound, ...
+                raise _mapped(e) from e
+            except _pool_timeout() as e:
+                raise ServerUnavailable(f"no database connection within {self.timeout:g}s (pool of {self.max_size}): "
+                                        "is PostgreSQL running and accepting connections? check PGMEM_DSN") from e
 
     def _do(self, fn: str, args: dict, post, conn=None, *, setof: bool = True, replica: bool = True):
         sql, params = self._call_sql(fn, {k: v for k, v in args.items() if v is not None}, setof=setof)
@@ -746,6 +914,12 @@ class MemoryClient(_Base):
     def call(self, fn: str, conn=None, **args) -> list[dict]:
         """Call any pgmem SQL function by name with named arguments (None = SQL default)."""
         return self._do(fn, args, list, conn)
+
+    def _remember_prepared(self, items: list[dict], conn=None) -> list[RememberResult]:
+        """pgmem.remember_many for remember() arguments already extracted and embedded (the
+        CLI's ingest: a batch the database refuses is sent again item by item, never embedded twice)."""
+        rows = self._rows("select * from pgmem.remember_many(%(items)s::jsonb)", {"items": self._payload_json(items)}, conn)
+        return [_remember_result(r) for r in rows]
 
     def remember_many(self, events: Iterable[Mapping[str, Any] | str], *, batch_size: int = 256,
                       progress: bool | None = None, extract: bool = True, embed: bool = True,
@@ -801,6 +975,40 @@ READ_ONLY_CALLS = frozenset({"search", "search_exact", "explain_search", "activa
 
 JOBS = {"merge": "merge_duplicates", "prune": "prune", "archive": "archive_stale", "tune": "tune_thresholds",
         "purge": "purge", "index": "index_vectors", "cluster": "cluster"}
+
+
+def _query_vector(embedder, text: str):
+    fn = getattr(embedder, "embed_query", None)
+    return fn(text) if fn is not None else embedder.embed(text)
+
+
+_NO_EMBEDDER_SAID = False
+
+
+def _auto_embedder():
+    """``pgmem.embedding.Embedder()``, or None (said once, on the pgmem.client logger) when this
+    install has no embedder: the core install without numpy or a model package. Memories are
+    then stored for the worker and search is lexical only."""
+    global _NO_EMBEDDER_SAID
+    try:
+        from .embedding import Embedder
+
+        emb = Embedder()
+        emb.check_available()
+        return emb
+    except ImportError as e:  # pgmem.embedding.EmbeddingUnavailable is an ImportError too
+        if not _NO_EMBEDDER_SAID:
+            _NO_EMBEDDER_SAID = True
+            log.warning("no embedding model in this install (%s is missing): search is lexical only and memories wait "
+                        "for the embedding worker; pip install 'pgmem-agent[embed]' (or [onnx], or [http]) for "
+                        "semantic search", getattr(e, "name", None) or e)
+        return None
+
+
+def _pool_timeout() -> type[BaseException]:
+    from psycopg_pool import PoolTimeout
+
+    return PoolTimeout
 
 
 def _remember_result(row: Mapping[str, Any]) -> RememberResult:
@@ -895,6 +1103,21 @@ class AsyncMemoryClient(_Base):
     conversation_state = _coroutine(_Base.conversation_state)
     conversation_threads = _coroutine(_Base.conversation_threads)
     search_insights = _coroutine(_Base.search_insights)
+    list_memories = _coroutine(_Base.list_memories)
+    put_item = _coroutine(_Base.put_item)
+    get_item = _coroutine(_Base.get_item)
+    delete_item = _coroutine(_Base.delete_item)
+    search_items = _coroutine(_Base.search_items)
+    list_item_namespaces = _coroutine(_Base.list_item_namespaces)
+    session_add_items = _coroutine(_Base.session_add_items)
+    session_get_items = _coroutine(_Base.session_get_items)
+    session_pop_item = _coroutine(_Base.session_pop_item)
+    session_clear = _coroutine(_Base.session_clear)
+    write_limits = _coroutine(_Base.write_limits)
+    known_event_keys = _coroutine(_Base.known_event_keys)
+    reembed = _coroutine(_Base.reembed)
+    reembed_status = _coroutine(_Base.reembed_status)
+    cancel_reembed = _coroutine(_Base.cancel_reembed)
     user_data = _coroutine(_Base.user_data)
     export_user = _coroutine(_Base.export_user)
     erase_user = _coroutine(_Base.erase_user)
@@ -903,6 +1126,7 @@ class AsyncMemoryClient(_Base):
         if self._pool is None:
             from psycopg_pool import AsyncConnectionPool
 
+            await _aprobe(self.dsn, self.timeout)
             self._pool = AsyncConnectionPool(self.dsn, min_size=self.min_size, max_size=self.max_size,
                                              kwargs={"autocommit": True, **self._connect_kwargs()},
                                              configure=self._aconfigure, timeout=self.timeout, open=False)
@@ -915,6 +1139,7 @@ class AsyncMemoryClient(_Base):
         if getattr(self, "_read_pool", None) is None:
             from psycopg_pool import AsyncConnectionPool
 
+            await _aprobe(self.read_dsn, self.timeout)
             async def configure(conn):
                 await self._aconfigure(conn, read=True)
 
@@ -965,14 +1190,14 @@ class AsyncMemoryClient(_Base):
             except psycopg.OperationalError as e:
                 state = getattr(e, "sqlstate", None)
                 if conn is not None or attempt >= self.retries or (state and state not in RETRYABLE_SQLSTATES):
-                    raise
+                    raise _mapped(e) from e
                 attempt += 1
                 await asyncio.sleep(min(2.0, 0.05 * 2 ** attempt) * (0.5 + random.random()))
             except psycopg.Error as e:
-                mapped = from_database(e)
-                if mapped is e:
-                    raise
-                raise mapped from e
+                raise _mapped(e) from e
+            except _pool_timeout() as e:
+                raise ServerUnavailable(f"no database connection within {self.timeout:g}s (pool of {self.max_size}): "
+                                        "is PostgreSQL running and accepting connections? check PGMEM_DSN") from e
 
     async def _do(self, fn: str, args: dict, post, conn=None, *, setof: bool = True, replica: bool = True):
         sql, params = self._call_sql(fn, {k: v for k, v in args.items() if v is not None}, setof=setof)

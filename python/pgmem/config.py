@@ -114,3 +114,15 @@ def web_settings() -> dict[str, object]:
     """PGMEM_WEB_CORS_ORIGINS (comma-separated; none: CORS off), PGMEM_WEB_MAX_BODY_BYTES (1 MiB)."""
     origins = [o.strip() for o in os.environ.get("PGMEM_WEB_CORS_ORIGINS", "").split(",") if o.strip()]
     return {"cors_origins": origins, "max_body_bytes": int_env("PGMEM_WEB_MAX_BODY_BYTES", 1 << 20)}
+
+
+def env_text(name: str) -> str | None:
+    """A setting's text, stripped; None when unset or blank."""
+    raw = os.environ.get(name, "").strip()
+    return raw or None
+
+
+def tenant_claim() -> str | None:
+    """``PGMEM_TENANT_CLAIM``: a signed tenant claim the CLI and MCP use instead of a tenant
+    (SECURITY.md, "A shared application role")."""
+    return env_text("PGMEM_TENANT_CLAIM")

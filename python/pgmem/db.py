@@ -115,7 +115,8 @@ def connect(dsn: str | None = None, *, superuser: bool = False, **kw: Any):
     except (psycopg.OperationalError, psycopg.ProgrammingError) as e:
         # a malformed DSN's message quotes the DSN, password included
         reason = str(e).strip().splitlines()[-1] if str(e).strip() else type(e).__name__
-        raise SetupError(f"cannot connect to {describe_dsn(dsn)}: {mask_password(reason, dsn)}") from None
+        raise SetupError(f"cannot connect to {describe_dsn(dsn)}: {mask_password(reason, dsn)}: check PGMEM_DSN "
+                         "(or start the embedded cluster: pgmem db up)") from None
 
 
 def installed_revision(conn) -> str | None:

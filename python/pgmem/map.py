@@ -36,7 +36,7 @@ def _need_plotly():
         import plotly.graph_objects as go
         import plotly.io as pio
     except ImportError:
-        raise PgmemError("the map needs plotly: pip install plotly (or pip install 'pgmem[map]')") from None
+        raise PgmemError("the map needs plotly: pip install 'pgmem-agent[map]'") from None
     return go, pio
 
 

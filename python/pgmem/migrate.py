@@ -21,6 +21,8 @@ from .errors import MigrationError, SetupError
 
 log = logging.getLogger("pgmem.migrate")
 MIN_PGVECTOR = (0, 8, 0)
+#: pgvector's HNSW index on a vector column takes at most this many dimensions
+MAX_INDEXED_DIM = 2000
 
 INSTALL_HINTS = {
     "vector": "pgvector >= 0.8 (Debian 12: 'make setup' builds it from Debian's pgvector source "
@@ -130,8 +132,20 @@ def upgrade(dsn: str | None = None, revision: str = "head", *, embedding_dim: in
     dsn = resolve_dsn(dsn, superuser=True)
     with connect(dsn, autocommit=True) as conn:
         pf = preflight(conn)
+        installed = installed_dim(conn)
     pf.raise_if_missing(describe_dsn(dsn))
     if embedding_dim is not None:
+        if not isinstance(embedding_dim, int) or not 1 <= embedding_dim <= MAX_INDEXED_DIM:
+            raise MigrationError(
+                f"--dimensions {embedding_dim} is outside 1..{MAX_INDEXED_DIM}: pgvector's HNSW index takes at most "
+                f"{MAX_INDEXED_DIM:,} dimensions; a larger model can make shorter vectors (text-embedding-3-large: "
+                "PGMEM_EMBED_DIMENSIONS=1536)")
+        if installed is not None and installed != embedding_dim:
+            raise MigrationError(
+                f"{describe_dsn(dsn)} stores {installed}-dimensional embeddings since its install; --dimensions "
+                f"{embedding_dim} applies to a new install only: use a model that makes {installed} dimensions, "
+                f"or install pgmem into a new database with --dimensions {embedding_dim} and move the memories "
+                "(pgmem.export_user, or pgmem reembed after the install)")
         os.environ["PGMEM_EMBEDDING_DIM"] = str(embedding_dim)
     engine = _engine(dsn)
     try:
@@ -142,6 +156,33 @@ def upgrade(dsn: str | None = None, revision: str = "head", *, embedding_dim: in
     finally:
         engine.dispose()
     return pf.warnings
+
+
+def installed_dim(conn) -> int | None:
+    """The embedding dimension pgmem was installed with in this database (None: not installed)."""
+    if conn.execute("select to_regclass('pgmem.settings')").fetchone()[0] is None:
+        return None
+    row = conn.execute("select value::text from pgmem.settings where tenant = '*' and key = 'embedding_dim'").fetchone()
+    return int(row[0].strip('"')) if row else None
+
+
+def dimensions_for_install(explicit: int | None = None) -> tuple[int, str]:
+    """The dimension a first install uses, and where it came from: ``--dimensions``, else
+    ``PGMEM_EMBEDDING_DIM``, else the configured embedder's (pgmem.embedding.configured_dim:
+    known without loading a model for the defaults and OpenAI's models), else 384."""
+    if explicit is not None:
+        return explicit, "--dimensions"
+    if os.environ.get("PGMEM_EMBEDDING_DIM", "").strip():
+        from .config import embedding_dim
+
+        return embedding_dim(), "PGMEM_EMBEDDING_DIM"
+    try:
+        from .embedding import configured_dim
+
+        dim, model = configured_dim()
+        return dim, f"the configured model {model}"
+    except ImportError:  # the core install: no embedder here, the worker's decides
+        return 384, "the default model all-MiniLM-L6-v2 (no embedder installed here; give --dimensions for another)"
 
 
 def downgrade(dsn: str | None = None, revision: str = "base") -> None:

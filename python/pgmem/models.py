@@ -138,6 +138,8 @@ __all__ = [
     "lexicon", "lexicon_delta", "LexiconEntry", "LexiconDelta",  # 0005 (read path)
     "ProfileFact", "Conversation", "Thread", "Message", "Insight", "ConceptMention", "IntentCacheEntry",
     "BehaviourRule", "PolicyRule",
+    # 0014 (ecosystem)
+    "embedding_moves", "reembed_queue", "session_items", "EmbeddingMove", "ReembedQueueEntry", "SessionItem",
 ]
 
 SCHEMA = "pgmem"
@@ -155,6 +157,7 @@ TABLE_NAMES = ("settings", "tenants", "categories", "profiles", "memories", "lin
                "profile_facts", "conversations", "threads", "messages", "insights",  # 0007 (layered tiers)
                "concept_mentions", "intent_cache", "behaviour_rules", "policy_rules",
                "lexicon", "lexicon_delta",  # 0005 (read path)
+               "embedding_moves", "reembed_queue", "session_items",  # 0014 (ecosystem)
                "write_checked")  # 0018 (write path)
 #: (table, column) of the generated (``GENERATED ALWAYS AS ... STORED``) columns.
 GENERATED_COLUMNS = frozenset({("memories", "tsv"), ("memories", "content_hash"), ("insights", "tsv")})
@@ -848,7 +851,60 @@ def make_metadata(embedding_dim: int = DEFAULT_EMBEDDING_DIM) -> MetaData:
         comment="Changes to pgmem.lexicon appended by the triggers on memories; pgmem.fold_lexicon() folds them.",
     )
     _layered_tables(md, embedding_dim)
+    _ecosystem_tables(md, embedding_dim)
     return md
+
+
+# --- ecosystem (issue 26, migration 0014): embedding moves, agent-framework sessions ----------
+def _ecosystem_tables(md: MetaData, embedding_dim: int) -> None:
+    Table(
+        "embedding_moves", md,
+        Column("id", BigInteger, Identity(always=True), nullable=False),
+        Column("tenant", Text, nullable=False),
+        Column("model", Text, nullable=False),
+        Column("state", Text, nullable=False, server_default=text("'running'::text")),
+        Column("total", Integer, nullable=False, server_default=text("0")),
+        Column("started_at", _TSTZ, nullable=False, server_default=_NOW),
+        Column("finished_at", _TSTZ),
+        Column("details", JSONB, nullable=False, server_default=_EMPTY_JSON),
+        PrimaryKeyConstraint("id", name="embedding_moves_pkey"),
+        _in("embedding_moves", "state", ("running", "done", "cancelled")),
+        comment="Moves of a tenant to a new embedding model (pgmem.reembed): the target model, its progress and "
+                "when it finished.",
+    )
+    Table(
+        "reembed_queue", md,
+        Column("memory_id", BigInteger, ForeignKey("pgmem.memories.id", ondelete="CASCADE",
+                                                   name="reembed_queue_memory_id_fkey"), nullable=False),
+        Column("tenant", Text, nullable=False),
+        Column("move_id", BigInteger, ForeignKey("pgmem.embedding_moves.id", ondelete="CASCADE",
+                                                 name="reembed_queue_move_id_fkey"), nullable=False),
+        Column("embedding", Vector(embedding_dim)),
+        Column("text_hash", Text),
+        Column("queued_at", _TSTZ, nullable=False, server_default=_NOW),
+        PrimaryKeyConstraint("memory_id", name="reembed_queue_pkey"),
+        comment="Memories of a running embedding move: waiting for a worker with the target model (embedding null), "
+                "or embedded and waiting for the swap.",
+    )
+    Table(
+        "session_items", md,
+        Column("id", BigInteger, Identity(always=True), nullable=False),
+        Column("tenant", Text, nullable=False),
+        Column("session_id", Text, nullable=False),
+        Column("seq", Integer, nullable=False),
+        Column("user_id", Text),
+        Column("role", Text),
+        Column("item", JSONB, nullable=False),
+        Column("memory_id", BigInteger, ForeignKey("pgmem.memories.id", ondelete="SET NULL",
+                                                   name="session_items_memory_id_fkey")),
+        Column("created_at", _TSTZ, nullable=False, server_default=_NOW),
+        Column("removed_at", _TSTZ),
+        PrimaryKeyConstraint("id", name="session_items_pkey"),
+        UniqueConstraint("tenant", "session_id", "seq", name="session_items_tenant_session_id_seq_key"),
+        CheckConstraint("session_id ~ '\\S'::text AND length(session_id) <= 256", name="session_items_session_id_check"),
+        comment="Items of an agent framework's conversation session (OpenAI Agents SDK Session: messages, tool calls "
+                "and results as JSON), in order; removed_at marks the popped or cleared ones (kept, not deleted).",
+    )
 
 
 # --- layered tiers (issue 15, migration 0007) -------------------------------------------------
@@ -1138,6 +1194,10 @@ eval_runs: Table = metadata.tables["pgmem.eval_runs"]
 memory_vectors: Table = metadata.tables["pgmem.memory_vectors"]
 vector_queue: Table = metadata.tables["pgmem.vector_queue"]
 job_locks: Table = metadata.tables["pgmem.job_locks"]
+# 0014 (ecosystem)
+embedding_moves: Table = metadata.tables["pgmem.embedding_moves"]
+reembed_queue: Table = metadata.tables["pgmem.reembed_queue"]
+session_items: Table = metadata.tables["pgmem.session_items"]
 write_locks: Table = metadata.tables["pgmem.write_locks"]
 write_checked: Table = metadata.tables["pgmem.write_checked"]  # 0018
 lexicon: Table = metadata.tables["pgmem.lexicon"]  # 0005 (read path)
@@ -1831,3 +1891,43 @@ class PolicyRule(Base):
     enabled: Mapped[bool]
     description: Mapped[Optional[str]]
     updated_at: Mapped[_dt.datetime]
+
+
+# ecosystem (0014)
+class EmbeddingMove(Base):
+    """A move of a tenant to a new embedding model (pgmem.reembed)."""
+    __table__ = embedding_moves
+    id: Mapped[int]
+    tenant: Mapped[str]
+    model: Mapped[str]
+    state: Mapped[str]
+    total: Mapped[int]
+    started_at: Mapped[_dt.datetime]
+    finished_at: Mapped[Optional[_dt.datetime]]
+    details: Mapped[dict[str, Any]]
+
+
+class ReembedQueueEntry(Base):
+    """A memory of a running embedding move, with its new vector once a worker made it."""
+    __table__ = reembed_queue
+    memory_id: Mapped[int]
+    tenant: Mapped[str]
+    move_id: Mapped[int]
+    embedding: Mapped[Optional[Any]]  # numpy array (pgvector) or None
+    text_hash: Mapped[Optional[str]]
+    queued_at: Mapped[_dt.datetime]
+
+
+class SessionItem(Base):
+    """An item of an agent framework's conversation session (pgmem.session_add_items)."""
+    __table__ = session_items
+    id: Mapped[int]
+    tenant: Mapped[str]
+    session_id: Mapped[str]
+    seq: Mapped[int]
+    user_id: Mapped[Optional[str]]
+    role: Mapped[Optional[str]]
+    item: Mapped[dict[str, Any]]
+    memory_id: Mapped[Optional[int]]
+    created_at: Mapped[_dt.datetime]
+    removed_at: Mapped[Optional[_dt.datetime]]

@@ -1,10 +1,13 @@
-"""The embedding worker: embeds queued memories (rows written without a vector).
+"""The embedding worker: embeds queued memories (rows written without a vector), and the
+memories of embedding moves to its model (``pgmem reembed``; sql/126_reembed.sql).
 
 Each batch is one transaction: claim rows from pgmem.embedding_queue with FOR UPDATE SKIP
 LOCKED, embed them on the CPU, complete them in one SQL statement, commit. Several workers
 can run at once; a worker killed mid-batch rolls back, so no row stays locked or
 half-written and another worker takes the rows. SIGINT/SIGTERM finish the current batch
-and stop.
+and stop. When the embedding queue is empty, the worker takes the memories of running moves
+to its own model (pgmem.claim_reembeddings), stores their new vectors, and lets the database
+swap a move's vectors once they are all ready (pgmem.finish_reembed).
 """
 from __future__ import annotations
 
@@ -21,15 +24,18 @@ log = logging.getLogger("pgmem.worker")
 
 class EmbeddingWorker:
     def __init__(self, dsn: str | None = None, *, embedder=None, batch: int = 64, tenant: str | None = None,
-                 poll_interval: float = 1.0):
+                 poll_interval: float = 1.0, reembed: bool = True, embed: bool = True):
         self.dsn = dsn
         self._embedder = embedder
         self.batch = batch
         self.tenant = tenant  # None: every tenant (needs pgmem_admin or a superuser)
         self.poll_interval = poll_interval
+        self.reembed = reembed  # also take the memories of embedding moves to this worker's model
+        self.embed = embed      # the embedding queue (False: moves only, as `pgmem reembed` runs it)
         self._stop = threading.Event()
         self._conn: psycopg.Connection | None = None
         self.embedded = 0
+        self.reembedded = 0
         self.failed = 0
 
     @property
@@ -37,7 +43,7 @@ class EmbeddingWorker:
         if self._embedder is None:
             from .embedding import Embedder
 
-            self._embedder = Embedder()
+            self._embedder = Embedder()  # the configured one (PGMEM_EMBEDDER): the client's choice too
         return self._embedder
 
     def stop(self, *_args) -> None:
@@ -56,8 +62,14 @@ class EmbeddingWorker:
         return self._conn
 
     def run_once(self) -> int:
-        """Embed one batch. Returns how many memories were embedded (0: queue empty)."""
-        from .embedding import embedding_text
+        """Embed one batch. Returns how many memories were embedded (0: queues empty)."""
+        n = self._embed_batch() if self.embed else 0
+        if n == 0 and self.reembed:
+            n = self._reembed_batch()
+        return n
+
+    def _embed_batch(self) -> int:
+        from .embedding.text import embedding_text
 
         conn = self._connection()
         ids: list[int] = []
@@ -91,8 +103,44 @@ class EmbeddingWorker:
                 conn.execute("select pgmem.fail_embedding(id, %s) from unnest(%s::bigint[]) id", (str(e), ids))
             return 0
 
+    def _reembed_batch(self) -> int:
+        """One batch of the running embedding moves to this worker's model; then the swap of
+        every move whose vectors are all ready."""
+        from .embedding.text import embedding_text
+
+        conn = self._connection()
+        model = self.embedder.model_name
+        try:
+            with conn.transaction():
+                if conn.execute("select to_regprocedure('pgmem.claim_reembeddings(integer, boolean, text)')"
+                                ).fetchone()[0] is None:
+                    return 0  # a database older than this worker: nothing to move
+                rows = conn.execute(
+                    "select memory_id, content, who, what, location, why, how from pgmem.claim_reembeddings(%s, %s, %s)",
+                    (self.batch, self.tenant is None, model)).fetchall()
+                if rows:
+                    texts = [embedding_text(content=r[1], who=r[2], what=r[3], where=r[4], why=r[5], how=r[6])
+                             for r in rows]
+                    vectors = self.embedder.embed_many(texts)
+                    conn.execute(
+                        "select pgmem.complete_reembedding(t.id, t.v::vector, %s) "
+                        "from unnest(%s::bigint[], %s::text[]) as t(id, v)",
+                        (model, [r[0] for r in rows], [str(v.tolist()) for v in vectors]))
+            with conn.transaction():
+                for move_id, tenant, target, state, total, pending in conn.execute(
+                        "select * from pgmem.finish_reembed(%s)", (self.tenant is None,)).fetchall():
+                    if state == "done":
+                        log.info("tenant %s moved to model %s (%d memories)", tenant, target, total)
+        except psycopg.OperationalError:
+            self._conn = None
+            raise
+        self.reembedded += len(rows)
+        if rows:
+            log.info("re-embedded %d memories with %s (total %d)", len(rows), model, self.reembedded)
+        return len(rows)
+
     def run(self, *, until_empty: bool = False, max_batches: int | None = None) -> int:
-        """Loop until stopped (or the queue is empty with ``until_empty``)."""
+        """Loop until stopped (or the queues are empty with ``until_empty``)."""
         if threading.current_thread() is threading.main_thread():
             signal.signal(signal.SIGTERM, self.stop)
             signal.signal(signal.SIGINT, self.stop)
@@ -110,4 +158,4 @@ class EmbeddingWorker:
         finally:
             if self._conn is not None:
                 self._conn.close()
-        return self.embedded
+        return self.embedded + self.reembedded

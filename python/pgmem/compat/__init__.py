@@ -1,0 +1,295 @@
+"""A mem0-compatible client: ``from pgmem.compat import Memory`` instead of ``from mem0 import
+Memory``, and a script written for mem0 2.x runs unchanged (issue 26). The method names,
+arguments and result shapes are mem0's ``Memory`` (tests/test_integrations_mem0.py checks the
+signatures against the installed ``mem0ai``); the memory behind them is pgmem's: the surprise
+gate, the fused search, history, tenants. Nothing of mem0 is imported.
+
+    from pgmem.compat import Memory
+    m = Memory()                                       # PGMEM_DSN / PGMEM_TENANT, or Memory.from_config
+    m.add("I'm allergic to peanuts", user_id="maya")   # {"results": [{"id": "17", "memory": "...", "event": "ADD"}]}
+    m.search("what is maya allergic to", filters={"user_id": "maya"})["results"][0]["memory"]
+
+Mapping (each method is one or a few calls of pgmem's SQL API; it adds no logic of its own):
+
+* ids are pgmem's memory ids as strings; ``run_id`` is pgmem's ``session_id``;
+* ``add(messages, infer=True)``: each user/assistant message is remembered with 5W1H extraction
+  behind the surprise gate (pgmem.remember_many): a new fact is ``ADD``, a repeat or an
+  unsurprising one ``NONE`` (mem0 asks an LLM to decide; pgmem's gate decides); ``infer=False``
+  stores each message as it is (forced past the gate);
+* ``search``: pgmem.search (fused ranking) with the entity ids and metadata as filters,
+  ``score`` its fused score, ``threshold`` applied to it;
+* ``get_all``: pgmem.list_memories, newest first; ``update``: pgmem.update_memory (history keeps
+  the old text); ``delete``/``delete_all``: pgmem.forget (restorable); ``history``: pgmem.history
+  as mem0's rows (ADD, UPDATE, DELETE); ``reset``: forgets every memory of the tenant.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+from typing import Any
+
+__all__ = ["AsyncMemory", "Memory"]
+
+# pgmem's history ops as mem0's events; a repeat the gate refused (duplicate, reject) changed nothing: NONE
+_EVENT = {"add": "ADD", "update": "UPDATE", "delete": "DELETE", "merge": "DELETE", "restore": "ADD",
+          "duplicate": "NONE", "reject": "NONE"}
+_ENTITY = {"user_id": "user_id", "agent_id": "agent_id", "run_id": "session_id"}
+_PROMOTED = ("user_id", "agent_id", "run_id", "actor_id", "role")
+
+
+def _ids(user_id=None, agent_id=None, run_id=None, *, what: str) -> dict:
+    ids = {k: v.strip() for k, v in (("user_id", user_id), ("agent_id", agent_id), ("run_id", run_id))
+           if isinstance(v, str) and v.strip()}
+    if not ids:
+        raise ValueError(f"{what}: at least one of 'user_id', 'agent_id', or 'run_id' must be provided")
+    return ids
+
+
+def _filters(filters: dict | None, what: str) -> dict:
+    """mem0's filters as pgmem's: the entity ids as scope filters, other keys as metadata
+    containment (exact values; {"eq": v} and {"in": [...]} for the ids)."""
+    f = dict(filters or {})
+    if not any(k in f for k in _ENTITY):
+        raise ValueError(f"filters must contain at least one of: user_id, agent_id, run_id. Example: filters={{'user_id': 'u1'}}")
+    out: dict[str, Any] = {}
+    meta: dict[str, Any] = {}
+    for k, v in f.items():
+        if isinstance(v, dict):
+            if set(v) == {"eq"}:
+                v = v["eq"]
+            elif set(v) == {"in"} and k in _ENTITY:
+                v = list(v["in"])
+            else:
+                raise ValueError(f"{what}: filter {k}={v!r}: pgmem's mem0 client takes exact values, "
+                                 "{'eq': v}, and {'in': [...]} for user_id/agent_id/run_id")
+        if k in _ENTITY:
+            out[_ENTITY[k]] = v
+        elif k in ("AND", "OR", "NOT"):
+            raise ValueError(f"{what}: logical filters ({k}) are not supported: give the conditions as keys")
+        else:
+            meta[k] = v
+    if meta:
+        out["metadata"] = meta
+    return out
+
+
+def _item(row: dict, score: float | None = None) -> dict:
+    """A pgmem memory as mem0's MemoryItem dict (with the promoted entity ids)."""
+    meta = dict(row.get("metadata") or {})
+    text = row.get("content") or ""
+    out: dict[str, Any] = {"id": str(row["id"]), "memory": text, "hash": hashlib.md5(text.encode()).hexdigest(),
+                           "metadata": None, "score": score,
+                           "created_at": _iso(row.get("created_at")), "updated_at": _iso(row.get("updated_at"))}
+    if score is None:
+        out.pop("score")
+    for key, col in (("user_id", "user_id"), ("agent_id", "agent_id"), ("run_id", "session_id")):
+        if row.get(col):
+            out[key] = row[col]
+    if row.get("who") in ("user", "assistant"):
+        out["role"] = row["who"]
+    meta = {k: v for k, v in meta.items() if k not in _PROMOTED and k not in ("extracted_by", "facts")}
+    out["metadata"] = meta or None
+    return out
+
+
+def _iso(v) -> str | None:
+    return v.isoformat() if hasattr(v, "isoformat") else v
+
+
+def _messages(messages) -> list[dict]:
+    if isinstance(messages, str):
+        return [{"role": "user", "content": messages}]
+    if isinstance(messages, dict):
+        return [messages]
+    if isinstance(messages, list) and all(isinstance(m, dict) for m in messages):
+        return messages
+    raise ValueError("messages must be a string, a message dict, or a list of message dicts")
+
+
+class Memory:
+    """mem0's ``Memory`` over pgmem. ``Memory()`` reads PGMEM_DSN (else the embedded cluster) and
+    PGMEM_TENANT (else "default"); ``Memory.from_config({"pgmem": {"dsn": ..., "tenant": ...}})``
+    or ``Memory(client=MemoryClient(...))`` choose. mem0's other config keys (vector_store, llm,
+    embedder) are accepted and ignored: pgmem's own apply (PGMEM_EMBEDDER, PGMEM_LLM_BASE_URL)."""
+
+    def __init__(self, config: Any = None, *, client: Any = None):
+        from ..client import MemoryClient
+
+        cfg = (config or {}).get("pgmem", {}) if isinstance(config, dict) else {}
+        self.client = client or MemoryClient(cfg.get("dsn"), tenant=cfg.get("tenant") or os.environ.get("PGMEM_TENANT")
+                                             or "default", embedder=cfg.get("embedder", "auto"))
+
+    @classmethod
+    def from_config(cls, config_dict: dict[str, Any]):
+        return cls(config_dict)
+
+    # ------------------------------------------------------------------ write
+    def add(self, messages, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None,
+            metadata: dict[str, Any] | None = None, timestamp: Any = None, expiration_date: Any = None,
+            infer: bool = True, memory_type: str | None = None, prompt: str | None = None):
+        if timestamp is not None:
+            raise ValueError("timestamp is a mem0 platform feature: pgmem takes a message's time as its 'created_at'")
+        ids = _ids(user_id, agent_id, run_id, what="add()")
+        meta = {k: v for k, v in (metadata or {}).items() if k not in _PROMOTED}
+        if memory_type:
+            meta["memory_type"] = memory_type
+        events = []
+        for msg in _messages(messages):
+            role, content = msg.get("role", "user"), msg.get("content")
+            if role == "system" or not isinstance(content, str) or not content.strip():
+                continue
+            ev = {"content": content, "who": msg.get("name") or role, "metadata": dict(meta),
+                  "user_id": ids.get("user_id"), "agent_id": ids.get("agent_id"), "session_id": ids.get("run_id")}
+            if expiration_date is not None:
+                ev["expires_at"] = str(expiration_date)
+            if not infer:
+                ev["force"] = True
+            if msg.get("created_at"):
+                ev["created_at"] = msg["created_at"]
+            events.append(ev)
+        if not events:
+            return {"results": []}
+        if infer:
+            results = self.client.remember_many(events, progress=False)
+        else:
+            results = [self.client.remember(e["content"], extract=False,
+                                            **{k: v for k, v in e.items() if v is not None and k != "content"})
+                       for e in events]
+        out = []
+        for ev, r in zip(events, results):
+            if r.decision == "stored" and r.id is not None:
+                out.append({"id": str(r.id), "memory": ev["content"], "event": "ADD"})
+            else:  # a repeat, or below the surprise gate: nothing new stored
+                known = r.id or r.nearest_id
+                out.append({"id": str(known) if known else None, "memory": ev["content"], "event": "NONE"})
+        return {"results": out}
+
+    def update(self, memory_id, text: str | None = None, metadata: dict[str, Any] | None = None,
+               expiration_date: Any = ..., data: str | None = None):
+        text = text if text is not None else data
+        if text is None and metadata is None and expiration_date is ...:
+            raise ValueError("At least one of text, metadata, or expiration_date must be provided.")
+        changes: dict[str, Any] = {}
+        if text is not None:
+            changes["content"] = text
+            if self.client.embedder is not None:
+                changes["embedding"] = self.client.embedder.embed(text).tolist()
+                changes["embedding_model"] = self.client.embedder.model_name
+        if metadata is not None:
+            old = (self.client.get(int(memory_id)) or {}).get("metadata") or {}
+            changes["metadata"] = {**old, **{k: v for k, v in metadata.items() if k not in _PROMOTED}}
+        if expiration_date is not ...:
+            changes["expires_at"] = None if expiration_date is None else str(expiration_date)
+        self.client.update_memory(int(memory_id), changes, reason="mem0 update")
+        return {"message": "Memory updated successfully!"}
+
+    def delete(self, memory_id):
+        from ..errors import NotFound
+
+        try:
+            self.client.forget(int(memory_id), reason="mem0 delete")
+        except NotFound:
+            raise ValueError(f"Memory with id {memory_id} not found") from None
+        return {"message": "Memory deleted successfully!"}
+
+    def delete_all(self, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None):
+        ids = _ids(user_id, agent_id, run_id, what="delete_all()")
+        filters = {_ENTITY[k]: v for k, v in ids.items()}
+        while True:
+            rows = self.client.list_memories(filters, k=1000)
+            if not rows:
+                break
+            for r in rows:
+                self.client.forget(r["id"], reason="mem0 delete_all")
+        return {"message": "Memories deleted successfully!"}
+
+    def reset(self):
+        """Forgets every memory of the tenant (restorable: pgmem.restore; erase for good with
+        pgmem.erase_user)."""
+        while True:
+            rows = self.client.list_memories(None, k=1000)
+            if not rows:
+                break
+            for r in rows:
+                self.client.forget(r["id"], reason="mem0 reset")
+
+    # ------------------------------------------------------------------ read
+    def get(self, memory_id):
+        row = self.client.get(int(memory_id))
+        if row is None or row.get("state") != "active":
+            return None
+        return _item(row)
+
+    def get_all(self, *, filters: dict[str, Any] | None = None, top_k: int = 20, show_expired: bool = False, **kwargs):
+        _reject_entity_kwargs(kwargs, "get_all")
+        f = _filters(filters, "get_all()")
+        rows = self.client.list_memories(f, k=top_k)
+        return {"results": [_item(r) for r in rows]}
+
+    def search(self, query: str, *, top_k: int = 20, filters: dict[str, Any] | None = None, threshold: float = 0.1,
+               rerank: bool = False, explain: bool = False, reference_date: Any = None, show_expired: bool = False,
+               **kwargs):
+        _reject_entity_kwargs(kwargs, "search")
+        f = _filters(filters, "search()")
+        hits = self.client.search(query, k=top_k, filters=f)
+        out = []
+        for h in hits:
+            if threshold is not None and h.score < threshold:
+                continue
+            row = {"id": h.id, "content": h.content, "metadata": h.metadata, "created_at": h.created_at,
+                   "updated_at": h.extra.get("updated_at"), "who": h.who, "user_id": h.extra.get("user_id"),
+                   "agent_id": h.extra.get("agent_id"), "session_id": h.extra.get("session_id")}
+            item = _item(row, score=h.score)
+            if explain:
+                item["score_details"] = h.signals
+            out.append(item)
+        return {"results": out}
+
+    def history(self, memory_id):
+        rows = self.client.history(int(memory_id))
+        out = []
+        for r in rows:
+            before, after = r.get("before") or {}, r.get("after") or {}
+            out.append({"id": str(r["id"]), "memory_id": str(memory_id), "old_memory": before.get("content"),
+                        "new_memory": after.get("content"), "event": _EVENT.get(r["op"], r["op"].upper()),
+                        "created_at": _iso(r.get("at")), "updated_at": _iso(r.get("at")),
+                        "is_deleted": r["op"] == "delete", "actor_id": None, "role": after.get("who")})
+        return out
+
+    def chat(self, query):
+        raise NotImplementedError("Chat function not implemented yet.")  # as mem0's Memory.chat
+
+    def close(self) -> None:
+        self.client.close()
+
+
+def _reject_entity_kwargs(kwargs: dict, what: str) -> None:
+    bad = [k for k in ("user_id", "agent_id", "run_id") if k in kwargs]
+    if bad:
+        raise ValueError(f"{what}() takes {', '.join(bad)} in filters, not as arguments: "
+                         f"filters={{'{bad[0]}': ...}}")
+    if kwargs:
+        raise TypeError(f"{what}() got unexpected keyword arguments {sorted(kwargs)}")
+
+
+class AsyncMemory:
+    """mem0's ``AsyncMemory``: the same methods as coroutines (each runs Memory's on a worker thread)."""
+
+    def __init__(self, config: Any = None, *, client: Any = None):
+        self._sync = Memory(config, client=client)
+
+    @classmethod
+    def from_config(cls, config_dict: dict[str, Any]):
+        return cls(config_dict)
+
+    def __getattr__(self, name):
+        import asyncio
+
+        fn = getattr(self._sync, name)
+        if not callable(fn):
+            return fn
+
+        async def run(*a, **kw):
+            return await asyncio.to_thread(fn, *a, **kw)
+
+        return run

@@ -1,0 +1,101 @@
+"""pgmem.compat.Memory against mem0: the signatures of the installed mem0ai's Memory, and a
+script written for mem0 that runs unchanged but for its import, on a real database."""
+from __future__ import annotations
+
+import inspect
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from conftest import ROOT
+
+METHODS = ["add", "get", "get_all", "search", "update", "delete", "delete_all", "history", "reset", "chat"]
+
+
+def test_signatures_are_mem0s():
+    mem0 = pytest.importorskip("mem0", reason="needs mem0ai to compare the signatures ([mem0] extra)")
+    from pgmem.compat import Memory
+
+    for name in METHODS:
+        theirs = inspect.signature(getattr(mem0.Memory, name))
+        ours = inspect.signature(getattr(Memory, name))
+        assert list(theirs.parameters) == list(ours.parameters), name
+        for p in theirs.parameters:
+            a, b = theirs.parameters[p], ours.parameters[p]
+            assert a.kind == b.kind, (name, p)
+            if a.default is inspect.Parameter.empty or type(a.default) is object:  # mem0's private sentinels
+                assert (b.default is inspect.Parameter.empty) == (a.default is inspect.Parameter.empty), (name, p)
+            else:
+                assert a.default == b.default, (name, p, a.default, b.default)
+    assert inspect.signature(Memory.from_config).parameters.keys() == inspect.signature(mem0.Memory.from_config).parameters.keys()
+
+
+MEM0_SCRIPT = '''
+import json
+from mem0 import Memory
+
+m = Memory()
+out = {}
+out["add"] = m.add([{"role": "user", "content": "I'm allergic to peanuts"},
+                    {"role": "assistant", "content": "Got it, no peanuts for you."}], user_id="maya",
+                   metadata={"source": "chat"})
+out["add_again"] = m.add("I'm allergic to peanuts", user_id="maya")
+out["add_raw"] = m.add("Tom flies to Tokyo on Friday", user_id="tom", infer=False)
+found = m.search("what food is maya allergic to", filters={"user_id": "maya"}, top_k=3)
+out["search"] = found
+first = found["results"][0]
+out["get"] = m.get(first["id"])
+out["get_all"] = m.get_all(filters={"user_id": "maya"})
+out["update"] = m.update(first["id"], text="I'm allergic to peanuts and cashews")
+out["after_update"] = m.get(first["id"])
+out["history"] = m.history(first["id"])
+out["by_metadata"] = m.get_all(filters={"user_id": "maya", "source": "chat"})
+try:
+    m.search("x", user_id="maya")
+except ValueError as e:
+    out["top_level_ids"] = str(e)
+out["delete"] = m.delete(first["id"])
+out["gone"] = m.get(first["id"])
+out["delete_all"] = m.delete_all(user_id="maya")
+out["left"] = m.get_all(filters={"user_id": "maya"})
+out["tom"] = m.get_all(filters={"user_id": "tom"})
+print(json.dumps(out, default=str))
+'''
+
+
+def test_a_mem0_script_runs_unchanged_but_for_the_import(dsn, tmp_path):
+    script = tmp_path / "app.py"
+    script.write_text(MEM0_SCRIPT.replace("from mem0 import Memory", "from pgmem.compat import Memory"))
+    env = {**os.environ, "PGMEM_DSN": dsn, "PGMEM_TENANT": "acme", "PYTHONPATH": str(ROOT / "python"),
+           "PGMEM_EMBEDDER": "onnx"}
+    p = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=300)
+    assert p.returncode == 0, p.stderr
+    out = json.loads(p.stdout)
+    added = out["add"]["results"]
+    assert [a["event"] for a in added] == ["ADD", "ADD"] and added[0]["memory"] == "I'm allergic to peanuts"
+    assert all(isinstance(a["id"], str) for a in added)
+    assert out["add_again"]["results"][0]["event"] == "NONE"  # the surprise gate: nothing new
+    assert out["add_again"]["results"][0]["id"] == added[0]["id"]
+    assert out["add_raw"]["results"][0]["event"] == "ADD"
+    hits = out["search"]["results"]
+    assert hits[0]["memory"] == "I'm allergic to peanuts" and hits[0]["user_id"] == "maya"
+    assert set(hits[0]) >= {"id", "memory", "hash", "metadata", "score", "created_at", "updated_at", "user_id"}
+    assert hits[0]["metadata"] == {"source": "chat"} and hits[0]["score"] > 0.1
+    assert all(h["user_id"] == "maya" for h in hits)
+    assert out["get"]["memory"] == "I'm allergic to peanuts" and out["get"]["id"] == hits[0]["id"]
+    assert {r["memory"] for r in out["get_all"]["results"]} == {"I'm allergic to peanuts", "Got it, no peanuts for you."}
+    assert out["update"] == {"message": "Memory updated successfully!"}
+    assert out["after_update"]["memory"] == "I'm allergic to peanuts and cashews"
+    h = out["history"]
+    assert [x["event"] for x in h] == ["ADD", "NONE", "UPDATE"]  # NONE: the repeated add, refused by the gate
+    assert h[2]["old_memory"] == "I'm allergic to peanuts" and h[2]["new_memory"] == "I'm allergic to peanuts and cashews"
+    assert len(out["by_metadata"]["results"]) == 2
+    assert "in filters" in out["top_level_ids"]
+    assert out["delete"] == {"message": "Memory deleted successfully!"} and out["gone"] is None
+    assert out["delete_all"] == {"message": "Memories deleted successfully!"}
+    assert out["left"] == {"results": []}
+    assert [r["memory"] for r in out["tom"]["results"]] == ["Tom flies to Tokyo on Friday"]
