@@ -1255,12 +1255,14 @@ def test_job_schedule_commands(conn, dsn):
         (f"pgmem-cluster-{db}", "20 * * * *", """CALL pgmem.run_job('cluster', '{"tenant": "*"}')""", db),
         # the read path's lexicon job (201_lexical.sql): folds the appended lexical statistics
         (f"pgmem-lexicon-{db}", "* * * * *", """CALL pgmem.run_job('lexicon', '{"tenant": "*"}')""", db),
+        # living memory's access job (212_access_log.sql): folds the retrievals and uses appended
+        (f"pgmem-access-{db}", "* * * * *", """CALL pgmem.run_job('access', '{"tenant": "*"}')""", db),
     ]
     got = rows(conn, "select * from pgmem.job_schedule_commands(merge => null, purge => '0 4 * * 0', database => 'elsewhere')")
     assert [r["job_name"] for r in got] == ["pgmem-prune-elsewhere", "pgmem-archive-elsewhere",
                                            "pgmem-tune-elsewhere", "pgmem-purge-elsewhere", "pgmem-index-elsewhere",
                                            "pgmem-work-elsewhere", "pgmem-reflect-elsewhere", "pgmem-cluster-elsewhere",
-                                           "pgmem-lexicon-elsewhere"]
+                                           "pgmem-lexicon-elsewhere", "pgmem-access-elsewhere"]
     # each command is valid as it stands
     for r in rows(conn, "select * from pgmem.job_schedule_commands()"):
         conn.execute(r["command"])
@@ -1272,7 +1274,7 @@ def _cli(dsn: str, *args: str) -> subprocess.CompletedProcess:
                           env=env, capture_output=True, text=True, timeout=120)
 
 
-JOBS_SCHEDULED = ("merge", "prune", "archive", "tune", "index", "work", "reflect", "cluster", "lexicon")
+JOBS_SCHEDULED = ("merge", "prune", "archive", "tune", "index", "work", "reflect", "cluster", "lexicon", "access")
 
 
 def test_cli_jobs_schedule_status_unschedule(cluster, conn, dsn):
@@ -1284,13 +1286,14 @@ def test_cli_jobs_schedule_status_unschedule(cluster, conn, dsn):
             assert p.returncode == 0, p.stderr
             got = rows(cron, q, (db,))
             assert [(r["jobname"], r["schedule"]) for r in got] == [
+                (f"pgmem-access-{db}", "* * * * *"),
                 (f"pgmem-archive-{db}", "30 3 * * *"), (f"pgmem-cluster-{db}", "20 * * * *"),
                 (f"pgmem-index-{db}", "* * * * *"), (f"pgmem-lexicon-{db}", "* * * * *"), (f"pgmem-merge-{db}", "0 5 * * *"),
                 (f"pgmem-prune-{db}", "15 3 * * *"), (f"pgmem-reflect-{db}", "40 * * * *"),
                 (f"pgmem-tune-{db}", "45 3 * * *"), (f"pgmem-work-{db}", "* * * * *")]
             assert {r["command"] for r in got} == {f"""CALL pgmem.run_job('{j}', '{{"tenant": "*"}}')"""
                                                    for j in JOBS_SCHEDULED}
-            assert p.stdout.count("scheduled pgmem-") == 9
+            assert p.stdout.count("scheduled pgmem-") == 10
 
             conn.execute("select * from pgmem.prune('gentle')")
             p = _cli(dsn, "jobs", "status")
@@ -1302,7 +1305,7 @@ def test_cli_jobs_schedule_status_unschedule(cluster, conn, dsn):
 
             p = _cli(dsn, "jobs", "unschedule")
             assert p.returncode == 0, p.stderr
-            assert "removed 9 schedule(s)" in p.stdout
+            assert "removed 10 schedule(s)" in p.stdout
             assert rows(cron, q, (db,)) == []
             p = _cli(dsn, "jobs", "status")
             assert p.returncode == 0 and "no pg_cron schedules" in p.stdout
