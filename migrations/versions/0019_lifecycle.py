@@ -9,7 +9,7 @@ Create Date: 2026-11-26
 """
 from pgmem.migrate import run_sql  # noqa: F401
 
-revision = "0018"
+revision = "0019"
 down_revision = "0018"
 branch_labels = None
 depends_on = None
