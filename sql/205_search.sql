@@ -1,14 +1,33 @@
--- The read path, part 5: JAM's six-signal fused search (jam-journalistic-agent-memory.md,
--- Retrieval Pipeline / Score Fusion), its exhaustive reference, and explanations.
+-- The read path, part 5: fused search (jam-journalistic-agent-memory.md, Retrieval Pipeline /
+-- Score Fusion, with pgmem's signals), its exhaustive reference, and explanations.
 --
---   score = Σ weight_i · signal_i over semantic, lexical, recency, actor, spatial, usage
---           (JAM Stage 2.3; weights of profile jam .55/.20/.10/.07/.03/.05)
+-- What runs by default (the tenant's search profile, setting search_profile: `pgmem`):
 --
--- The signals are the functions _jam_* of sql/202_signals.sql; the candidates come from the
--- indexes (sql/203_candidates.sql), so a query over a million memories scores a few hundred.
--- search_exact() runs the same statement over every eligible memory: the reference for tests
--- and the benchmark. A signal the query cannot have (no embedding, no text, no actor, no
--- location) is NULL and its weight is shared out over the others (sql/200_query.sql).
+--   own(m)   = Σ w_s · s(m) over the own signals m has, s in
+--                semantic  (1 + cos(m, q)) / 2                                         w .36
+--                lexical   BM25 (tenant's document frequencies, k1 1.2, b .4) / the best
+--                          candidate's                                                   w .08
+--                recency   e^(-ln2 · age of m's event / 30 d)                            w .04
+--                actor     1 if m's speaker is an actor the question names, else .3     w .10
+--                spatial   shared path components / the longer path                     w .01
+--                usage     ln(1 + uses) / ln(1 + the tenant's most uses)
+--                          · e^(-ln2 · days since the last use / 30)  (uses: 212)       w .02
+--                time      1 inside the question's time window, halving every tau days
+--                          outside it (pgmem.time_window)                                w .05
+--   session  = max own / present over the candidates of m's session                      w .16
+--   neighbour= max own / present over m's neighbours (temporal links)                   w .18
+--   score(m) = (own(m) + w_session · session + w_neighbour · neighbour) / present(m)
+--              · (superseded_factor, .5, when a newer active memory supersedes m)
+--   present(m) = Σ w_s over the signals m and the question have (a signal the question cannot
+--              have, or m lacks, shares its weight out over the others)
+--
+-- Profile `jam` is JAM as written: Σ w_i · s_i over semantic, lexical (the share of the
+-- question's lexemes), recency, actor, spatial, usage (linear share), weights
+-- .55/.20/.10/.07/.03/.05 (JAM Stage 2.3). The signals are the functions _jam_* of
+-- sql/202_signals.sql; the candidates come from the indexes (sql/203_candidates.sql), so a query
+-- over a million memories scores a few hundred. search_exact() runs the same statement over every
+-- eligible memory: the reference for tests and the benchmark. docs/formulas.md has every ranking
+-- and job in one table.
 
 comment on type pgmem.search_hit is 'One row of search()/search_exact(): the fused score, each signal, and the memory.';
 

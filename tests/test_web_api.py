@@ -721,7 +721,7 @@ def test_pgmem_serve_command(db, tokens, tmp_path):
     # a bad option is a one-line error, not a traceback
     bad = subprocess.run([sys.executable, "-m", "pgmem.cli", "serve", "--hooks", "nonexistent_module:hooks", "--no-embed",
                           "--port", str(free_port())], env=env, capture_output=True, text=True, timeout=60)
-    assert bad.returncode == 1 and bad.stderr.startswith("pgmem: --hooks nonexistent_module:hooks") and "Traceback" not in bad.stderr
+    assert bad.returncode == 2 and bad.stderr.startswith("pgmem: --hooks nonexistent_module:hooks") and "Traceback" not in bad.stderr
 
 
 # ------------------------------------------------------------------------------ the wheel
@@ -749,7 +749,7 @@ def test_wheel_carries_the_page_and_serve_names_its_extra(wheel, tmp_path):  # n
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PGMEM_", "PYTHON", "VIRTUAL_ENV"))}
     out = subprocess.run([str(venv / "bin" / "pgmem"), "serve"], capture_output=True, text=True, env=env, cwd=tmp_path,
                          timeout=120, stdin=subprocess.DEVNULL)
-    assert out.returncode == 1 and "pip install 'pgmem-agent[web]'" in out.stderr and "Traceback" not in out.stderr
+    assert out.returncode == 2 and "pip install 'pgmem-agent[web]'" in out.stderr and "Traceback" not in out.stderr
     # the installed package finds its page without a checkout
     found = subprocess.run([str(venv / "bin" / "python"), "-c", "from pgmem.web.app import STATIC_DIR; "
                             "print((STATIC_DIR / 'index.html').is_file(), 'site-packages' in str(STATIC_DIR))"],

@@ -140,6 +140,8 @@ __all__ = [
     "BehaviourRule", "PolicyRule",
     # 0014 (ecosystem)
     "embedding_moves", "reembed_queue", "session_items", "EmbeddingMove", "ReembedQueueEntry", "SessionItem",
+    # 0012 (read path), 0013 (web), 0016 (living memory)
+    "recent_vectors", "api_keys", "access_log", "RecentVector", "ApiKey", "AccessLogEntry",
 ]
 
 SCHEMA = "pgmem"
@@ -158,7 +160,8 @@ TABLE_NAMES = ("settings", "tenants", "categories", "profiles", "memories", "lin
                "concept_mentions", "intent_cache", "behaviour_rules", "policy_rules",
                "lexicon", "lexicon_delta",  # 0005 (read path)
                "embedding_moves", "reembed_queue", "session_items",  # 0014 (ecosystem)
-               "write_checked")  # 0018 (write path)
+               "write_checked",  # 0018 (write path)
+               "recent_vectors", "api_keys", "access_log")  # 0012 (read path), 0013 (web), 0016 (living memory)
 #: (table, column) of the generated (``GENERATED ALWAYS AS ... STORED``) columns.
 GENERATED_COLUMNS = frozenset({("memories", "tsv"), ("memories", "content_hash"), ("insights", "tsv")})
 
@@ -344,7 +347,29 @@ def make_metadata(embedding_dim: int = DEFAULT_EMBEDDING_DIM) -> MetaData:
         Column("query_id", UUID(as_uuid=True)),
         Column("rank", Integer),
         Column("score", REAL),
+        Column("count", Integer, nullable=False, server_default=text("1"),  # 0016
+               comment="How many times the memory was retrieved or used in this row (the fold of pgmem.access_log "
+                       "writes one row per memory, kind and batch)."),
         PrimaryKeyConstraint("id", name="accesses_pkey"),
+        CheckConstraint("count >= 1", name="accesses_count_check"),
+    )
+    # What the rankings returned and the contexts packed, appended by the read path and folded by
+    # the job access (0016, sql/212_access_log.sql).
+    Table(
+        "access_log", md,
+        Column("id", BigInteger, Identity(always=True), nullable=False),
+        Column("tenant", Text, nullable=False),
+        Column("at", _TSTZ, nullable=False, server_default=_NOW),
+        Column("kind", Text, nullable=False),
+        Column("source", Text, nullable=False),
+        Column("ids", ARRAY(BigInteger), nullable=False),
+        Column("query_id", UUID(as_uuid=True)),
+        PrimaryKeyConstraint("id", name="access_log_pkey"),
+        CheckConstraint("kind = ANY (ARRAY['retrieval'::text, 'use'::text])", name="access_log_kind_check"),
+        CheckConstraint("source ~ '^[a-z][a-z0-9_]{0,31}$'::text", name="access_log_source_check"),
+        CheckConstraint("cardinality(ids) >= 1 AND cardinality(ids) <= 1000", name="access_log_ids_check"),
+        comment="What the rankings returned (retrieval) and what was packed into a context or marked used (use), "
+                "appended by the read path and folded by the job access into pgmem.accesses and memories' access counts.",
     )
 
     # Every change to a memory. No foreign key on memory_id: history outlives purges.
@@ -787,6 +812,38 @@ def make_metadata(embedding_dim: int = DEFAULT_EMBEDDING_DIM) -> MetaData:
         comment="The active, embedded memories under the HNSW index (nearest-neighbour search); kept in step with "
                 "pgmem.memories by its triggers, filled from pgmem.vector_queue by the index job.",
     )
+    # The recent memories' vectors under an HNSW index of their own (0012, sql/440_index.sql).
+    Table(
+        "recent_vectors", md,
+        Column("memory_id", BigInteger, ForeignKey("pgmem.memory_vectors.memory_id", ondelete="CASCADE",
+                                                   name="recent_vectors_memory_id_fkey"), nullable=False),
+        Column("tenant", Text, nullable=False),
+        Column("user_scope", Text, nullable=False),
+        Column("created_at", _TSTZ, nullable=False),
+        Column("embedding", Vector(embedding_dim), nullable=False),
+        PrimaryKeyConstraint("memory_id", name="recent_vectors_pkey"),
+        comment="The vectors of the recent memories (created in the last recent_vectors_days) under an HNSW index of "
+                "their own: search's recent candidate branch. A copy of memory_vectors' rows, kept by the index job; "
+                "a row leaves with its memory_vectors row.",
+    )
+    # LLM API keys per tenant (0013, sql/570_web.sql): write-only, the owner's alone.
+    Table(
+        "api_keys", md,
+        Column("tenant", Text, nullable=False),
+        Column("provider", Text, nullable=False, server_default=text("'openai'::text")),
+        Column("api_key", Text, nullable=False),
+        Column("fingerprint", Text, nullable=False),
+        Column("set_at", _TSTZ, nullable=False, server_default=_NOW),
+        Column("set_by", Text, nullable=False, server_default=text("SESSION_USER")),
+        PrimaryKeyConstraint("tenant", "provider", name="api_keys_pkey"),
+        CheckConstraint("provider ~ '^[a-z][a-z0-9_]{0,31}$'::text", name="api_keys_provider_check"),
+        CheckConstraint("api_key ~ '^[\\x21-\\x7e]+$'::text AND (char_length(api_key) >= 8 AND char_length(api_key) <= 512)",
+                        name="api_keys_api_key_check"),
+        CheckConstraint("fingerprint ~ '^[0-9a-f]{8}$'::text", name="api_keys_fingerprint_check"),
+        comment="LLM API keys per tenant and provider, stored by pgmem.set_api_key (POST /api/config/apikey of pgmem "
+                "serve). Write-only: readable by the owner role alone, through pgmem._api_key, which only "
+                "administrators' logins may call.",
+    )
     Table(
         "vector_queue", md,
         Column("memory_id", BigInteger, ForeignKey("pgmem.memories.id", ondelete="CASCADE",
@@ -1200,6 +1257,9 @@ reembed_queue: Table = metadata.tables["pgmem.reembed_queue"]
 session_items: Table = metadata.tables["pgmem.session_items"]
 write_locks: Table = metadata.tables["pgmem.write_locks"]
 write_checked: Table = metadata.tables["pgmem.write_checked"]  # 0018
+recent_vectors: Table = metadata.tables["pgmem.recent_vectors"]  # 0012
+api_keys: Table = metadata.tables["pgmem.api_keys"]  # 0013
+access_log: Table = metadata.tables["pgmem.access_log"]  # 0016
 lexicon: Table = metadata.tables["pgmem.lexicon"]  # 0005 (read path)
 lexicon_delta: Table = metadata.tables["pgmem.lexicon_delta"]
 # layered tiers (0007)
@@ -1362,6 +1422,7 @@ class Access(Base):
     query_id: Mapped[Optional[_uuid.UUID]]
     rank: Mapped[Optional[int]]
     score: Mapped[Optional[float]]
+    count: Mapped[int]
 
 
 class HistoryEntry(Base):
@@ -1931,3 +1992,36 @@ class SessionItem(Base):
     memory_id: Mapped[Optional[int]]
     created_at: Mapped[_dt.datetime]
     removed_at: Mapped[Optional[_dt.datetime]]
+
+
+class RecentVector(Base):
+    """A recent memory's vector under the recent memories' own HNSW index (0012)."""
+    __table__ = recent_vectors
+    memory_id: Mapped[int]
+    tenant: Mapped[str]
+    user_scope: Mapped[str]
+    created_at: Mapped[_dt.datetime]
+    embedding: Mapped[Any]  # numpy array (pgvector)
+
+
+class ApiKey(Base):
+    """A tenant's LLM API key (0013; write-only: the owner role alone reads it)."""
+    __table__ = api_keys
+    tenant: Mapped[str]
+    provider: Mapped[str]
+    api_key: Mapped[str]
+    fingerprint: Mapped[str]
+    set_at: Mapped[_dt.datetime]
+    set_by: Mapped[str]
+
+
+class AccessLogEntry(Base):
+    """Retrievals or uses of memories not folded yet (0016, sql/212_access_log.sql)."""
+    __table__ = access_log
+    id: Mapped[int]
+    tenant: Mapped[str]
+    at: Mapped[_dt.datetime]
+    kind: Mapped[str]
+    source: Mapped[str]
+    ids: Mapped[list[int]]
+    query_id: Mapped[Optional[_uuid.UUID]]

@@ -380,6 +380,9 @@ def build_app(dsn: str | None = None, *, token_file: Path | None = None, embed: 
             ref = uuid.uuid4().hex[:8]
             log.error("setup error %s: %s", ref, exc)
             return error(503, "unavailable", f"the server cannot reach its database (reference {ref} in its log)")
+        if getattr(exc, "sqlstate", None) == "28000":  # a claim the database refused (ClaimError): no detail
+            log.info("claim refused: %s", exc)
+            return unauthorized()
         return error(400, "bad_request", str(exc))
 
     @app.exception_handler(Exception)
