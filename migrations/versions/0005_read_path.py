@@ -93,7 +93,7 @@ create type pgmem.query as (
 comment on type pgmem.query is
   'One call of a ranking (search, activate, recall): the question, its effective weights and parameters, and its filters, built once by pgmem._query().';
 
--- One row of search()/search_exact(): the score, each signal, the memory. (sql/200_search.sql
+-- One row of search()/search_exact(): the score, each signal, the memory. (sql/205_search.sql
 -- created an older version before this revision existed: replaced; the functions that return
 -- it are re-created by the idempotent step.)
 drop type if exists pgmem.search_hit cascade;

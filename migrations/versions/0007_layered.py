@@ -5,8 +5,8 @@ mentions (tier D), the intent cache, and the behaviour and policy rules.
 Every table has a tenant column (row-level security comes from sql/900_security.sql).
 References between these tables carry the tenant in the foreign key (``(tenant, id)``), so a
 row can never point at another tenant's conversation, thread or message; references to
-memories are checked by pgmem._check_memory_tenant triggers (sql/600_profile_facts.sql,
-sql/650_insights.sql).
+memories are checked by pgmem._check_memory_tenant triggers (sql/610_profile_facts.sql,
+sql/660_insights.sql).
 
 Revision ID: 0007
 Revises: 0006

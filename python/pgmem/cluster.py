@@ -309,7 +309,7 @@ class Cluster:
 
     def ensure_database(self, dbname: str | None = None, *, tenant: str | None = "default") -> bool:
         """Create ``dbname`` if missing. The embedded database defaults ``pgmem.tenant`` so
-        that psql sessions work without a SET; see docs/tenancy in the README."""
+        that psql sessions work without a SET; see "Tenancy" in the README."""
         import psycopg
 
         db = dbname or self.dbname

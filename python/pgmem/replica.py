@@ -82,8 +82,8 @@ def replica_up(primary: Cluster, port: int | None = None, *, sync: bool = False,
         rep._run(["touch", rep.data / "standby.signal"])
         # the standby reads its own postgresql.auto.conf (copied): drop the primary's sync setting
         auto = rep.data / "postgresql.auto.conf"
-        text = "".join(l for l in auto.read_text().splitlines(keepends=True)
-                       if not l.startswith("synchronous_standby_names"))
+        text = "".join(line for line in auto.read_text().splitlines(keepends=True)
+                       if not line.startswith("synchronous_standby_names"))
         tmp = rep.home / "auto.conf.tmp"
         tmp.write_text(text)
         rep._run(["cp", tmp, auto])

@@ -41,7 +41,6 @@ tenants that now map to the other one.
 from __future__ import annotations
 
 import json
-import re
 import shutil
 import time
 from dataclasses import dataclass, field
@@ -353,7 +352,7 @@ $$;""")
   cluster '{CLUSTER_NAME}'; run on all; target {SHARD_SCHEMA}.{f.name if f.retset else f.name + '__all'};
 $$;""")
         # the public wrapper, same name and signature as on a shard
-        star = f"_pgmem_s.tenant = '*'" if tenant_arg is None else f"coalesce(${1 + tenant_arg}, _pgmem_s.tenant) = '*'"
+        star = "_pgmem_s.tenant = '*'" if tenant_arg is None else f"coalesce(${1 + tenant_arg}, _pgmem_s.tenant) = '*'"
         if f.retset:
             if always_all:
                 body = f"return query select * from {PROXY_SCHEMA}.{_q(f.name)}({call_args});"
@@ -444,7 +443,7 @@ def install_shard(dsn: str, cat: Catalog | None = None) -> Catalog:
 
     with psycopg.connect(dsn, autocommit=True) as conn:
         if conn.execute("select to_regnamespace('pgmem') is null").fetchone()[0]:
-            raise PgmemError(f"pgmem is not installed in the shard database: run 'pgmem migrate' on it first")
+            raise PgmemError("pgmem is not installed in the shard database: run 'pgmem migrate' on it first")
         cat = cat or read_catalog(conn)
         conn.execute(shard_sql(cat))
     return cat

@@ -127,7 +127,7 @@ class EmbeddingWorker:
                         "from unnest(%s::bigint[], %s::text[]) as t(id, v)",
                         (model, [r[0] for r in rows], [str(v.tolist()) for v in vectors]))
             with conn.transaction():
-                for move_id, tenant, target, state, total, pending in conn.execute(
+                for _move, tenant, target, state, total, _pending in conn.execute(
                         "select * from pgmem.finish_reembed(%s)", (self.tenant is None,)).fetchall():
                     if state == "done":
                         log.info("tenant %s moved to model %s (%d memories)", tenant, target, total)

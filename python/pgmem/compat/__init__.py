@@ -50,7 +50,7 @@ def _filters(filters: dict | None, what: str) -> dict:
     containment (exact values; {"eq": v} and {"in": [...]} for the ids)."""
     f = dict(filters or {})
     if not any(k in f for k in _ENTITY):
-        raise ValueError(f"filters must contain at least one of: user_id, agent_id, run_id. Example: filters={{'user_id': 'u1'}}")
+        raise ValueError("filters must contain at least one of: user_id, agent_id, run_id. Example: filters={'user_id': 'u1'}")
     out: dict[str, Any] = {}
     meta: dict[str, Any] = {}
     for k, v in f.items():

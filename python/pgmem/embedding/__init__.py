@@ -27,7 +27,8 @@ from .text import check_text, embedding_text  # noqa: E402
 __all__ = [
     "DEFAULT_MODEL_NAME", "ENV_KIND", "ENV_MODEL", "ENV_THREADS", "EMBEDDERS", "Embedder", "EmbeddingError",
     "EmbeddingModelError", "EmbeddingUnavailable", "HttpEmbedder", "OnnxEmbedder", "SentenceTransformerEmbedder",
-    "default_model_path", "embed_threads", "embedder_kind", "embedding_text", "make_embedder", "resolve_model",
+    "check_text", "default_model_path", "embed_threads", "embedder_kind", "embedding_text", "make_embedder",
+    "resolve_model",
 ]
 
 #: kind -> "module:class" of each embedder (imported on use: each needs its own packages)

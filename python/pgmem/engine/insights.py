@@ -165,7 +165,7 @@ def summarize(messages: list[dict[str, Any]], max_sentences: int = 3, max_chars:
         freq.update(set(keywords(m.get("content") or "", 50)))
     common = {w for w, c in freq.items() if c >= 2} or set(freq)
     scored: list[tuple[float, int, str]] = []
-    for i, m in enumerate(messages):
+    for m in messages:
         for s in sentences(m.get("content") or ""):
             words = set(keywords(s, 50))
             cover = len(words & common) / len(common) if common else 0.0

@@ -18,7 +18,6 @@ stalls another's. Exceptions:
 
 import json
 import logging
-import re
 import uuid
 from contextlib import asynccontextmanager, contextmanager
 from datetime import date, datetime

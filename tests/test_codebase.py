@@ -1,0 +1,78 @@
+"""The codebase's own hygiene (issue 28): what a newcomer trips on, caught by a test.
+
+- Every comment or docstring that names a file of this repository names one that exists.
+- ruff passes on the package.
+"""
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+#: the repository's top-level folders a comment may point into
+TOPS = ("sql", "migrations", "python", "tests", "bench", "docs", "scripts", "examples", "docker", ".ci")
+REF = re.compile(r"(?<![\w/.-])((?:%s)/[A-Za-z0-9_./-]*[A-Za-z0-9_])" % "|".join(re.escape(t) for t in TOPS))
+#: files whose text is data, not prose about this repository
+DATA = ("bench/.cache/", "bench/results/", "tests/fixtures/", "python/pgmem/web/static/")
+#: where generated output goes (ignored by git: it exists once a command has run)
+OUTPUT = ("bench/.cache/", "bench/results/")
+#: a reference that is an example in the text, not a pointer (a user's path in a test or the
+#: demo conversation; Docker's syntax line; the .env a user writes)
+EXAMPLES = {"tests/test_api.py", "tests/test_auth.py", "scripts/deploy.sh", "scripts/sync_sequences.py",
+            "docs/migration/pgbouncer.md", "docker/dockerfile", "docker/.env",
+            "sql/8xx"}  # the shards' layer: "no sql/8xx file is applied" (generated from the catalog)
+
+
+def _tracked() -> list[Path]:
+    out = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True)
+    if out.returncode != 0:  # not a checkout (an sdist): every text file under the tops
+        return [p for t in TOPS for p in (ROOT / t).rglob("*") if p.is_file()]
+    return [ROOT / line for line in out.stdout.splitlines()]
+
+
+def test_every_named_file_exists():
+    """A comment that names `sql/200_search.sql` after the file became `sql/205_search.sql`
+    sends the reader nowhere; every such name must resolve (a file, or a folder)."""
+    missing = []
+    for path in _tracked():
+        rel = path.relative_to(ROOT).as_posix()
+        if rel.startswith(DATA) or path.suffix not in {".py", ".sql", ".md", ".sh", ".toml", ".mako", ".yml", ".yaml",
+                                                       ""} or not path.is_file():
+            continue
+        try:
+            text = path.read_text()
+        except UnicodeDecodeError:
+            continue
+        for n, line in enumerate(text.splitlines(), 1):
+            for m in REF.finditer(line):
+                ref = m.group(1).rstrip(".")
+                before = line[:m.start()]
+                if before.endswith(("://", "www.")) or re.search(r"https?://\S*$", before):
+                    continue  # a URL's path (postgresql.org/docs/current/...)
+                if ref in EXAMPLES or ref.startswith(OUTPUT) or "*" in ref or "<" in ref or "{" in ref:
+                    continue
+                # a range of files by number (sql/6xx, sql/040) names every file it prefixes
+                prefix = re.sub(r"x+$", "", ref) if re.search(r"/\d+x*$", ref) else None
+                if prefix and list(ROOT.glob(prefix + "*")):
+                    continue
+                if line[m.end():].startswith("-<"):  # a pattern (tests/fixtures/pgmem-<tag>.tar.gz)
+                    ref += "-"
+                if not (ROOT / ref).exists() and not list(ROOT.glob(ref + ".*")) and not (
+                        ref.endswith("-") and list(ROOT.glob(ref + "*"))):
+                    missing.append(f"{rel}:{n}: {ref}")
+    assert not missing, "comments name files that are not in the repository:\n" + "\n".join(missing)
+
+
+def test_ruff_passes_on_the_package():
+    ruff = shutil.which("ruff", path=str(Path(sys.executable).parent)) or shutil.which("ruff")
+    if ruff is None:
+        pytest.fail("ruff is not installed: run `make setup` (it is in the [test] extra)")
+    out = subprocess.run([ruff, "check", "python/pgmem"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stdout + out.stderr
+
