@@ -37,8 +37,8 @@ def _tracked() -> list[Path]:
 
 
 def test_every_named_file_exists():
-    """A comment that names `sql/200_search.sql` after the file became `sql/205_search.sql`
-    sends the reader nowhere; every such name must resolve (a file, or a folder)."""
+    """A comment that still names the search file by its number before the read path was split
+    (200, now 205) sends the reader nowhere; every such name must resolve (a file, or a folder)."""
     missing = []
     for path in _tracked():
         rel = path.relative_to(ROOT).as_posix()
