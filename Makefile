@@ -4,6 +4,9 @@ VENV  ?= .venv
 PY    := $(VENV)/bin/python
 PGMEM := $(VENV)/bin/pgmem
 PYTEST_ARGS ?=
+# pytest-xdist workers for make test / test-fast: each has its own template database on the one
+# test cluster; modules stay whole on a worker (--dist loadfile: their module fixtures are built once)
+TEST_WORKERS ?= 2
 BENCH_N ?= 100000
 # LoCoMo for `make eval` (bench/locomo.py): a path to LoCoMo's JSON; default the dev half beside the
 # repository when it exists. LOCOMO_ARGS passes options (e.g. --rankings search,hybrid --reuse).
@@ -24,8 +27,11 @@ db-down: ## stop the embedded cluster
 demo: setup ## the README's first command: ingest a conversation, query it, show scores
 	@$(PY) examples/demo.py
 
-test: setup ## the whole test suite against a real cluster (.pgmem/test)
-	@$(PY) -m pytest $(PYTEST_ARGS)
+test: setup ## the whole test suite against a real cluster (.pgmem/test), in parallel
+	@$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
+
+test-fast: setup ## the suite without its slow, multi-cluster and process tests (a few minutes)
+	@$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile -m "not slow and not cluster and not process" $(PYTEST_ARGS)
 
 bench: setup ## benchmark (BENCH_N memories) -> bench/results/
 	@$(PY) bench/bench.py --n $(BENCH_N)

@@ -128,3 +128,23 @@ def connect(dsn: str, tenant: str | None = "acme", **kw) -> psycopg.Connection:
     if c.execute("select to_regtype('vector')").fetchone()[0] is not None:
         register_vector(c)
     return c
+
+
+# ------------------------------------------------------------------------------ the suite in parts
+#: modules that start PostgreSQL clusters of their own (standbys, failover, shards, a crash)
+CLUSTER_MODULES = {"test_auto_failover", "test_crash", "test_failover", "test_replica", "test_shards"}
+#: modules that run pgmem (or Node, or pip) as processes: the command line, the wheel, the images
+PROCESS_MODULES = {"test_cli_embeddings", "test_cli_errors", "test_cli_ingest", "test_cli_readme", "test_cli_reembed",
+                   "test_migrations_cli", "test_package", "test_node_example", "test_upgrade", "test_layered_cli",
+                   "test_docker_static", "test_demo"}
+
+
+def pytest_collection_modifyitems(config, items):
+    """Marks by module (pyproject.toml declares the markers): `make test-fast` leaves out
+    `cluster`, `process` and `slow`; `make test` runs everything."""
+    for item in items:
+        module = item.module.__name__.rpartition(".")[2] if item.module else ""
+        if module in CLUSTER_MODULES:
+            item.add_marker(pytest.mark.cluster)
+        if module in PROCESS_MODULES:
+            item.add_marker(pytest.mark.process)

@@ -53,6 +53,7 @@ KNOWN_MISSES = {
 }
 
 
+@pytest.mark.slow
 def test_every_demo_query_finds_an_intended_answer_in_the_top_3(demo_db):
     from pgmem.client import MemoryClient
 

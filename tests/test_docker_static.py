@@ -654,12 +654,55 @@ def test_readme_describes_every_file():
 TRACER = """
 import atexit, os, sys
 
+_pgmem_importers = {}
+
+
+class _PgmemImporters:
+    # where each top-level module was first imported from (file and line of the import statement)
+    def find_spec(self, name, path=None, target=None):
+        top = name.split(".")[0]
+        if top not in _pgmem_importers and top not in sys.modules:
+            f = sys._getframe(1)
+            while f is not None and (f.f_code.co_filename.startswith("<frozen") or "importlib" in f.f_code.co_filename):
+                f = f.f_back
+            if f is not None:
+                _pgmem_importers[top] = (f.f_code.co_filename, f.f_lineno)
+        return None
+
+
+sys.meta_path.insert(0, _PgmemImporters())
+
+
 def _pgmem_dump_imports():
     with open(os.environ["PGMEM_TRACE_IMPORTS"], "w") as f:
-        f.write("\\n".join(sorted({m.split(".")[0] for m in list(sys.modules)})))
+        for m in sorted({m.split(".")[0] for m in list(sys.modules)}):
+            where = _pgmem_importers.get(m, ("", 0))
+            f.write(f"{m}\\t{where[0]}\\t{where[1]}\\n")
 
 atexit.register(_pgmem_dump_imports)
 """
+
+
+def _optional(filename: str, line: int) -> bool:
+    """Whether the import at filename:line sits in a ``try`` that catches ImportError (or
+    ModuleNotFoundError): a library's optional speed-up (orjson for FastAPI, websockets for
+    uvicorn), which an image without it runs without. pgmem's own guarded imports are not
+    optional: they turn a missing extra into an error that names it."""
+    import ast
+
+    if Path(filename).resolve().is_relative_to(ROOT / "python"):
+        return False
+    try:
+        tree = ast.parse(Path(filename).read_text())
+    except (OSError, SyntaxError, ValueError):
+        return False
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Try) and node.body and node.body[0].lineno <= line <= node.body[-1].end_lineno:
+            for h in node.handlers:
+                names = [h.type] if not isinstance(h.type, ast.Tuple) else list(h.type.elts)
+                if any(isinstance(n, ast.Name) and n.id in ("ImportError", "ModuleNotFoundError") for n in names):
+                    return True
+    return False
 
 
 def _norm(name: str) -> str:
@@ -729,7 +772,12 @@ def _run_traced(args: list[str], env: dict, tmp_path, *, until: str | None = Non
         p.send_signal(signal.SIGINT)
         p.wait(timeout=60)
         assert until in seen, seen
-    return set(out.read_text().split())
+    modules = set()
+    for row in out.read_text().splitlines():
+        name, filename, line = row.split("\t")
+        if not (filename and _optional(filename, int(line))):
+            modules.add(name)
+    return modules
 
 
 def _distributions(modules: set[str]) -> dict[str, list[str]]:

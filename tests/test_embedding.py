@@ -364,6 +364,7 @@ def test_the_choice_of_the_embedder(monkeypatch):
         Embedder()
 
 
+@pytest.mark.slow
 def test_threads_are_set_before_the_model_libraries_start(tmp_path):
     """Importing pgmem.embedding sets OpenMP's wait policy (read once, when torch loads), and
     the torch model runs on one thread (issue 23): in a fresh interpreter."""

@@ -585,6 +585,7 @@ FUZZ = {"remember": [0, 0, 0, []], "read": [0, 0, 0, []]}  # examples, errors, s
        vector=st.tuples(st.sampled_from(["none", "random"]), st.sampled_from(VECTOR_KINDS)),
        seed=st.integers(0, 2 ** 16),
        hostile=st.integers(0, 11))
+@pytest.mark.slow
 def test_fuzz_remember(hc, content, who, location, user_id, event_key, force, category, importance, valence, metadata,
                        created_at, vector, seed, hostile):
     pick = lambda i, pair: pair[1] if hostile == i + 6 else pair[0]  # noqa: E731  (0..5: all valid)

@@ -1361,6 +1361,7 @@ def _root(conn, mid: int) -> int:
     return m["id"]
 
 
+@pytest.mark.slow
 def test_demo_conversation_merge(demo):
     dsn, events, decisions = demo
     print(f"\ndemo: {len(events)} events -> {decisions}")

@@ -175,6 +175,7 @@ def _state_changes(hist: dict, mid: int) -> list[dict]:
     return [h for h in hist[mid] if h["before"] and h["after"] and h["before"]["state"] != h["after"]["state"]]
 
 
+@pytest.mark.slow
 def test_concurrent_writes_merges_and_prunes_lose_nothing(workload):
     w = workload
     results, mems, hist, decisions, states = w["results"], w["mems"], w["hist"], w["decisions"], w["states"]

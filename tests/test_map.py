@@ -89,6 +89,7 @@ def _headless(page: Path, tmp: Path, *extra: str) -> subprocess.CompletedProcess
     return subprocess.run(args, capture_output=True, text=True, timeout=180)
 
 
+@pytest.mark.slow
 def test_map_page_draws_the_points_in_a_real_browser(conn, dsn, tmp_path):
     from pgmem.client import MemoryClient
     from pgmem.map import build_map
@@ -154,6 +155,7 @@ def test_map_command(dsn, conn, tmp_path, monkeypatch):
     assert json.loads(json.dumps({"ok": True}))["ok"]
 
 
+@pytest.mark.slow
 def test_umap_in_the_client_is_stored_per_memory(conn, dsn, tmp_path):
     # Debian does not package umap-learn: the client computes UMAP (n_neighbors 15) and stores it
     from pgmem.client import MemoryClient

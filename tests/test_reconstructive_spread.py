@@ -252,9 +252,11 @@ def test_search_spread_lifts_what_the_hits_are_bound_to(conn):
     from conftest import at_cos, e
     ids = []
     for i, (text, v) in enumerate([("the kite festival is on the hill", e(1)), ("bring sandwiches and water", e(2)),
-                                   ("kites fly well in strong wind", at_cos(1, 3, 0.7)), ("the tax form is due", e(4))]):
+                                   ("kites fly well in strong wind", at_cos(1, 3, 0.5)), ("the tax form is due", e(4))]):
         ids.append(conn.execute("select memory_id from pgmem.remember(%s, %s::vector, force => true)", (text, v)).fetchone()[0])
     link(conn, ids[0], ids[1], "temporal")
+    # (cosine .5, not .7, for the kites: the default profile shares a memory's weight with its
+    # neighbour signal, so at .7 the kites tied with the festival for the seed)
     q = dict(query_text=None, query_embedding=e(1), k=4, seeds=1)
     sql = ("select id, score, fused, activation from pgmem.search_spread(query_embedding => %(query_embedding)s::vector, "
            "k => %(k)s, seeds => %(seeds)s, spread_weight => %(w)s)")

@@ -814,6 +814,7 @@ def big(cluster, embedder):
 
 
 @pytest.mark.timeout(1800)  # includes building the module's 5,000-memory fixture (embedding on a busy CPU)
+@pytest.mark.slow
 def test_search_agrees_with_search_exact_on_5000_real_memories(big):
     dsn, queries = big
     overlaps, overlaps_plain, overlaps_small = [], [], []
@@ -1059,6 +1060,7 @@ def test_lexical_probe_takes_the_rarest_lexemes(big):
         assert narrowed >= 10, narrowed  # the budget does narrow most of these questions
 
 
+@pytest.mark.slow
 def test_search_with_a_small_lexical_budget_still_agrees_with_search_exact(big):
     dsn, queries = big
     with connect(dsn, tenant="acme") as c:

@@ -89,6 +89,7 @@ def test_enqueue_rules(conn, dsn):
         conn.execute("select pgmem.enqueue('bind', array(select generate_series(1, 10001))::bigint[])")
 
 
+@pytest.mark.slow
 def test_bind_items_of_a_batch_are_coalesced(conn):
     conn.execute("insert into pgmem.memories (content, embedding, session_id, created_at) "
                  "select 'turn ' || g, %s::vector, 's', now() - (3000 - g) * interval '1 second' from generate_series(1, 2500) g",

@@ -102,5 +102,7 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
-    drop_dependents("pgmem.recent_vectors")
+    # the SQL-standard functions that read these fields of the query record (_eligible) go first
+    drop_dependents("pgmem.recent_vectors", *(f"pgmem.query.{a}" for a in (
+        "scan", "filtered", "docs", "user_scope", "bm25_norm", "usage_log", "probe_rows", "exact_knn")))
     run_sql(DOWNGRADE)

@@ -57,5 +57,6 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
-    drop_dependents("pgmem.access_log", "pgmem.accesses.count")
+    drop_dependents("pgmem.access_log", "pgmem.accesses.count", "pgmem.query.superseded_factor",
+                    "pgmem.query.current_only")
     run_sql(DOWNGRADE)
