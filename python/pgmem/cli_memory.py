@@ -363,6 +363,31 @@ def cmd_restore(args) -> int:
     return 0
 
 
+def cmd_archive(args) -> int:
+    rows = _client(args, embed=False).archive(args.ids, args.reason)
+    for m in rows:
+        print(f"memory {m['id']} is {m['state']} (restore with: pgmem restore {m['id']})")
+    return 0
+
+
+def cmd_jobs_vacuum(args) -> int:
+    """VACUUM (and, with --reindex, REINDEX CONCURRENTLY of the invalid indexes compact reports)
+    cannot run inside a function: run here as their own statements, in autocommit."""
+    from .db import connect
+
+    with connect(args.dsn, autocommit=True) as c:
+        cmd = c.execute("select pgmem.vacuum_command()").fetchone()[0]
+        print(cmd)
+        c.execute(cmd)
+        if args.reindex:
+            for (idx,) in c.execute("select format('%%I.%%I', n.nspname, x.relname) from pg_index i "
+                                    "join pg_class x on x.oid = i.indexrelid join pg_namespace n on n.oid = x.relnamespace "
+                                    "where n.nspname = 'pgmem' and not i.indisvalid order by 1").fetchall():
+                print(f"REINDEX INDEX CONCURRENTLY {idx}")
+                c.execute(f"REINDEX INDEX CONCURRENTLY {idx}")
+    return 0
+
+
 def cmd_worker(args) -> int:
     import logging
 
@@ -487,6 +512,12 @@ def register(sub) -> None:
         common(p)
         p.set_defaults(func=fn)
 
+    p = sub.add_parser("archive", help="archive memories by hand (Shadow's manual archival; pgmem restore brings one back)")
+    p.add_argument("ids", type=int, nargs="+")
+    p.add_argument("--reason")
+    common(p)
+    p.set_defaults(func=cmd_archive)
+
     p = sub.add_parser("worker", help="embed queued memories (FOR UPDATE SKIP LOCKED; several may run)")
     p.add_argument("--batch", type=int, default=64)
     p.add_argument("--once", action="store_true", help="stop when the queue is empty")
@@ -511,7 +542,9 @@ def register(sub) -> None:
 JOB_COLUMNS = {
     "merge": ["survivor_id", "merged_id", "similarity", "same_category", "method", "applied"],
     "prune": ["memory_id", "reason", "decayed_importance", "applied"],
-    "archive": ["memory_id", "age_days", "last_accessed_at", "best_recent_score", "applied"],
+    "archive": ["memory_id", "reason", "age_days", "activation", "last_accessed_at", "applied"],
+    "delete_archived": ["memory_id", "archived_at", "applied"],
+    "compact": ["relation", "live_rows", "dead_rows", "changed_since_analyze", "last_vacuum", "action", "applied"],
     "tune": ["tenant_id", "context_type", "old_value", "new_value", "false_positive_rate", "false_negative_rate", "feedback_count"],
     "purge": ["memory_id", "deleted_at", "applied"],
     "index": ["indexed", "dropped", "queued"],
@@ -635,6 +668,9 @@ def register_jobs(sub) -> None:
     s.set_defaults(func=cmd_jobs_schedule)
     js.add_parser("unschedule", help="remove pgmem's pg_cron schedules").set_defaults(func=cmd_jobs_unschedule)
     js.add_parser("status", help="latest run of each job, and the schedules").set_defaults(func=cmd_jobs_status)
+    v = js.add_parser("vacuum", help="VACUUM (ANALYZE) pgmem's tables now (what the nightly vacuum schedule runs)")
+    v.add_argument("--reindex", action="store_true", help="also REINDEX CONCURRENTLY the invalid indexes compact reports")
+    v.set_defaults(func=cmd_jobs_vacuum)
 
 
 # ------------------------------------------------------------------------------ layered tiers

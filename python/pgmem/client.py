@@ -469,6 +469,16 @@ class _Base:
     def restore(self, memory_id: int, reason: str | None = None, conn=None) -> dict:
         return self._do("restore", dict(memory_id=memory_id, reason=reason), _first, conn)
 
+    def archive(self, ids: Sequence[int], reason: str | None = None, conn=None) -> list[dict]:
+        """Shadow's manual archival (pgmem.archive): the memories leave every ranking until
+        ``restore``; merged and deleted ones are refused."""
+        return self._do("archive", dict(ids=list(ids), reason=reason), list, conn)
+
+    def memory_activation(self, memory_id: int, as_of: Any = None, conn=None) -> dict:
+        """The lifecycle activation of a memory (pgmem.memory_activation) with its parts and the
+        tenant's archival threshold."""
+        return self._do("memory_activation", dict(memory_id=memory_id, as_of=as_of), _first, conn)
+
     def update_memory(self, memory_id: int, changes: dict, reason: str | None = None, conn=None) -> dict:
         return self._do("update_memory", dict(memory_id=memory_id, changes=json.dumps(changes, default=_jsonable), reason=reason), _first, conn)
 
@@ -974,7 +984,9 @@ READ_ONLY_CALLS = frozenset({"search", "search_exact", "explain_search", "activa
                              "thread_messages", "search_insights"})
 
 JOBS = {"merge": "merge_duplicates", "prune": "prune", "archive": "archive_stale", "tune": "tune_thresholds",
-        "purge": "purge", "index": "index_vectors", "cluster": "cluster"}
+        "purge": "purge", "index": "index_vectors", "cluster": "cluster",
+        # Shadow's cleanup (issue 24): archived memories deleted after their retention; statistics
+        "delete_archived": "delete_archived", "compact": "compact"}
 
 
 def _query_vector(embedder, text: str):
@@ -1081,6 +1093,8 @@ class AsyncMemoryClient(_Base):
     remember = _coroutine(_Base.remember)
     forget = _coroutine(_Base.forget)
     restore = _coroutine(_Base.restore)
+    archive = _coroutine(_Base.archive)
+    memory_activation = _coroutine(_Base.memory_activation)
     update_memory = _coroutine(_Base.update_memory)
     get = _coroutine(_Base.get)
     history = _coroutine(_Base.history)
