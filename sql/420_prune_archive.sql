@@ -325,7 +325,7 @@ create or replace function pgmem.memory_activation(memory_id bigint, as_of times
 returns table (id bigint, activation float8, decayed_importance float8, last_use timestamptz, last_use_relevance float8,
                best_activation_score float8, best_activation_at timestamptz, best_activation_relevance float8,
                threshold float8, below_threshold boolean)
-  language plpgsql stable
+  language plpgsql stable security definer  -- (the logs of the caller's tenant's memory only; 900_security.sql)
   set search_path = pgmem, pg_catalog, pg_temp
 as $$
 #variable_conflict use_column
@@ -431,7 +431,8 @@ begin
          coalesce(archive_stale.min_age, (pgmem._setting_of(t.tenant, 'archive_min_age') #>> '{}')::interval, interval '0'),
          case when archive_stale.max_memories is not null then nullif(archive_stale.max_memories, 0)
               else nullif((pgmem._setting_of(t.tenant, 'max_memories') #>> '{}')::bigint, 0) end,
-         coalesce(pgmem._setting_of(t.tenant, 'max_memories_per') #>> '{}', 'user') <> 'tenant',
+         case coalesce(pgmem._setting_of(t.tenant, 'max_memories_per') #>> '{}', 'user')
+              when 'user' then true when 'tenant' then false end,
          pgmem._lifecycle_half_life(t.tenant)
     from (select v_tenant as tenant where v_tenant is not null
           union

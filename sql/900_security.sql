@@ -304,6 +304,8 @@ end $$;
 --   build_context                   calls pgmem._pack, which pgmem_app may not call
 --   _restore_from_history           writes a purged memory again with its id (no application role writes ids),
 --                                   the caller's tenant's only; called by restore (issue 24, 110_memory_ops.sql)
+--   memory_activation               reads the access and activation logs of one memory, found by id and the
+--                                   caller's tenant (issue 24, 420_prune_archive.sql)
 --   compact                         ANALYZE needs the tables' owner; pgmem_admin only (_is_admin), no tenant data read
 --                                   (issue 24, 425_compact.sql)
 --   explain_search                  builds the query record (pgmem._query and its helpers) for the weights;
