@@ -116,7 +116,7 @@ begin
                                       'embedding_model', null, 'embedded_at', null, 'tenant', v_tenant);
   -- profile facts are not stated again (see above)
   if b->'metadata' ? 'facts' then
-    b := jsonb_set(b, '{metadata}', (b->'metadata' - 'facts') || jsonb_build_object('facts_when_written', b->'metadata'->'facts'));
+    b := jsonb_set(b, '{metadata}', ((b->'metadata') - 'facts') || jsonb_build_object('facts_when_written', b->'metadata'->'facts'));
   end if;
   -- an event_key taken meanwhile (a replay stored the event again) stays with that memory
   if exists (select 1 from pgmem.memories x where x.tenant = v_tenant and x.event_key = b->>'event_key') then

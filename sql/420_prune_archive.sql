@@ -550,6 +550,7 @@ begin
 
   -- set-based: the page's memories still active that no other transaction holds (one held now
   -- is left for a later run), one UPDATE per reason; history: one statement each (040)
+  perform 'PRAGMA:TABLE: _pgmem_archived (id bigint)';  -- for plpgsql_check
   create temp table if not exists _pgmem_archived (id bigint) on commit drop;
   truncate _pgmem_archived;
   if not dry_run then

@@ -32,9 +32,9 @@ declare
   v_run bigint;
   r record;
   v_n bigint := 0;
-  v_analyzed text[] := '{}';
-  v_vacuum text[] := '{}';
-  v_reindex text[] := '{}';
+  v_analyzed text[] := '{}'::text[];
+  v_vacuum text[] := '{}'::text[];
+  v_reindex text[] := '{}'::text[];
 begin
   if not pgmem._is_admin() then
     raise exception 'compact needs the pgmem_admin role: it analyzes every tenant''s tables' using errcode = '42501';
@@ -58,7 +58,7 @@ begin
     if r.changed > 0 and (r.analyzed is null or r.changed >= min_changed_fraction * greatest(r.live, 1)) then
       action := 'analyze'; applied := not dry_run;
       if not dry_run then
-        execute format('analyze %s', r.rel);
+        execute format('analyze %I.%I', 'pgmem', r.relname);
         v_analyzed := v_analyzed || r.relname::text;
       end if;
       return next;

@@ -532,12 +532,14 @@ class _Base:
             lambda rows: [_hit(r, ACTIVATE_SIGNALS) for r in rows], conn)
 
     def recall(self, query: str | None = None, *, embedding: Any = None, k: int = 10, weights: dict | None = None,
-               filters: dict | None = None, as_of: Any = None, profile: str | None = None, conn=None) -> list[Hit]:
-        """Engram ranking (pgmem.recall); ``profile`` names a recall profile (default engram)."""
+               filters: dict | None = None, as_of: Any = None, profile: str | None = None,
+               early_termination: bool = False, min_score: float | None = None, conn=None) -> list[Hit]:
+        """Engram ranking (pgmem.recall); ``profile`` names a recall profile (default engram);
+        ``early_termination``: only the memories scoring above ``min_score`` (0.8), at most k."""
         return self._do("recall", dict(query_text=query, query_embedding=self._embed_query(query, embedding),
                          k=k, weights=json.dumps(weights) if weights else None,
                          filters=json.dumps(filters, default=_jsonable) if filters else None, as_of=as_of,
-                         profile=profile),
+                         profile=profile, early_termination=early_termination or None, min_score=min_score),
             lambda rows: [_hit(r, RECALL_SIGNALS) for r in rows], conn)
 
     def build_context(self, query: str | None = None, *, embedding: Any = None, token_budget: int | None = None,
