@@ -218,6 +218,7 @@ declare
     -- single-memory operations of the API (110): the row is the caller's tenant's, locked by id
     '_get_for_update', '_snapshot', '_set_op', '_op_details',
     '_restore_from_history',  -- issue 24: restore of a purged memory (SECURITY DEFINER, the caller's tenant only)
+    '_document_state',  -- issue 24: delete_document/restore_document (SECURITY DEFINER, the caller's tenant only)
     -- profiles and weights of the read path (pure, or reading the caller's tenant only)
     '_profile', '_effective_weights',
     -- SECURITY DEFINER entry points of the read path: they check every argument themselves
@@ -302,6 +303,12 @@ end $$;
 --                                   history rows of rejected/duplicate candidates; the read path's reason below
 --                                   (writejobs: all three run pgmem._remember_core, 100_remember.sql)
 --   build_context                   calls pgmem._pack, which pgmem_app may not call
+--   ingest_document, set_chunk_embeddings, search_documents, list_documents, delete_document,
+--   restore_document, _document_state
+--                                   knowledge-base documents (issue 24, 680_documents.sql): pgmem alone writes
+--                                   them; every statement filters on the caller's tenant; under row-level
+--                                   security the HNSW and GIN paths would be lost (as for _search);
+--                                   tests/test_documents.py runs each as another tenant
 --   _restore_from_history           writes a purged memory again with its id (no application role writes ids),
 --                                   the caller's tenant's only; called by restore (issue 24, 110_memory_ops.sql)
 --   memory_activation               reads the access and activation logs of one memory, found by id and the
@@ -361,5 +368,8 @@ end $$;
 -- integrations (issue 26): the app role reads its tenant's session items (export_user reads them
 -- with its rights); pgmem alone writes them (the session_* functions, audited above)
 grant select on pgmem.session_items to pgmem_app;
+-- knowledge-base documents (issue 24, 680_documents.sql): the app reads its tenant's (export_user);
+-- pgmem alone writes them (ingest_document and the others, SECURITY DEFINER, audited above)
+grant select on pgmem.documents, pgmem.document_chunks to pgmem_app;
 grant select on pgmem.profile_facts, pgmem.conversations, pgmem.messages, pgmem.threads, pgmem.insights,
   pgmem.concept_mentions, pgmem.intent_cache, pgmem.behaviour_rules, pgmem.policy_rules to pgmem_app;

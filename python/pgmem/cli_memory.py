@@ -363,6 +363,32 @@ def cmd_restore(args) -> int:
     return 0
 
 
+def cmd_ingest_doc(args) -> int:
+    """A knowledge-base document (a text or Markdown file, or - for stdin): chunked by the
+    database, embedded here, stored with pgmem.ingest_document."""
+    from pathlib import Path
+
+    if args.file == "-":
+        text, name = sys.stdin.read(), "stdin"
+    else:
+        p = Path(args.file)
+        if not p.is_file():
+            raise PgmemError(f"{args.file}: no such file (give a text or Markdown file, or - for stdin)")
+        try:
+            text = p.read_text(encoding="utf-8")
+        except UnicodeDecodeError:
+            raise PgmemError(f"{args.file} is not UTF-8 text: convert it first (e.g. pdftotext for a PDF)") from None
+        name = p.name
+    if not text.strip():
+        raise PgmemError(f"{args.file} is empty: a document needs some text")
+    title = args.title or next((line.strip().lstrip("#").strip() for line in text.splitlines() if line.strip()), name)[:500]
+    mem = _client(args, embed=not args.no_embed)
+    r = mem.ingest_document(title, text, source=args.source or (None if args.file == "-" else str(Path(args.file).resolve())),
+                            user_id=args.user, max_tokens=args.max_tokens, embed=not args.no_embed)
+    print(f"document {r['document_id']} {r['decision']}: {r['chunks']} chunk(s), {r['tokens']} tokens ({title!r})")
+    return 0
+
+
 def cmd_archive(args) -> int:
     rows = _client(args, embed=False).archive(args.ids, args.reason)
     for m in rows:
@@ -511,6 +537,16 @@ def register(sub) -> None:
         p.add_argument("--reason")
         common(p)
         p.set_defaults(func=fn)
+
+    p = sub.add_parser("ingest-doc", help="add a knowledge-base document (chunked, embedded; context_for retrieves it)")
+    p.add_argument("file", help="a UTF-8 text or Markdown file, or - for stdin")
+    p.add_argument("--title", help="default: the first line of the file")
+    p.add_argument("--source", help="where it comes from (default: the file's path)")
+    p.add_argument("--user", help="one user's own document (default: the tenant's knowledge base, for every user)")
+    p.add_argument("--max-tokens", type=int, help="largest chunk (default: setting document_chunk_tokens, 200)")
+    p.add_argument("--no-embed", action="store_true", help="store the chunks without vectors (full-text retrieval only)")
+    common(p)
+    p.set_defaults(func=cmd_ingest_doc)
 
     p = sub.add_parser("archive", help="archive memories by hand (Shadow's manual archival; pgmem restore brings one back)")
     p.add_argument("ids", type=int, nargs="+")

@@ -567,6 +567,39 @@ class _Base:
         return self._do(fn, {k: (json.dumps(v) if isinstance(v, dict) else v) for k, v in params.items()}, list, conn)
 
 
+    # knowledge-base documents (issue 24, sql/680_documents.sql) ------------------------
+    def ingest_document(self, title: str, content: str, *, source: str | None = None, user_id: str | None = None,
+                        metadata: dict | None = None, max_tokens: int | None = None, embed: bool = True,
+                        conn=None) -> dict:
+        """Store a knowledge-base document (pgmem.ingest_document): the database splits it into
+        chunks (pgmem.chunk_document), the client embeds each chunk, and the chunks are stored with
+        their vectors under their own HNSW and full-text indexes. ``user_id`` None: the tenant's
+        knowledge base (every user). Returns {document_id, decision (stored/duplicate), chunks, tokens}."""
+        def store(chunks: list[dict]):
+            vecs = None
+            if embed and self.embedder is not None and chunks:
+                vecs = list(self.embedder.embed_many([c["content"] for c in chunks]))
+            return self._do("ingest_document", dict(
+                title=title, content=content, source=source, user_id=user_id,
+                metadata=json.dumps(metadata, default=_jsonable) if metadata else None, max_tokens=max_tokens,
+                embeddings=vecs, embedding_model=self.embedder.model_name if vecs else None), _first, conn, replica=False)
+        return self._do("chunk_document", dict(content=content, max_tokens=max_tokens), store, conn, replica=False)
+
+    def search_documents(self, query: str | None = None, *, embedding: Any = None, k: int = 5,
+                         user_id: str | None = None, conn=None) -> list[dict]:
+        """The knowledge-base chunks nearest a question (pgmem.search_documents)."""
+        return self._do("search_documents", dict(query_text=query, query_embedding=self._embed_query(query, embedding),
+                                                 k=k, user_id=user_id), list, conn)
+
+    def list_documents(self, user_id: str | None = None, *, include_deleted: bool = False, conn=None) -> list[dict]:
+        return self._do("list_documents", dict(user_id=user_id, include_deleted=include_deleted or None), list, conn)
+
+    def delete_document(self, document_id: int, conn=None) -> dict:
+        return self._do("delete_document", dict(document_id=document_id), _first, conn)
+
+    def restore_document(self, document_id: int, conn=None) -> dict:
+        return self._do("restore_document", dict(document_id=document_id), _first, conn)
+
     # layered tiers (issue 15, layered-memory-architecture.md): profile facts, intent,
     # conversation state, threads, insights, and context_for. The methods that may ask the
     # LLM (context_for, classify_intent, observe_reply) are generators of SQL calls run by
@@ -801,6 +834,7 @@ _CASTS = {"event_keys": "::text[]", "namespace": "::text[]", "namespace_prefix":
           "items": "::jsonb", "params": "::jsonb", "embedding": "::vector", "query_embedding": "::vector",
           "ids": "::bigint[]", "topics": "::text[]", "entities": "::text[]", "query_id": "::uuid",
           "motor": "::jsonb", "sensory": "::jsonb",  # Fragment content domains (issue 16)
+          "embeddings": "::vector[]",  # knowledge-base documents (issue 24)
           # layered tiers (issue 15)
           "value": "::jsonb", "insights": "::jsonb", "types": "::text[]"}
 
@@ -1097,6 +1131,11 @@ class AsyncMemoryClient(_Base):
     restore = _coroutine(_Base.restore)
     archive = _coroutine(_Base.archive)
     memory_activation = _coroutine(_Base.memory_activation)
+    ingest_document = _coroutine(_Base.ingest_document)
+    search_documents = _coroutine(_Base.search_documents)
+    list_documents = _coroutine(_Base.list_documents)
+    delete_document = _coroutine(_Base.delete_document)
+    restore_document = _coroutine(_Base.restore_document)
     update_memory = _coroutine(_Base.update_memory)
     get = _coroutine(_Base.get)
     history = _coroutine(_Base.history)
