@@ -31,7 +31,7 @@ on conflict (tenant, key) do nothing;
 -- max_tokens (estimate_tokens: max(chars/4, words)); whitespace inside a chunk is kept as it was
 -- within a paragraph, paragraphs are joined by a blank line.
 create or replace function pgmem.chunk_document(content text, max_tokens integer default null)
-returns table (ord integer, content text, token_count integer)
+returns table (ord integer, chunk text, token_count integer)
   language plpgsql stable
   set search_path = pgmem, pg_catalog, pg_temp
 as $$
@@ -93,14 +93,14 @@ begin
       v_cur := v_cur || E'\n\n' || v_buf;
     else
       v_n := v_n + 1;
-      ord := v_n; content := v_cur; token_count := pgmem.estimate_tokens(v_cur);
+      ord := v_n; chunk := v_cur; token_count := pgmem.estimate_tokens(v_cur);
       return next;
       v_cur := v_buf;
     end if;
   end loop;
   if v_cur is not null then
     v_n := v_n + 1;
-    ord := v_n; content := v_cur; token_count := pgmem.estimate_tokens(v_cur);
+    ord := v_n; chunk := v_cur; token_count := pgmem.estimate_tokens(v_cur);
     return next;
   end if;
 end $$;
@@ -157,7 +157,7 @@ begin
   create temp table if not exists _pgmem_chunks (ord integer, content text, token_count integer) on commit drop;
   truncate _pgmem_chunks;
   perform 'PRAGMA:TABLE: _pgmem_chunks (ord integer, content text, token_count integer)';
-  insert into _pgmem_chunks select c.ord, c.content, c.token_count from pgmem.chunk_document(ingest_document.content, v_max) c;
+  insert into _pgmem_chunks select c.ord, c.chunk, c.token_count from pgmem.chunk_document(ingest_document.content, v_max) c;
   select count(*), coalesce(sum(c.token_count), 0) into v_n, v_tokens from _pgmem_chunks c;
   if embeddings is not null and cardinality(embeddings) <> v_n then
     perform pgmem._bad_input(format('%s embeddings for %s chunks: pass one per chunk of pgmem.chunk_document(content, %s), in order',

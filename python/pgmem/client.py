@@ -578,7 +578,7 @@ class _Base:
         def store(chunks: list[dict]):
             vecs = None
             if embed and self.embedder is not None and chunks:
-                vecs = list(self.embedder.embed_many([c["content"] for c in chunks]))
+                vecs = list(self.embedder.embed_many([c["chunk"] for c in chunks]))
             return self._do("ingest_document", dict(
                 title=title, content=content, source=source, user_id=user_id,
                 metadata=json.dumps(metadata, default=_jsonable) if metadata else None, max_tokens=max_tokens,
