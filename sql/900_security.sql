@@ -309,6 +309,9 @@ end $$;
 --                                   them; every statement filters on the caller's tenant; under row-level
 --                                   security the HNSW and GIN paths would be lost (as for _search);
 --                                   tests/test_documents.py runs each as another tenant
+--   clear_history, restore_history  Shadow's clearHistory (issue 24, 115_clear.sql): they move a conversation's
+--                                   rows (messages, threads, state), which pgmem alone writes, under another id;
+--                                   every statement filters on the caller's tenant
 --   _restore_from_history           writes a purged memory again with its id (no application role writes ids),
 --                                   the caller's tenant's only; called by restore (issue 24, 110_memory_ops.sql)
 --   memory_activation               reads the access and activation logs of one memory, found by id and the

@@ -1034,7 +1034,8 @@ SECURITY_DEFINER_AUDITED = sorted([
     "_record_access",  # issue 24: one INSERT into the access log, for the caller's checked tenant
     "compact", "_restore_from_history", "memory_activation",  # issue 24
     "ingest_document", "set_chunk_embeddings", "search_documents", "list_documents", "delete_document", "restore_document",
-    "_document_state",  # issue 24: knowledge-base documents (tests/test_documents.py): ANALYZE as the tables' owner, pgmem_admin only (425_compact.sql)
+    "_document_state",  # issue 24: knowledge-base documents (tests/test_documents.py)
+    "clear_history", "restore_history",  # issue 24: Shadow's clearHistory (tests/test_design_rows.py): ANALYZE as the tables' owner, pgmem_admin only (425_compact.sql)
     "_setting", "_check_category", "claim_embeddings", "complete_embedding", "fail_embedding",
     "assign_cluster", "cluster_confidence", "cluster_top_members", "project", "save_coords"]  # clusters, map
     + RECONSTRUCTIVE_SECDEF

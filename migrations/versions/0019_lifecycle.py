@@ -11,7 +11,7 @@ the designs ask for.
   query). ``threads.centroid`` is ordered only among one conversation's active threads (at most
   thread_max_active, 12) and ``conversations.topic_vector`` by no query: no index for them.
 * A salience index (fragment-reconstructive-memory.md, Storage Layer: "Indexes: created_at,
-  initial_salience"): the active memories of a tenant by salience (pgmem.most_salient).
+  initial_salience"): a tenant's active memories in order of salience, without a sort.
 
 Shadow's lifecycle itself needs no new table: it is sql/420_prune_archive.sql, 425_compact.sql.
 
