@@ -17,6 +17,7 @@ on conflict (tenant, key) do nothing;
 
 create or replace function pgmem._relevance_threshold(p_kinds jsonb, p_kind text) returns float8
   language sql immutable parallel safe
+  set search_path = pgmem, pg_catalog, pg_temp
   return coalesce((p_kinds->>p_kind)::float8, (p_kinds->>'default')::float8, 0);
 
 create or replace function pgmem.relevance_threshold(relevance_type text default 'default') returns float8

@@ -128,7 +128,6 @@ declare
   v_id bigint;
   v_n integer;
   v_tokens integer;
-  i integer;
 begin
   if title is null or title !~ '\S' then
     perform pgmem._bad_input('a document needs a title', 'e.g. pgmem.ingest_document(''Runbook: deploys'', ''...'')');
@@ -190,7 +189,6 @@ as $$
 declare
   v_tenant text := pgmem._require_tenant();
   v_n integer;
-  i integer;
 begin
   select d.chunks into v_n from pgmem.documents d where d.id = set_chunk_embeddings.document_id and d.tenant = v_tenant;
   if v_n is null then

@@ -273,8 +273,7 @@ begin
       jsonb_build_object('stage', 'history', 'recent', (select count(*) from jsonb_array_elements(v_history) h where h->>'why' = 'recent'),
                          'semantic', (select count(*) from jsonb_array_elements(v_history) h where h->>'why' = 'semantic')),
       jsonb_build_object('stage', 'retrieved', 'retrieval_info', jsonb_build_object(
-                           'num_docs', jsonb_array_length(v_memories), 'similar_queries', jsonb_array_length(v_qa),
-                           'num_chunks', jsonb_array_length(v_documents)))),
+                           'num_docs', jsonb_array_length(v_memories), 'similar_queries', jsonb_array_length(v_qa)))),
     'context', jsonb_build_object(
       'behaviour_context', v_behaviour->'behaviour_context', 'personality_mode', v_behaviour->'personality_mode',
       'response_length_hint', v_behaviour->'response_length_hint', 'precision_mode', v_behaviour->'precision_mode',

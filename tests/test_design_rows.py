@@ -14,9 +14,10 @@ import uuid
 import psycopg
 import pytest
 
-from conftest import at_cos, e
+from conftest import at_cos, connect, e
 from sqlhelpers import call, one, rows, scalar
 from test_activate_recall import T, act, activate  # noqa: F401  (the activation fixture: a .705 semantic, d .55 mixed)
+from test_tenancy import role_connect, roles  # noqa: F401  (module-scoped login roles fixture)
 
 
 # ============================================================================ Shadow S15
@@ -215,3 +216,40 @@ def test_clear_history_is_restorable(conn):
         conn.execute("select * from pgmem.clear_history('nope')")
     with pytest.raises(psycopg.errors.NoDataFound, match="was cleared as"):
         conn.execute("select * from pgmem.restore_history('chat-1', 'chat-1 (cleared never)')")
+
+
+# ============================================================================ tenancy
+def test_the_rows_keep_to_the_tenant(cluster, dsn, roles):  # noqa: F811
+    """Real app logins: tenant a's calls of relevance_threshold, retrieval_success_rate,
+    clear_memories, restore_cleared, clear_history and restore_history never read or change
+    tenant b's rows."""
+    a = role_connect(cluster, dsn, roles, "app", "a")
+    b = role_connect(cluster, dsn, roles, "app", "b")
+    with connect(dsn, tenant=None) as su:
+        mb = scalar(b, "select memory_id from pgmem.remember('b''s note', force => true)")
+        ma = scalar(a, "select memory_id from pgmem.remember('a''s note', force => true)")
+        su.execute("""insert into pgmem.settings (tenant, key, value) values ('b', 'relevance_thresholds', '{"default": 0.9}')""")
+        q = uuid.uuid4()
+        su.execute("insert into pgmem.activation_log (tenant, query_id, memory_id, context_type, score, threshold, activated)"
+                   " values ('b', %s, %s, 'conversation', .5, .3, true)", (q, mb))
+        b.execute("select pgmem.feedback(%s, %s, true)", (mb, q))
+        b.execute("select * from pgmem.context_for('I live in Quito', conversation_id => 'shared', user_id => 'u')")
+        cleared_b = scalar(b, "select clear_id from pgmem.clear_memories()")
+        b_mem = rows(su, "select id, state, updated_at from pgmem.memories where tenant = 'b' order by id")
+        b_conv = rows(su, "select conversation_id, message_count from pgmem.conversations where tenant = 'b'")
+
+        assert scalar(a, "select pgmem.relevance_threshold('default')") == pytest.approx(0.3)
+        assert rows(a, "select * from pgmem.retrieval_success_rate()") == []
+        assert scalar(a, "select pgmem.restore_cleared(%s)", (cleared_b,)) == 0
+        assert one(a, "select * from pgmem.clear_memories()")["memories"] == 1
+        assert scalar(a, "select state from pgmem.memories where id = %s", (ma,)) == "deleted"
+        with pytest.raises(psycopg.errors.NoDataFound):
+            a.execute("select * from pgmem.clear_history('shared')")
+        cleared_as = scalar(b, "select cleared_as from pgmem.clear_history('shared')")
+        b_conv = rows(su, "select conversation_id, message_count from pgmem.conversations where tenant = 'b'")
+        with pytest.raises(psycopg.errors.NoDataFound):
+            a.execute("select * from pgmem.restore_history('shared', %s)", (cleared_as,))
+        assert rows(su, "select id, state, updated_at from pgmem.memories where tenant = 'b' order by id") == b_mem
+        assert rows(su, "select conversation_id, message_count from pgmem.conversations where tenant = 'b'") == b_conv
+    for c in (a, b):
+        c.close()

@@ -183,7 +183,6 @@ def test_context_for_retrieves_knowledge_base_excerpts(dsn, embedder, monkeypatc
         docs = got.context["documents"]
         assert docs and "Credentials for the orders database rotate" in docs[0]["content"]
         assert docs[0]["title"] == "Runbook: the orders database" and docs[0]["source"] == "wiki/orders-db"
-        assert got.stage("retrieved")["retrieval_info"]["num_chunks"] == len(docs)
         hello = mc.context_for("Hi there!", conversation_id="c1", user_id="maya")
         assert hello.context["documents"] == []
 
