@@ -25,7 +25,6 @@ from psycopg.types.json import Jsonb
 
 from conftest import connect, e
 from sqlhelpers import call, one, rows, scalar
-from test_tenancy import role_connect, roles  # noqa: F401  (module-scoped login roles fixture)
 
 DAY = timedelta(days=1)
 
@@ -40,6 +39,9 @@ LIVING_FUNCTIONS = frozenset({
     "delete_document", "restore_document",
     "relevance_threshold", "retrieval_success_rate", "clear_memories", "restore_cleared", "clear_history",
     "restore_history"})
+
+# after LIVING_FUNCTIONS: test_tenancy imports it from here
+from test_tenancy import role_connect, roles  # noqa: E402, F401  (module-scoped login roles fixture)
 
 
 def D(days: float) -> float:
@@ -428,3 +430,34 @@ def test_the_lifecycle_keeps_to_the_tenant(cluster, dsn, roles):  # noqa: F811
             [r for r in before if "op" in r]
     for c in (a, b, reader):
         c.close()
+
+
+# ============================================================================ client and command line
+def test_client_and_cli(dsn):
+    """MemoryClient.archive / memory_activation / run_job('archive'); `pgmem archive`, `pgmem jobs
+    run archive --dry-run`, `pgmem jobs vacuum`: errors as messages, no traceback."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from pgmem.client import MemoryClient
+
+    root = Path(__file__).resolve().parent.parent
+    with MemoryClient(dsn, tenant="acme", embedder=None) as mc:
+        mid = mc.remember("A note about the office Wi-Fi", extract=False, embed=False, force=True).id
+        assert mc.memory_activation(mid)["activation"] == pytest.approx(mc.get(mid)["importance"], abs=1e-3)
+        assert [r["state"] for r in mc.archive([mid], reason="by hand")] == ["archived"]
+        assert mc.restore(mid)["state"] == "active"
+        assert mc.run_job("archive", dry_run=True) == []
+    env = {**os.environ, "PGMEM_DSN": dsn, "PYTHONPATH": str(root / "python"), "PGMEM_TENANT": "acme"}
+    run = lambda *a: subprocess.run([sys.executable, "-c", "import sys; from pgmem.cli import main; sys.exit(main())", *a],
+                                    env=env, capture_output=True, text=True, timeout=120)
+    p = run("archive", str(mid), "--reason", "from the CLI")
+    assert p.returncode == 0 and f"memory {mid} is archived (restore with: pgmem restore {mid})" in p.stdout, p.stderr
+    p = run("archive", str(mid + 100))
+    assert p.returncode != 0 and f"no memory {mid + 100}" in p.stderr and "Traceback" not in p.stderr
+    p = run("jobs", "run", "archive", "--dry-run", "--param", "retention=0 seconds")
+    assert p.returncode == 0 and "reason" in p.stdout and "activation" in p.stdout, p.stderr
+    p = run("jobs", "vacuum")
+    assert p.returncode == 0 and p.stdout.startswith("VACUUM (ANALYZE, SKIP_LOCKED) pgmem."), p.stderr
