@@ -264,7 +264,10 @@ comment on function pgmem.purge(interval, boolean, integer, text) is
 -- 30·log2(i / 0.125) days (i = .5: 60; .25: 30).
 -- archive_min_age (30 days, one half-life; pgmem's choice: the design says nothing of new
 -- memories): the activation criterion spares younger memories, so that a memory stored with a
--- low importance is not archived the night after it is written. The cap spares none.
+-- low importance is not archived the night after it is written. Measured on make demo's
+-- conversation (285 memories kept by the gate): 4 (1.4%) have an importance below .125 and would
+-- go the first night; the median importance, .315, keeps an unused memory 30·log2(.315/.125) = 40
+-- days. The cap spares none.
 -- Archived memories are left out of every ranking by default (filters => '{"state": ["active",
 -- "archived"]}' includes them) and come back with pgmem.restore(); every change is in history.
 insert into pgmem.settings (tenant, key, value, description) values
