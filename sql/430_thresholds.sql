@@ -29,7 +29,9 @@ begin
     perform pgmem._bad_input(format('unknown relevance_type "%s": the kinds are default, semantic, contextual, temporal, mixed',
                                     relevance_type));
   end if;
-  return pgmem._relevance_threshold(pgmem._setting('relevance_thresholds'), relevance_type);
+  -- (the expression of pgmem._relevance_threshold, which activate reads as the owner)
+  return coalesce((pgmem._setting('relevance_thresholds')->>relevance_type)::float8,
+                  (pgmem._setting('relevance_thresholds')->>'default')::float8, 0);
 end $$;
 comment on function pgmem.relevance_threshold(text) is
   'Shadow''s activation threshold of a relevance kind (default, semantic, contextual, temporal; mixed takes default) for the current tenant (setting relevance_thresholds, all .3). activate() asks for it as well as for the context type''s.';

@@ -218,8 +218,6 @@ declare
     -- single-memory operations of the API (110): the row is the caller's tenant's, locked by id
     '_get_for_update', '_snapshot', '_set_op', '_op_details',
     '_restore_from_history',  -- issue 24: restore of a purged memory (SECURITY DEFINER, the caller's tenant only)
-    '_document_state',  -- issue 24: delete_document/restore_document (SECURITY DEFINER, the caller's tenant only)
-    '_relevance_threshold',  -- issue 24 (430): pure, a threshold from the caller's own setting
     -- profiles and weights of the read path (pure, or reading the caller's tenant only)
     '_profile', '_effective_weights',
     -- SECURITY DEFINER entry points of the read path: they check every argument themselves
