@@ -2,7 +2,8 @@
 
 Starts the embedded cluster (.pgmem/), ingests a bundled multi-session conversation
 (examples/demo_conversation.jsonl), runs the demo queries and prints ranked memories with
-their per-signal scores, a Shadow activation listing and the decay state. The cluster keeps
+their per-signal scores, a Shadow activation listing, the decay state and the lifecycle moving
+(uses recorded, a superseded turn stepping back, a memory archived). The cluster keeps
 running with the data: explore it with `.venv/bin/pgmem search "..."` or `make db` + psql, or
 in the memory explorer: the demo starts `pgmem serve` in the background at its end and prints
 the link (`pgmem serve --stop` stops it).
@@ -62,6 +63,55 @@ def explore_hint(c, memory_id: int) -> str:
   .venv/bin/pgmem profile maya --history
   psql '{c.dsn(mask=True)}' -c "select * from pgmem.search('peanut allergy', k => 3)"
   .venv/bin/pgmem db down      # stop it"""
+
+
+# ------------------------------------------------------------------ the lifecycle (issue 24)
+def lifecycle_demo(mem, events, results, user: str = "maya") -> None:
+    """Memory that moves with use: a context's memories recorded as uses (folded by the access
+    job into their access counts), a superseded turn stepping back in search, and Shadow's
+    lifecycle: what the nightly archive job would archive and why, a memory archived by hand and
+    restored."""
+    memory_of = {ev.get("event_id"): (r.id or r.nearest_id) for ev, r in zip(events, results)}
+    neovim, vscode = memory_of["demo-s09-t015"], memory_of["demo-s01-t010"]
+    q, mine = "which editor does maya use now", {"user_id": user}
+
+    # uses: what a context packs is appended to the access log; the access job folds it
+    ctx = [r for r in mem.build_context(q, token_budget=120, filters=mine) if r["selected"]]
+    before = {r["id"]: mem.get(r["id"])["access_count"] for r in ctx}
+    folded = mem.call("fold_access_log")[0]["fold_access_log"]
+    print(f"uses: build_context packed {len(ctx)} memories for {q!r}; the access job folded {folded} log rows")
+    for r in ctx:
+        print(f"  memory {r['id']}: access_count {before[r['id']]} -> {mem.get(r['id'])['access_count']}"
+              f"  {r['content'][:60]!r}")
+
+    # current beats stale: the Neovim turn supersedes the VS Code one (a profile fact changed)
+    hits = mem.search(q, k=500, filters=mine)
+    rank = {h.id: (i, h.score) for i, h in enumerate(hits, start=1)}
+    print(f"\nsuperseded: memory {neovim} (\"switched from VS Code to Neovim\") supersedes memory {vscode} "
+          f"(\"My editor is VS Code ...\"):")
+    for mid in (neovim, vscode):
+        r = rank.get(mid)
+        print(f"  memory {mid}: " + (f"rank {r[0]}, score {r[1]:.3f}" if r else "not in the top 500")
+              + (f"  (superseded: it keeps half its score, {2 * r[1]:.3f}; setting superseded_factor .5)"
+                 if mid == vscode and r else ""))
+    current = [h.id for h in mem.search(q, k=20, filters={**mine, "current_only": True})]
+    print(f"  with filters current_only: memory {vscode} {'is left out' if vscode not in current else 'is still there'}")
+
+    # Shadow's lifecycle: the archive job's triggers (age > 90 days, activation < .125, the cap),
+    # as a dry run: nothing changes until the jobs are scheduled (pgmem jobs schedule) or run
+    act = mem.memory_activation(vscode)
+    print(f"\nlifecycle: memory {vscode} has activation {act['activation']:.3f} (threshold {act['threshold']}; "
+          f"decayed importance {act['decayed_importance']:.3f}, last use {act['last_use'] or 'never'})")
+    dry = mem.run_job("archive", dry_run=True)
+    by_reason = Counter(r["reason"] for r in dry)
+    print(f"  the nightly archive job would archive {len(dry)} memories now: "
+          + (", ".join(f"{n} by {k}" for k, n in sorted(by_reason.items())) or "none")
+          + " (a dry run: the demo schedules no job)")
+    archived = mem.archive([vscode], reason="the editor changed: Neovim now")[0]
+    gone = vscode not in {h.id for h in mem.search(q, k=20, filters=mine)}
+    print(f"  pgmem.archive: memory {vscode} is {archived['state']}"
+          + (", out of search" if gone else "") + f"; history: {[h['op'] for h in mem.history(vscode)]}")
+    print(f"  pgmem.restore: memory {vscode} is {mem.restore(vscode, reason='the demo puts it back')['state']} again")
 
 
 # ------------------------------------------------------------------ layered tiers (issue 15)
@@ -180,12 +230,15 @@ def main() -> int:
         print(f"\ntenant {TENANT!r}: {st['memories']} memories ({st['active']} active), {st['users']} users, "
               f"{st['sessions']} sessions, embedding queue {st['embedding_queue']}")
 
-    banner("7. layered pipeline (pgmem.context_for): intent, topic gate, state, thread, policy, selective retrieval")
+    banner("7. the lifecycle moving: uses recorded, a superseded turn stepping back, a memory archived")
+    lifecycle_demo(mem, events, results)
+
+    banner("8. layered pipeline (pgmem.context_for): intent, topic gate, state, thread, policy, selective retrieval")
     layered_demo(mem)
 
     banner(f"done in {time.monotonic() - t0:.1f}s; the cluster keeps running with the data")
     print(explore_hint(c, results[0].id))
-    banner("8. the memory explorer (pgmem serve, in the background)")
+    banner("9. the memory explorer (pgmem serve, in the background)")
     print(web_hint())
     return 0
 

@@ -41,6 +41,22 @@ insert into pgmem.settings (tenant, key, value, description) values
   ('*', 'gate_queue_exact_max', '20000', 'remember(): memories waiting for the HNSW index (vector_queue) up to which a batch compares them in one matrix product; beyond it each item scans them')
 on conflict (tenant, key) do nothing;
 
+-- Fragment salience with unknown parts (fragment-reconstructive-memory.md, Salience Formula:
+-- .35 emotion + .30 novelty + .25 goal relevance + .10 processing depth). A part is unknown when
+-- the caller gave no emotion (valence, arousal) or the agent has no active goals (goal_relevance
+-- is NULL). "renormalise" (the default) leaves unknown parts out and divides by the weights of
+-- the known ones: a memory is not made less salient for what nobody measured, and memories with
+-- and without an emotion annotation stay comparable. "zero" counts them as 0, the formula as
+-- written. Measured on make demo's conversation (285 memories, heuristic extraction, no goals):
+-- every memory has an emotion and none a goal relevance, so the two differ by one factor for all
+-- (.75: salience .413 on average renormalised, .310 as zeros) and order the memories the same;
+-- they differ only between memories whose goal relevance is known and those whose is not (a goal
+-- set later: REFLECT's rescore_salience, 700_identity.sql). remember()'s details->'salience'
+-- shows each part, null when unknown, and the weights used.
+insert into pgmem.settings (tenant, key, value, description) values
+  ('*', 'salience_unknown', '"renormalise"', 'Fragment salience at write: "renormalise" leaves unknown parts (no emotion, no goals) out and renormalises the weights; "zero" counts them as 0 (the formula as written)')
+on conflict (tenant, key) do nothing;
+
 -- (the signature before issue 23: the neighbour's and the keyword match's facts per item)
 drop function if exists pgmem._gate_decide(text[], text[], text[], text[], boolean[], bytea[], text[], text[], float8[],
   bigint[], bigint[], boolean[], bigint[], float8[], text[], bigint[], float8[], text[], integer[], bigint[], integer[],
@@ -132,6 +148,30 @@ $$;
 comment on function pgmem._gate_queued(text[], bytea[], bigint[], text[], bytea[], integer) is
   'The memories waiting for the HNSW index (pgmem.vector_queue) nearest to each item of a remember batch, from one matrix product per user scope (PL/Python, module gate). Internal to the surprise gate.';
 
+-- The profile facts a user's statement sets (metadata.facts: the extractor's, written by the
+-- memories_profile_facts trigger, 610_profile_facts.sql) name what the memory is about: the words
+-- of each fact's key ("editor"; "allergies.peanuts": allergies, peanuts) join its topics, which
+-- the lexical index weighs highest (0001's tsvector, weight A). "which editor does maya use now"
+-- then finds "I've switched from VS Code to Neovim", which never says "editor" (issue 24, the
+-- demo's question 2: before, the Neovim turn ranked 4th behind turns that only share "use").
+-- Only for a memory with a user (facts are a user's) and within max_tags.
+create or replace function pgmem._fact_topics(p_topics text[], p_facts jsonb, p_user_id text, p_limits jsonb) returns text[]
+  language sql immutable
+  set search_path = pgmem, pg_catalog, pg_temp
+as $$
+  select case when p_user_id is null or jsonb_typeof(p_facts) is distinct from 'array' then coalesce(p_topics, '{}')
+              else coalesce(p_topics, '{}') || array(
+                select w from (select distinct on (w) w, min(n) over (partition by w) as n
+                                 from jsonb_array_elements(p_facts) with ordinality f(x, n)
+                                cross join lateral regexp_split_to_table(lower(f.x->>'key'), '[^a-z0-9]+') w
+                                where f.x->>'key' is not null and length(w) > 1) k
+                 where not (w = any(coalesce(p_topics, '{}')))
+                 order by n, w
+                 limit greatest(0, coalesce((p_limits->>'max_tags')::int, 256) - coalesce(cardinality(p_topics), 0))) end
+$$;
+comment on function pgmem._fact_topics(text[], jsonb, text, jsonb) is
+  'The topics of a memory with the words of the keys of the profile facts it states added (within max_tags). Internal to remember.';
+
 create or replace function pgmem._remember_core(p_rows pgmem.memories[], p_force boolean[], p_labels text[],
                                                 p_dry_run boolean default false, p_exclude_id bigint default null)
 returns setof pgmem.remember_outcome
@@ -147,6 +187,7 @@ declare
   v_cap int := pgmem._setting_num('rarity_count_cap', 1024)::int;
   v_threshold float8 := pgmem._setting_num('surprise_threshold', 0.15);
   v_salience_w jsonb := pgmem._setting('salience_weights');
+  v_salience_zero boolean := coalesce(pgmem._setting('salience_unknown') #>> '{}', 'renormalise') = 'zero';
   v_k int := least(100, greatest(1, pgmem._setting_num('gate_neighbours', 5)::int));
   v_queue_max int := greatest(0, pgmem._setting_num('gate_queue_exact_max', 20000)::int);
   v_n int := coalesce(cardinality(p_rows), 0);
@@ -358,11 +399,14 @@ begin
            -- the gate's semantic novelty (keyword novelty without an embedding); goal relevance is
            -- the max cosine to the active goals (pgmem.goal_relevance, 700_identity.sql; NULL
            -- without goals or embedding)
-           e.emotion, coalesce(g.semantic_novelty, g.keyword_novelty) as novelty,
-           pgmem.salience(e.emotion, coalesce(g.semantic_novelty, g.keyword_novelty),
-                          pgmem.goal_relevance((g.m).embedding, (g.m).agent_id),
-                          pgmem.processing_depth((g.m).who, (g.m).what, (g.m).happened_at, (g.m).location, (g.m).why, (g.m).how),
-                          v_salience_w) as salience,
+           e.emotion, coalesce(g.semantic_novelty, g.keyword_novelty) as novelty, sp.goal, sp.depth,
+           -- unknown parts (no emotion given, no active goals): salience_unknown "renormalise"
+           -- (default) leaves them out and renormalises the other weights; "zero" counts them as 0,
+           -- the design's formula as written (see the setting's comment above)
+           pgmem.salience(case when v_salience_zero then coalesce(e.emotion, 0) else e.emotion end,
+                          coalesce(g.semantic_novelty, g.keyword_novelty),
+                          case when v_salience_zero then coalesce(sp.goal, 0) else sp.goal end,
+                          sp.depth, v_salience_w) as salience,
            jsonb_build_object(
              'surprise', round(g.surprise::numeric, 6), 'semantic_novelty', round(g.semantic_novelty::numeric, 6),
              'keyword_novelty', round(g.keyword_novelty::numeric, 6), 'rarity', round(g.rarity::numeric, 6),
@@ -374,7 +418,10 @@ begin
                           where c.category = (g.m).category and c.tenant in (v_tenant, '*')
                           order by (c.tenant = '*') limit 1) c on true
       cross join lateral (select case when (g.m).valence is null and (g.m).arousal is null then null
-                                      else pgmem.emotional_intensity((g.m).valence, (g.m).arousal) end as emotion) e),
+                                      else pgmem.emotional_intensity((g.m).valence, (g.m).arousal) end as emotion) e
+      cross join lateral (select pgmem.goal_relevance((g.m).embedding, (g.m).agent_id) as goal,
+                                 pgmem.processing_depth((g.m).who, (g.m).what, (g.m).happened_at, (g.m).location,
+                                                        (g.m).why, (g.m).how) as depth) sp),
   out as (
     select r.*, case r.decision
       when 'duplicate' then r.gate || jsonb_build_object('decision', 'duplicate')
@@ -382,6 +429,21 @@ begin
         'reason', format('surprise %s is below the threshold %s', round(r.surprise::numeric, 4), v_threshold))
       when 'stored' then r.gate || jsonb_build_object('importance_source', case when (r.m).importance is null then 'surprise' else 'caller' end,
                                                       'emotion', r.emotion, 'novelty', r.novelty)
+                        -- Fragment salience explained (issue 24): each part (null: unknown) and the
+                        -- weights it was computed with
+                        || jsonb_build_object('salience', jsonb_build_object(
+                             'value', round(r.salience::numeric, 6), 'emotion', r.emotion, 'novelty', r.novelty,
+                             'goal_relevance', r.goal, 'processing_depth', r.depth,
+                             'unknown', case when v_salience_zero then 'zero' else 'renormalise' end,
+                             'weights', (select jsonb_object_agg(k.key, round((k.v / nullif(k.total, 0))::numeric, 6))
+                                           from (select w.key, w.value::text::float8 as v,
+                                                        sum(w.value::text::float8) over () as total
+                                                   from jsonb_each(v_salience_w) w
+                                                  where v_salience_zero
+                                                     or (w.key = 'emotion' and r.emotion is not null)
+                                                     or (w.key = 'novelty' and r.novelty is not null)
+                                                     or (w.key = 'goal' and r.goal is not null)
+                                                     or (w.key = 'depth' and r.depth is not null)) k)))
                         || case when cardinality(r.new_numbers) > 0
                                 then jsonb_build_object('kept_because', 'new numbers: ' || array_to_string(r.new_numbers, ' '))
                                 else '{}' end
@@ -396,7 +458,8 @@ begin
     overriding system value
     select o.new_id, v_tenant, (o.m).user_id, (o.m).agent_id, (o.m).session_id, coalesce((o.m).tier, 'episodic'),
            (o.m).category, (o.m).content, (o.m).summary, (o.m).who, (o.m).what, (o.m).happened_at, (o.m).location,
-           (o.m).why, (o.m).how, coalesce((o.m).topics, '{}'), coalesce((o.m).entities, '{}'), (o.m).valence,
+           (o.m).why, (o.m).how, pgmem._fact_topics((o.m).topics, (o.m).metadata->'facts', (o.m).user_id, v_limits),
+           coalesce((o.m).entities, '{}'), (o.m).valence,
            (o.m).arousal, (o.m).dominance, o.importance, o.salience, o.surprise, o.details, (o.m).embedding,
            case when (o.m).embedding is not null then (o.m).embedding_model end, coalesce((o.m).metadata, '{}'),
            (o.m).token_count, coalesce((o.m).created_at, now()), (o.m).expires_at, (o.m).event_key,

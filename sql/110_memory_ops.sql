@@ -59,9 +59,14 @@ create or replace function pgmem.restore(memory_id bigint, reason text default n
   language plpgsql volatile
   set search_path = pgmem, public, pg_temp
 as $$
-declare m pgmem.memories := pgmem._get_for_update(restore.memory_id);
+declare m pgmem.memories;
 begin
   perform pgmem._check_reason(reason);
+  -- a memory purged (or deleted by the lifecycle and purged later) comes back from history
+  if not exists (select 1 from pgmem.memories x where x.id = restore.memory_id and x.tenant = pgmem._require_tenant()) then
+    return pgmem._restore_from_history(restore.memory_id, reason);
+  end if;
+  m := pgmem._get_for_update(restore.memory_id);
   if m.state = 'active' then return m; end if;
   if m.state = 'merged' then
     raise exception 'memory % was merged into memory %: use pgmem.unmerge(%) to split it out again', m.id, m.merged_into, m.id
@@ -75,7 +80,108 @@ begin
   perform pgmem._set_op(null);
   return m;
 end $$;
-comment on function pgmem.restore(bigint, text) is 'Brings a deleted or archived memory back to active, recorded in history. A merged memory is refused (pgmem.unmerge splits it out); a deleted memory that still points at its survivor (merged_into, forgotten while merged) goes back to merged, not active.';
+comment on function pgmem.restore(bigint, text) is 'Brings a deleted or archived memory back to active, recorded in history; a purged one comes back from its last history snapshot (pgmem._restore_from_history). A merged memory is refused (pgmem.unmerge splits it out); a deleted memory that still points at its survivor (merged_into, forgotten while merged) goes back to merged, not active.';
+
+-- "Nothing is lost": a memory destroyed by pgmem.purge (the only hard delete; e.g. after the
+-- lifecycle deleted it, 420_prune_archive.sql) is written again from the snapshot history kept
+-- of it (op purge: every column but the vectors), with its id, as an active memory. What the
+-- snapshot does not hold comes back the way it first came: the embedding (queued for the
+-- worker), the HNSW entry, the lexical statistics. Its bindings, accesses and cluster were
+-- deleted with it and stay gone; its profile facts are not stated again (they were set when it
+-- was first written, and their own history is in profile_facts). A memory erased by erase_user
+-- is refused: its content was not kept, on purpose.
+create or replace function pgmem._restore_from_history(p_id bigint, p_reason text) returns pgmem.memories
+  language plpgsql volatile security definer  -- (it writes the id: no application role may; 900_security.sql)
+  set search_path = pgmem, public, pg_temp
+as $$
+declare
+  v_tenant text := pgmem._require_tenant();
+  h pgmem.history;
+  b jsonb;
+  v_cols text;
+  m pgmem.memories;
+begin
+  select * into h from pgmem.history x where x.memory_id = p_id and x.tenant = v_tenant order by x.id desc limit 1;
+  if h.id is null then
+    raise exception 'memory % does not exist for tenant "%"', p_id, v_tenant
+      using errcode = 'P0002', hint = 'check the id (pgmem.search or pgmem.history show ids)';
+  end if;
+  if h.op = 'erase' or exists (select 1 from pgmem.history x where x.memory_id = p_id and x.tenant = v_tenant and x.op = 'erase') then
+    perform pgmem._bad_input(format('memory %s was erased with its user (erase_user): its content was not kept, so it cannot be restored', p_id));
+  end if;
+  if h.op <> 'purge' or h.before is null or h.before->>'content' is null then
+    perform pgmem._bad_input(format('memory %s is gone but its last history entry (%s, op %s) holds no snapshot to restore it from', p_id, h.id, h.op));
+  end if;
+  b := h.before || jsonb_build_object('state', 'active', 'state_changed_at', now(), 'merged_into', null, 'cluster_id', null,
+                                      'embedding_model', null, 'embedded_at', null, 'tenant', v_tenant);
+  -- profile facts are not stated again (see above)
+  if b->'metadata' ? 'facts' then
+    b := jsonb_set(b, '{metadata}', ((b->'metadata') - 'facts') || jsonb_build_object('facts_when_written', b->'metadata'->'facts'));
+  end if;
+  -- an event_key taken meanwhile (a replay stored the event again) stays with that memory
+  if exists (select 1 from pgmem.memories x where x.tenant = v_tenant and x.event_key = b->>'event_key') then
+    b := b || '{"event_key": null}';
+  end if;
+  select string_agg(format('%I', a.attname), ', ' order by a.attnum) into v_cols
+    from pg_catalog.pg_attribute a
+   where a.attrelid = 'pgmem.memories'::regclass and a.attnum > 0 and not a.attisdropped and a.attgenerated = ''
+     and a.attname not in ('embedding', 'embedded_at');
+  perform pgmem._set_op('restore', jsonb_build_object('reason', p_reason, 'previous_state', 'purged',
+                                                     'from_history_id', h.id));
+  execute format('insert into pgmem.memories (%s) overriding system value select %s from jsonb_populate_record(null::pgmem.memories, $1) p returning *',
+                 v_cols, regexp_replace(v_cols, '([^, ]+)', 'p.\1', 'g'))
+    into m using b;
+  perform pgmem._set_op(null);
+  return m;
+end $$;
+comment on function pgmem._restore_from_history(bigint, text) is
+  'Writes a purged memory again from its last history snapshot (op purge), with its id, active, its embedding queued; refuses an erased one. Internal to pgmem.restore.';
+
+-- Shadow's "Manual archival command" (shadow-memory-system.md, MemoryLifecycleManager): the
+-- memories leave every ranking (state archived), in history with the reason, and come back with
+-- pgmem.restore. At most touch_max_ids ids a call; ids of another tenant or of no memory are an
+-- error naming them; a merged or deleted memory is refused (what to do instead is named).
+create or replace function pgmem.archive(ids bigint[], reason text default null) returns setof pgmem.memories
+  language plpgsql volatile
+  set search_path = pgmem, public, pg_temp
+as $$
+declare
+  v_tenant text := pgmem._require_tenant();
+  v_missing bigint[];
+  r record;
+begin
+  perform pgmem._check_reason(reason);
+  if ids is null or cardinality(ids) = 0 then
+    perform pgmem._bad_input('archive needs the ids of the memories to archive', 'e.g. pgmem.archive(array[42, 43])');
+  end if;
+  if cardinality(ids) > pgmem._setting_num('touch_max_ids', 1000) then
+    perform pgmem._bad_input(format('archive takes at most %s ids at once, got %s', pgmem._setting_num('touch_max_ids', 1000)::bigint,
+                                    cardinality(ids)), 'archive in batches, or raise touch_max_ids in pgmem.settings');
+  end if;
+  -- the tenant's memories, locked in id order (no deadlock between two callers)
+  perform 1 from pgmem.memories m where m.id = any(ids) and m.tenant = v_tenant order by m.id for update;
+  v_missing := array(select x from unnest(ids) x where x is null or not exists (
+                       select 1 from pgmem.memories m where m.id = x and m.tenant = v_tenant) order by x);
+  if cardinality(v_missing) > 0 then
+    raise exception 'no memory % for tenant "%"', array_to_string(v_missing, ', ', 'NULL'), v_tenant
+      using errcode = 'P0002', hint = 'check the ids (pgmem.search or pgmem.history show ids)';
+  end if;
+  select m.id, m.state, m.merged_into into r from pgmem.memories m
+   where m.id = any(ids) and m.tenant = v_tenant and m.state in ('merged', 'deleted') order by m.id limit 1;
+  if r.id is not null and r.state = 'merged' then
+    raise exception 'memory % was merged into memory %: archive memory % instead, or split it out first with pgmem.unmerge(%)',
+      r.id, r.merged_into, r.merged_into, r.id using errcode = '22023';
+  elsif r.id is not null then
+    raise exception 'memory % is deleted: pgmem.restore(%) brings it back first', r.id, r.id using errcode = '22023';
+  end if;
+  perform pgmem._set_op('archive', jsonb_build_object('manual', true, 'reason', reason));
+  update pgmem.memories m set state = 'archived', state_changed_at = now(), updated_at = now()
+   where m.id = any(ids) and m.tenant = v_tenant and m.state = 'active';
+  perform pgmem._set_op(null);
+  return query select * from pgmem.memories m where m.id = any(ids) and m.tenant = v_tenant order by m.id;
+end $$;
+comment on function pgmem.archive(bigint[], text) is
+  'Shadow''s manual archival command: archives the given memories of the current tenant (state archived: out of every ranking by default; in history with the reason; pgmem.restore brings one back). Already archived ones are left as they are; merged and deleted ones are refused, naming what to do.';
 
 create or replace function pgmem.update_memory(memory_id bigint, changes jsonb, reason text default null)
 returns pgmem.memories

@@ -432,6 +432,7 @@ begin
   -- current beats stale (issue 24): a memory a newer active one supersedes scores this share of
   -- its score in every ranking (sql/202_signals.sql, _superseded)
   q.superseded_factor := coalesce((st->>'superseded_factor')::float8, 0.5);
+  q.current_only := false;  -- (the filter sets it: NULL here left every superseded memory out, `not (NULL and true)`)
   if p_filters is null or p_filters = '{}'::jsonb then  -- (most calls: no filter to parse)
     q.states := array['active'];
   else

@@ -16,6 +16,10 @@
 -- "score reliability": one strong signal alone is less reliable than three that agree).
 -- The weights and parameters (thresholds, temporal half-life) come from an activate profile:
 -- `shadow` by default, or one of the tenant's own (pgmem.profiles, method activate).
+-- activated: score >= the context type's threshold AND >= the threshold of the memory's relevance
+-- kind (Shadow's Configuration thresholds: default, semantic, contextual, temporal, all .3 by
+-- default: setting relevance_thresholds, 430_thresholds.sql); threshold_used is the larger. An
+-- explicit threshold => replaces both.
 
 create or replace function pgmem.context_threshold(context_type text, profile text default 'shadow') returns float8
   language plpgsql stable
@@ -64,6 +68,7 @@ declare
                                 filters, as_of);
   v_ids bigint[];
   v_sup bigint[];
+  v_kinds jsonb := pgmem._setting('relevance_thresholds');  -- Shadow's thresholds by relevance kind (430)
 begin
   perform pgmem._check_unit(threshold, 'threshold');
   q.threshold := coalesce(threshold, pgmem.context_threshold(coalesce(context_type, 'conversation'), q.profile));
@@ -99,16 +104,21 @@ begin
   -- what is returned is recorded as a retrieval (sql/212_access_log.sql), once
   rec as materialized (
     select pgmem._record_access('retrieval', 'activate', array(select t2.id from top t2 order by t2.score desc, t2.id)))
-  -- relevance type, confidence and the memory's fields for the k returned only
-  select t.id, t.score, t.score >= q.threshold,
-         case when t.score = 0 then 'mixed'
-              when t.ce >= 0.5 * t.score then 'semantic'
-              when t.cc >= 0.5 * t.score then 'contextual'
-              when t.ct >= 0.5 * t.score then 'temporal'
-              else 'mixed' end,
+  -- relevance type, confidence and the memory's fields for the k returned only; activated: at
+  -- least the context type's threshold and the relevance kind's (430_thresholds.sql; an explicit
+  -- threshold => is the only one)
+  select t.id, t.score, t.score >= rk.th,
+         rt.kind,
          greatest(0.0, 1.0 - 2.0 * (select stddev_pop(v) from unnest(array[t.e, t.md, t.su]) v)),
-         q.threshold, t.e, t.md, t.su, t.te, m.summary, m.content, m.who, m.category, m.created_at
+         rk.th, t.e, t.md, t.su, t.te, m.summary, m.content, m.who, m.category, m.created_at
     from top t join pgmem.memories m on m.id = t.id cross join rec
+   cross join lateral (select case when t.score = 0 then 'mixed'
+                                   when t.ce >= 0.5 * t.score then 'semantic'
+                                   when t.cc >= 0.5 * t.score then 'contextual'
+                                   when t.ct >= 0.5 * t.score then 'temporal'
+                                   else 'mixed' end as kind) rt
+   cross join lateral (select case when threshold is not null then q.threshold
+                                   else greatest(q.threshold, pgmem._relevance_threshold(v_kinds, rt.kind)) end as th) rk
    order by t.score desc, t.id;
 end $$;
 

@@ -6,7 +6,15 @@
 --   recency             max(0, 1 - age/90 days)
 --   access_frequency    min(n/100, 1)
 -- Default weights (profile engram): the design's Full Ranking Example, .5/.3/.2/0.
-
+--
+-- Early termination, an option (engram.md, Performance Optimizations 4, "Stop when we have enough
+-- high-quality matches": for memory in sortedMemories, keep it if score > 0.8, stop at k).
+-- early_termination => true keeps only the memories scoring above min_score (0.8), at most k.
+-- The design's loop stops scanning once it holds k; recall never scans the memories in the first
+-- place (its candidates are the index branches' top-N, sql/203_candidates.sql), so what the rule
+-- changes here is what it returns: nothing below the bar, even when fewer than k clear it. (The
+-- design's loop takes the first k above the bar in its sort order; these are the k best above it.)
+drop function if exists pgmem.recall(text, vector, integer, jsonb, jsonb, timestamptz, text);
 create or replace function pgmem.recall(
   query_text text default null,
   query_embedding vector default null,
@@ -14,7 +22,9 @@ create or replace function pgmem.recall(
   weights jsonb default null,
   filters jsonb default '{}',
   as_of timestamptz default null,
-  profile text default 'engram')
+  profile text default 'engram',
+  early_termination boolean default false,
+  min_score float8 default 0.8)
 returns table (id bigint, score float8, relevance float8, decayed_importance float8, recency float8, access_frequency float8,
                content text, summary text, who text, category text, importance real, access_count integer, created_at timestamptz)
   language plpgsql volatile security definer
@@ -27,6 +37,7 @@ declare
   v_ids bigint[] := pgmem._candidate_ids(q);
   v_sup bigint[] := pgmem._superseded(v_ids, q.tenant, q.as_of);  -- current beats stale (sql/202_signals.sql)
 begin
+  perform pgmem._check_unit(min_score, 'min_score');
   return query
   with s as (
     select m.id, m.content, m.summary, m.who, m.category, m.importance, m.access_count, m.created_at,
@@ -43,6 +54,9 @@ begin
                  * case when s.id = any(v_sup) then q.superseded_factor else 1 end as score,
            s.rel, s.imp, s.rec, s.acc, s.content, s.summary, s.who, s.category, s.importance, s.access_count, s.created_at
       from s
+     where not coalesce(early_termination, false)
+        or (q.w_relevance * s.rel + q.w_importance * s.imp + q.w_recency * s.rec + q.w_access * s.acc)
+           * case when s.id = any(v_sup) then q.superseded_factor else 1 end > min_score
      order by 2 desc, s.id
      limit q.k),
   -- what is returned is recorded as a retrieval (sql/212_access_log.sql), once
@@ -51,5 +65,5 @@ begin
   select t.* from top t cross join rec
    order by t.score desc, t.id;
 end $$;
-comment on function pgmem.recall(text, vector, integer, jsonb, jsonb, timestamptz, text) is
-  'Engram ranking: relevance (cosine, or token Jaccard without embeddings), decayed importance with access boost, linear 90-day recency and access frequency, weighted by the engram profile (.5/.3/.2/0) or explicit weights.';
+comment on function pgmem.recall(text, vector, integer, jsonb, jsonb, timestamptz, text, boolean, float8) is
+  'Engram ranking: relevance (cosine, or token Jaccard without embeddings), decayed importance with access boost, linear 90-day recency and access frequency, weighted by the engram profile (.5/.3/.2/0) or explicit weights. early_termination => true: only the memories scoring above min_score (Engram''s 0.8), at most k.';

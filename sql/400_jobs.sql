@@ -38,7 +38,11 @@ as $$
   select * from (values
     ('merge',   'merge_duplicates', true,  '0 * * * *',  'Engram duplicate merge (410_merge.sql)'),
     ('prune',   'prune',            true,  '15 3 * * *', 'Engram pruning: soft-deletes expired and decayed memories (420_prune_archive.sql)'),
-    ('archive', 'archive_stale',    true,  '30 3 * * *', 'Shadow lifecycle: archives old memories not in use (420_prune_archive.sql)'),
+    ('archive', 'archive_stale',    true,  '30 3 * * *', 'Shadow lifecycle: archives memories past the retention, below the archival activation, or beyond max_memories (420_prune_archive.sql)'),
+    -- Shadow's cleanup (issue 24): archived memories deleted after their retention; statistics
+    -- and compaction (VACUUM itself is the pg_cron entry pgmem-vacuum-<db>: job_schedule_commands)
+    ('delete_archived', 'delete_archived', true, '35 3 * * *', 'Shadow lifecycle: deletes (soft, restorable) memories archived longer than archive_delete_after (420_prune_archive.sql)'),
+    ('compact', 'compact',          false, '0 4 * * *',  'Shadow cleanup: ANALYZE of the tables the night changed; reports the VACUUM and REINDEX due (425_compact.sql)'),
     ('tune',    'tune_thresholds',  false, '45 3 * * *', 'Shadow adaptive thresholds from feedback (430_thresholds.sql)'),
     ('purge',   'purge',            true,  null,         'destroys memories soft-deleted long ago (420_prune_archive.sql)'),
     ('index',   'index_vectors',    false, '* * * * *',  'puts newly embedded memories under the HNSW index (440_index.sql)'),
@@ -238,7 +242,7 @@ comment on function pgmem._job_state_save(text, text, timestamptz, bigint) is
 -- for the length of a run (a run = the calls of run_job, or calls repeated by hand while
 -- job_runs.details->'more' is true): merge with full_scan ('merge_full', 'merge_full_text')
 -- prune ('prune:<mode>', and 'prune:bottom:<scope>' for aggressive mode) and archive ('archive',
--- 'archive:as_of'). The job deletes
+-- and 'archive:cap:<scope>:...' for the cap's cut-offs). The job deletes
 -- them when its run is complete, and run_job before its first batch, so that every run_job
 -- starts from the beginning even after an earlier run stopped half-way (max_batches, an
 -- error). The incremental merge cursors ('merge', 'merge_text', one pair per tenant) outlive
@@ -261,7 +265,10 @@ as $$
            -- (prune's default mode is normal)
            when 'prune' then (s.tenant = coalesce(p_tenant, '*') and s.job = 'prune:' || coalesce(p_params->>'mode', 'normal'))
                           or (coalesce(p_params->>'mode', 'normal') = 'aggressive' and s.job = 'prune:bottom:' || coalesce(p_tenant, '*'))
-           when 'archive' then s.tenant = coalesce(p_tenant, '*') and s.job in ('archive', 'archive:as_of')
+           -- (archive: its cursor, and the cap's cut-offs of the run, 420_prune_archive.sql)
+           when 'archive' then (s.tenant = coalesce(p_tenant, '*') and s.job in ('archive', 'archive:as_of'))
+                            or left(s.job, length('archive:cap:' || coalesce(p_tenant, '*') || ':'))
+                               = 'archive:cap:' || coalesce(p_tenant, '*') || ':'
            else false
          end
 $$;
@@ -427,6 +434,20 @@ exception when insufficient_privilege then
   return 'unknown to this role';
 end $$;
 
+-- The VACUUM statement of the vacuum schedule (Shadow's compaction, issue 24; 425_compact.sql): one statement (pg_cron runs it outside a
+-- transaction block, as VACUUM needs) over pgmem's tables, which the owner owns.
+create or replace function pgmem.vacuum_command() returns text
+  language sql stable
+  set search_path = pgmem, pg_catalog, pg_temp
+as $$
+  select 'VACUUM (ANALYZE, SKIP_LOCKED) ' || string_agg(format('%I.%I', n.nspname, c.relname), ', ' order by c.relname)
+    from pg_class c join pg_namespace n on n.oid = c.relnamespace
+   where n.nspname = 'pgmem' and c.relkind = 'r' and c.relpersistence <> 't'
+     and c.relowner = coalesce(to_regrole('pgmem_owner'), c.relowner)  -- (the engine's code, py_modules, is the superuser's)
+$$;
+comment on function pgmem.vacuum_command() is
+  'The VACUUM (ANALYZE, SKIP_LOCKED) statement over pgmem''s tables that the vacuum schedule runs nightly (VACUUM cannot run inside a function: pg_cron runs it as its own statement; `pgmem jobs vacuum` runs it by hand).';
+
 create or replace function pgmem.job_schedule_commands(
   merge text default '0 * * * *', prune text default '15 3 * * *', archive text default '30 3 * * *',
   tune text default '45 3 * * *', purge text default null, database text default null)
@@ -442,6 +463,11 @@ as $$
           select r.job, r.schedule from pgmem._jobs() r
            where r.job not in ('merge', 'prune', 'archive', 'tune', 'purge')) j(job, sched)
    where j.sched is not null
+  union all
+  -- Shadow's compaction (issue 24, 425_compact.sql): VACUUM cannot run inside a function or a
+  -- procedure, so pg_cron runs the statement itself, nightly after the compact job
+  select format('pgmem-vacuum-%s', coalesce(database, current_database())), '10 4 * * *', pgmem.vacuum_command(),
+         coalesce(database, current_database())
 $$;
 comment on function pgmem.job_schedule_commands(text, text, text, text, text, text) is
   'The pg_cron entries pgmem installs (name, schedule, command, database): run them with cron.schedule_in_database() in the database pg_cron lives in when that is another one.';
@@ -468,7 +494,7 @@ begin
   end loop;
 end $$;
 comment on function pgmem.schedule_jobs(text, text, text, text, text) is
-  'Installs pg_cron schedules for pgmem''s jobs in this database (defaults: merge hourly, prune, archive and tune nightly; purge off). Pass NULL to leave one out. Needs pg_cron in this database.';
+  'Installs pg_cron schedules for pgmem''s jobs in this database (defaults: merge hourly, prune, archive, delete_archived, tune, compact and vacuum nightly; purge off; the others of pgmem._jobs() on theirs). Pass NULL to leave one out. Needs pg_cron in this database.';
 
 create or replace function pgmem.unschedule_jobs() returns integer
   language plpgsql volatile

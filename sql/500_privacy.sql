@@ -73,10 +73,15 @@ as $$
                                      where ic.tenant = t.tenant and ic.user_id = export_user.user_id), '[]'),
           -- agent-framework sessions (issue 26, 128_integrations.sql), removed items included
           'session_items', coalesce((select jsonb_agg(to_jsonb(si) order by si.session_id, si.seq) from pgmem.session_items si, t
-                                      where si.tenant = t.tenant and si.user_id = export_user.user_id), '[]')))
+                                      where si.tenant = t.tenant and si.user_id = export_user.user_id), '[]'),
+          -- the user's own knowledge-base documents and their chunks (issue 24, 680_documents.sql)
+          'documents', coalesce((select jsonb_agg(to_jsonb(d) || jsonb_build_object('chunks_text',
+                                   (select jsonb_agg(c.content order by c.ord) from pgmem.document_chunks c
+                                     where c.tenant = d.tenant and c.document_id = d.id)) order by d.id)
+                                   from pgmem.documents d, t where d.tenant = t.tenant and d.user_id = export_user.user_id), '[]')))
 $$;
 comment on function pgmem.export_user(text) is
-  'Everything stored about a user in the current tenant, as one JSON document: memories (all states), their history, links, accesses, feedback, the reconstructions of the user''s queries or memories, the identity beliefs with the user''s memories as evidence, their clusters, cluster moves, map coordinates, retrieval judgements, the judged queries and the evaluation runs naming them, and the layered tiers (profile facts, conversations, messages, threads, insights, concept mentions, cached intents) and agent-framework session items.';
+  'Everything stored about a user in the current tenant, as one JSON document: memories (all states), their history, links, accesses, feedback, the reconstructions of the user''s queries or memories, the identity beliefs with the user''s memories as evidence, their clusters, cluster moves, map coordinates, retrieval judgements, the judged queries and the evaluation runs naming them, and the layered tiers (profile facts, conversations, messages, threads, insights, concept mentions, cached intents) and agent-framework session items, and the user''s own knowledge-base documents.';
 
 -- SECURITY DEFINER, audited: history is append-only for pgmem_app, so erasing content from
 -- it needs the owner's rights. Every statement below filters on v_tenant, the caller's
@@ -142,6 +147,7 @@ begin
   delete from pgmem.eval_runs r where r.tenant = v_tenant and (r.retrieved && v_ids or r.query = any(v_queries));
   perform pgmem._set_op('erase', jsonb_build_object('erased_user', true));
   delete from pgmem.session_items si where si.tenant = v_tenant and si.user_id = erase_user.user_id;  -- issue 26
+  delete from pgmem.documents d where d.tenant = v_tenant and d.user_id = erase_user.user_id;  -- issue 24 (chunks cascade)
   delete from pgmem.memories m where m.tenant = v_tenant and m.id = any(v_ids);  -- links, accesses, feedback, judgements cascade
   get diagnostics memories = row_count;  -- before the lexicon loop below, whose PERFORMs reset row_count
   -- read path (sql/201_lexical.sql): the erased memories' words leave the lexical statistics (a
@@ -157,4 +163,4 @@ begin
   return next;
 end $$;
 comment on function pgmem.erase_user(text) is
-  'Deletes everything stored about a user in the current tenant for good (memories, links, accesses, feedback, reconstructions, beliefs resting only on the user''s memories; queued ids and snapshot beliefs citing them; the layered tiers: profile facts, conversations, messages, threads, insights, concept mentions, cached intents; agent-framework session items; the judgements naming the user''s memories, the evaluation runs that retrieved them or scored a query judged on them, and such queries left without judgements) and removes the content from history, leaving content-free tombstones; returns the counts. SECURITY DEFINER, tenant-filtered.';
+  'Deletes everything stored about a user in the current tenant for good (memories, links, accesses, feedback, reconstructions, beliefs resting only on the user''s memories; queued ids and snapshot beliefs citing them; the layered tiers: profile facts, conversations, messages, threads, insights, concept mentions, cached intents; agent-framework session items; the user''s own knowledge-base documents; the judgements naming the user''s memories, the evaluation runs that retrieved them or scored a query judged on them, and such queries left without judgements) and removes the content from history, leaving content-free tombstones; returns the counts. SECURITY DEFINER, tenant-filtered.';

@@ -4,8 +4,8 @@
 --   classify (3) -> topic gate (4) -> remember the message (tier A) -> state update (4b:
 --   observe_turn, behaviour) -> thread (4c) -> research context (4d) -> policy (5) ->
 --   history pruning (6: the last 6 messages + the 3 older ones most similar to the query,
---   deduplicated) -> selective retrieval (7: pgmem.search when inject_rag, Q&A history,
---   profile, privacy frame)
+--   deduplicated) -> selective retrieval (7: pgmem.search and the knowledge-base documents'
+--   chunks, pgmem.search_documents, when inject_rag; Q&A history, profile, privacy frame)
 --
 -- The result is one JSON document: "stages", each stage's result in pipeline order (the
 -- "classified" and "retrieved" entries are the annotations a server streams before the
@@ -78,6 +78,8 @@ create or replace function pgmem.context_for(
 returns jsonb
   language plpgsql volatile security definer
   set search_path = pgmem, public, pg_temp
+  -- (the messages' HNSW index, 0019: a filtered scan goes on until the filter is met, in order)
+  set hnsw.iterative_scan = strict_order
 as $$
 #variable_conflict use_variable
 declare
@@ -105,6 +107,7 @@ declare
   v_semk int := pgmem._setting_num('history_semantic_k', 3)::int;
   v_history jsonb;
   v_memories jsonb := '[]'::jsonb;
+  v_documents jsonb := '[]'::jsonb;  -- knowledge-base excerpts (issue 24, 680_documents.sql)
   v_qa jsonb := '[]'::jsonb;
   v_profile jsonb;
   v_privacy jsonb;
@@ -216,6 +219,17 @@ begin
              order by s.score desc, s.id limit v_depth) h;
     -- the memories put into the context are recorded as a use (sql/212_access_log.sql)
     perform pgmem._record_access('use', 'context_for', array(select (x->>'id')::bigint from jsonb_array_elements(v_memories) x));
+    -- knowledge-base excerpts (the design's knowledge_base intent: "LLM gets knowledge base
+    -- excerpts"; its RAG is document retrieval): the chunks of the tenant's documents, and the
+    -- user's own, nearest the question (680_documents.sql), when the tenant has any
+    if exists (select 1 from pgmem.documents d where d.tenant = v_tenant and d.state = 'active'
+                  and (d.user_id is null or d.user_id = v_user)) then
+      select coalesce(jsonb_agg(jsonb_build_object('chunk_id', x.chunk_id, 'document_id', x.document_id, 'title', x.title,
+                                                   'ord', x.ord, 'score', round(x.score::numeric, 4), 'content', x.content,
+                                                   'source', x.source) order by x.score desc, x.chunk_id), '[]')
+        into v_documents
+        from pgmem.search_documents(query_text, v_emb, v_depth, v_user) x;
+    end if;
   end if;
   if (v_policy->>'inject_qa_history')::boolean and v_emb is not null then
     -- earlier questions like this one (the same conversation for a continuation, else all of
@@ -263,10 +277,11 @@ begin
     'context', jsonb_build_object(
       'behaviour_context', v_behaviour->'behaviour_context', 'personality_mode', v_behaviour->'personality_mode',
       'response_length_hint', v_behaviour->'response_length_hint', 'precision_mode', v_behaviour->'precision_mode',
-      'history', v_history, 'memories', v_memories, 'qa_history', v_qa, 'profile', v_profile, 'privacy', v_privacy,
+      'history', v_history, 'memories', v_memories, 'documents', v_documents, 'qa_history', v_qa, 'profile', v_profile,
+      'privacy', v_privacy,
       'thread', case when v_thread->>'thread_id' is not null then jsonb_build_object('id', (v_thread->>'thread_id')::bigint,
                        'label', v_thread->'label', 'summary', v_thread->'summary') end,
       'research', v_research));
 end $$;
 comment on function pgmem.context_for(text, vector, text, text, integer, boolean, jsonb, text, timestamptz) is
-  'The memory half of the layered pipeline for one user message: classify, topic gate, remember, conversation state and behaviour, thread, research context, policy, history pruning (last 6 + 3 most similar older messages) and selective retrieval (pgmem.search when the policy injects RAG). Returns {"stages": [...], "context": {...}}; the "classified" and "retrieved" stages are what a server streams before the first token.';
+  'The memory half of the layered pipeline for one user message: classify, topic gate, remember, conversation state and behaviour, thread, research context, policy, history pruning (last 6 + 3 most similar older messages) and selective retrieval (pgmem.search, and the knowledge-base chunks of pgmem.search_documents, when the policy injects RAG). Returns {"stages": [...], "context": {...}}; the "classified" and "retrieved" stages are what a server streams before the first token.';

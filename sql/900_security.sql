@@ -208,7 +208,8 @@ declare
                              'add_claim_key', 'drop_claim_key', 'sign_tenant_claim', 'cluster',
                              'fold_lexicon', 'rebuild_lexicon',  -- read path (201): the lexicon's upkeep
                              'rebuild_recent_vectors',  -- issue 23 (440): the recent memories' index
-                             'fold_access_log'];  -- issue 24 (212): the retrievals and uses' upkeep
+                             'fold_access_log',  -- issue 24 (212): the retrievals and uses' upkeep
+                             'delete_archived', 'compact'];  -- issue 24 (420, 425): Shadow's cleanup
   app_helpers text[] := array[
     -- the tenant, errors and argument checks: every API path (and the generated columns) use them
     '_require_tenant', '_check_registered', '_is_admin', '_bad_input', '_check_between', '_check_unit', '_check_time',
@@ -216,6 +217,7 @@ declare
     '_words', '_content_key', '_scope_key', '_lexeme_query',
     -- single-memory operations of the API (110): the row is the caller's tenant's, locked by id
     '_get_for_update', '_snapshot', '_set_op', '_op_details',
+    '_restore_from_history',  -- issue 24: restore of a purged memory (SECURITY DEFINER, the caller's tenant only)
     -- profiles and weights of the read path (pure, or reading the caller's tenant only)
     '_profile', '_effective_weights',
     -- SECURITY DEFINER entry points of the read path: they check every argument themselves
@@ -300,6 +302,21 @@ end $$;
 --                                   history rows of rejected/duplicate candidates; the read path's reason below
 --                                   (writejobs: all three run pgmem._remember_core, 100_remember.sql)
 --   build_context                   calls pgmem._pack, which pgmem_app may not call
+--   ingest_document, set_chunk_embeddings, search_documents, list_documents, delete_document,
+--   restore_document, _document_state
+--                                   knowledge-base documents (issue 24, 680_documents.sql): pgmem alone writes
+--                                   them; every statement filters on the caller's tenant; under row-level
+--                                   security the HNSW and GIN paths would be lost (as for _search);
+--                                   tests/test_documents.py runs each as another tenant
+--   clear_history, restore_history  Shadow's clearHistory (issue 24, 115_clear.sql): they move a conversation's
+--                                   rows (messages, threads, state), which pgmem alone writes, under another id;
+--                                   every statement filters on the caller's tenant
+--   _restore_from_history           writes a purged memory again with its id (no application role writes ids),
+--                                   the caller's tenant's only; called by restore (issue 24, 110_memory_ops.sql)
+--   memory_activation               reads the access and activation logs of one memory, found by id and the
+--                                   caller's tenant (issue 24, 420_prune_archive.sql)
+--   compact                         ANALYZE needs the tables' owner; pgmem_admin only (_is_admin), no tenant data read
+--                                   (issue 24, 425_compact.sql)
 --   explain_search                  builds the query record (pgmem._query and its helpers) for the weights;
 --                                   reads through pgmem.search, which filters on the tenant
 --   assign_cluster                  calls pgmem._nearest_cluster with the caller's tenant (150_cluster_assign.sql)
@@ -353,5 +370,8 @@ end $$;
 -- integrations (issue 26): the app role reads its tenant's session items (export_user reads them
 -- with its rights); pgmem alone writes them (the session_* functions, audited above)
 grant select on pgmem.session_items to pgmem_app;
+-- knowledge-base documents (issue 24, 680_documents.sql): the app reads its tenant's (export_user);
+-- pgmem alone writes them (ingest_document and the others, SECURITY DEFINER, audited above)
+grant select on pgmem.documents, pgmem.document_chunks to pgmem_app;
 grant select on pgmem.profile_facts, pgmem.conversations, pgmem.messages, pgmem.threads, pgmem.insights,
   pgmem.concept_mentions, pgmem.intent_cache, pgmem.behaviour_rules, pgmem.policy_rules to pgmem_app;

@@ -310,7 +310,9 @@ ALLOWED_HELPERS = [
     # read path (201): the lexical statistics of the caller's tenant, bounded by their arguments
     "_lexicon_df", "_lexical_probe", "_query_actors", "_month",
     # integrations (issue 26): pure helpers of list_memories and the items
-    "_filter_strings", "_item_key", "_item_path", "_check_namespace", "_item_matches"]
+    "_filter_strings", "_item_key", "_item_path", "_check_namespace", "_item_matches",
+    # issue 24 (110): restore of a purged memory, SECURITY DEFINER, the caller's tenant's history only
+    "_restore_from_history"]
 
 
 # ============================================================== attacker: the admin role

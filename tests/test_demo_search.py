@@ -43,10 +43,8 @@ def demo_db(cluster):
 # Queries whose intended answer search does NOT put in the top 3 today, and why. The test fails
 # when this list is wrong either way: a new miss, or a miss that is fixed (then delete it here).
 KNOWN_MISSES = {
-    # the s01 preference "VS Code with Vim keybindings" holds the question's word (editor) and is
-    # as close in meaning as the s09 switch to Neovim; that the newer one supersedes it is a
-    # contradiction the write path would have to record (the Neovim turn ranks 8th)
-    "which editor does maya use now",
+    # (fixed by issue 24: "which editor does maya use now" — the Neovim turn supersedes the VS Code
+    # one, and the profile fact it states, editor, is one of its topics: it ranks 1st)
     # multi-hop: the hotel (s05) and the allergy (s01) are two facts none of the question's
     # words or meaning reach together; the restaurant turns of s11 rank 6th-7th
     "suggest a restaurant near maya's hotel in Lisbon that is safe for her",

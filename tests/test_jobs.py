@@ -10,7 +10,7 @@ Expected behaviour comes from the designs:
   aggressive = + the bottom 10% by decayed importance.
 * shadow-memory-system.md, ThresholdManager (false-positive rate > 0.2 raises the threshold by
   0.1, false-negative rate > 0.2 lowers it, within [0, 1]) and MemoryLifecycleManager (old and
-  not activated recently -> archived).
+  not activated recently -> archived: tests/test_lifecycle.py).
 
 Vectors are built by hand (384-d unit vectors on chosen axes) so every cosine is known.
 """
@@ -799,80 +799,8 @@ def test_purge_only_long_deleted(conn):
 
 
 # ============================================================================ archive
-def test_archive_stale(conn):
-    t = now(conn)
-    stale = remember(conn, "The legacy VPN gateway hostname is vpn-old.example", e(1), created_at=t - timedelta(days=200))
-    used = remember(conn, "The VPN gateway for the office is vpn-office.example", e(2), created_at=t - timedelta(days=200))
-    young = remember(conn, "The new VPN gateway hostname is vpn-new.example", e(3), created_at=t - timedelta(days=10))
-    touch(conn, [used])
-    snap = snapshot(conn)
-    dry = call(conn, "archive_stale", dry_run=True)
-    assert [(r["memory_id"], r["applied"]) for r in dry] == [(stale, False)]
-    assert snapshot(conn) == snap
-
-    res = call(conn, "archive_stale")
-    assert [(r["memory_id"], r["applied"]) for r in res] == [(stale, True)]
-    assert res[0]["age_days"] == pytest.approx(200, abs=0.01)
-    assert {i: mem(conn, i)["state"] for i in (stale, used, young)} == {stale: "archived", used: "active", young: "active"}
-    assert hist(conn, stale)[-1]["op"] == "archive"
-
-    search = lambda **kw: [r["id"] for r in call(conn, "search", query_text="VPN gateway hostname", k=10, **kw)]
-    assert stale not in search()
-    assert set(search()) == {used, young}
-    assert set(search(filters={"state": ["active", "archived"]})) == {stale, used, young}
-    # nothing more to archive
-    assert call(conn, "archive_stale") == []
-    r = one(conn, "select * from pgmem.restore(%s)", (stale,))
-    assert r["state"] == "active" and hist(conn, stale)[-1]["op"] == "restore"
-    assert stale in search()
-
-
-def test_archive_by_activation_reads_what_activate_records(conn):
-    """Issue 14: archive by activation read pgmem.accesses.score, a column nothing writes, so
-    activation_threshold > 0 archived every old memory however strongly it was activated.
-    The scores are in pgmem.activation_log (what activate(query_id => ...) records)."""
-    t = now(conn)
-    old = t - timedelta(days=200)
-    strong = remember(conn, "The staging database is db-stage.example", e(1), created_at=old)
-    weak = remember(conn, "The staging cache is cache-stage.example", e(2), created_at=old)
-    silent = remember(conn, "The staging queue is mq-stage.example", e(3), created_at=old)
-    qid = uuid.uuid4()
-    conn.execute(
-        "insert into pgmem.activation_log (tenant, query_id, memory_id, context_type, score, threshold, activated, logged_at)"
-        " select m.tenant, %s, m.id, 'general', s.score, .3, s.score >= .3, %s - interval '5 days'"
-        " from pgmem.memories m join (values (%s::bigint, .7::real), (%s, .2)) s(id, score) on s.id = m.id",
-        (qid, t, strong, weak))
-    # an activation older than the retention window does not count
-    conn.execute(
-        "insert into pgmem.activation_log (tenant, query_id, memory_id, context_type, score, threshold, activated, logged_at)"
-        " select m.tenant, %s, m.id, 'general', .9, .3, true, %s - interval '120 days' from pgmem.memories m where m.id = %s",
-        (uuid.uuid4(), t, silent))
-    res = call(conn, "archive_stale", activation_threshold=0.5, as_of=t)
-    got = {r["memory_id"]: r["best_recent_score"] for r in res}
-    assert set(got) == {weak, silent}
-    assert got[weak] == pytest.approx(0.2, abs=1e-6) and got[silent] is None
-    assert mem(conn, strong)["state"] == "active"
-    # threshold 0: activation is not looked at, all three are old and not accessed
-    assert {r["memory_id"] for r in call(conn, "archive_stale", as_of=t)} == {strong}
-
-
-def test_archive_in_small_batches_archives_what_one_batch_archives(conn):
-    """A run of batches walks the old memories once by (created_at, id) at one as_of: the same
-    set as one big batch, each memory once, and one history statement per batch."""
-    t = now(conn)
-    ids = [remember(conn, f"Archived note number {i} about server rack {i}", e(i % 50),
-                    created_at=t - timedelta(days=100 + i % 7)) for i in range(23)]
-    touch(conn, ids[:5])
-    expected = {r["memory_id"] for r in call(conn, "archive_stale", dry_run=True, as_of=t)}
-    assert expected == set(ids[5:])
-    conn.execute("CALL pgmem.run_job('archive', %s)", (Jsonb({"batch": 4, "as_of": t.isoformat()}),))
-    archived = {r["id"] for r in rows(conn, "select id from pgmem.memories where state = 'archived'")}
-    assert archived == expected
-    runs = [r for r in job_runs(conn, "archive") if not r["params"]["dry_run"]]
-    assert [r["changed"] for r in runs] == [4, 4, 4, 4, 2]
-    assert sum(r["examined"] for r in runs) == 23  # every old active memory walked past once
-    # the run is over: its cursor is gone
-    assert rows(conn, "select * from pgmem.job_state where job like 'archive%%'") == []
+# Shadow's lifecycle (archive by age, activation and cap; manual archive; delete_archived;
+# compact): tests/test_lifecycle.py (issue 24).
 
 
 # ============================================================================ feedback and thresholds
@@ -1065,7 +993,7 @@ def test_each_job_call_is_a_job_run(conn):
     got = {r["job"]: (r["examined"], r["changed"]) for r in runs}
     assert got["merge"] == (4, 1)
     assert got["prune"] == (3, 1)   # 3 active after the merge, 1 expired
-    assert got["archive"] == (1, 1)
+    assert got["archive"] == (2, 1)  # the active memories walked (the survivor, the stale one); 1 past 90 days
     assert got["tune"] == (0, 0)
     assert got["purge"] == (0, 0)
     assert runs[0]["params"]["threshold"] == 0.85 and runs[1]["params"]["mode"] == "gentle"
@@ -1160,7 +1088,7 @@ def test_run_job_loops_batches_until_done(conn):
 
 
 def test_run_job_errors(conn):
-    with pytest.raises(psycopg.errors.InvalidParameterValue, match='unknown job "nope": jobs are merge, prune, archive, tune, purge'):
+    with pytest.raises(psycopg.errors.InvalidParameterValue, match='unknown job "nope": jobs are merge, prune, archive, delete_archived, compact, tune, purge'):
         conn.execute("CALL pgmem.run_job('nope')")
     with pytest.raises(psycopg.errors.InvalidParameterValue, match='job merge has no parameter "bogus"'):
         conn.execute("""CALL pgmem.run_job('merge', '{"bogus": 1}')""")
@@ -1247,6 +1175,9 @@ def test_job_schedule_commands(conn, dsn):
         (f"pgmem-prune-{db}", "15 3 * * *", """CALL pgmem.run_job('prune', '{"tenant": "*"}')""", db),
         (f"pgmem-archive-{db}", "30 3 * * *", """CALL pgmem.run_job('archive', '{"tenant": "*"}')""", db),
         (f"pgmem-tune-{db}", "45 3 * * *", """CALL pgmem.run_job('tune', '{"tenant": "*"}')""", db),
+        # Shadow's cleanup (issue 24): archived memories deleted after their retention, statistics
+        (f"pgmem-delete_archived-{db}", "35 3 * * *", """CALL pgmem.run_job('delete_archived', '{"tenant": "*"}')""", db),
+        (f"pgmem-compact-{db}", "0 4 * * *", """CALL pgmem.run_job('compact', '{"tenant": "*"}')""", db),
         # the index job (440_index.sql): every minute, from its row in the job registry
         (f"pgmem-index-{db}", "* * * * *", """CALL pgmem.run_job('index', '{"tenant": "*"}')""", db),
         # reconstructive's work queue and reflection, clusters' cluster job: their registry rows
@@ -1257,12 +1188,15 @@ def test_job_schedule_commands(conn, dsn):
         (f"pgmem-lexicon-{db}", "* * * * *", """CALL pgmem.run_job('lexicon', '{"tenant": "*"}')""", db),
         # living memory's access job (212_access_log.sql): folds the retrievals and uses appended
         (f"pgmem-access-{db}", "* * * * *", """CALL pgmem.run_job('access', '{"tenant": "*"}')""", db),
+        # and VACUUM, which no function may run: its own statement (425_compact.sql)
+        (f"pgmem-vacuum-{db}", "10 4 * * *", scalar(conn, "select pgmem.vacuum_command()"), db),
     ]
     got = rows(conn, "select * from pgmem.job_schedule_commands(merge => null, purge => '0 4 * * 0', database => 'elsewhere')")
     assert [r["job_name"] for r in got] == ["pgmem-prune-elsewhere", "pgmem-archive-elsewhere",
-                                           "pgmem-tune-elsewhere", "pgmem-purge-elsewhere", "pgmem-index-elsewhere",
+                                           "pgmem-tune-elsewhere", "pgmem-purge-elsewhere", "pgmem-delete_archived-elsewhere",
+                                           "pgmem-compact-elsewhere", "pgmem-index-elsewhere",
                                            "pgmem-work-elsewhere", "pgmem-reflect-elsewhere", "pgmem-cluster-elsewhere",
-                                           "pgmem-lexicon-elsewhere", "pgmem-access-elsewhere"]
+                                           "pgmem-lexicon-elsewhere", "pgmem-access-elsewhere", "pgmem-vacuum-elsewhere"]
     # each command is valid as it stands
     for r in rows(conn, "select * from pgmem.job_schedule_commands()"):
         conn.execute(r["command"])
@@ -1274,7 +1208,8 @@ def _cli(dsn: str, *args: str) -> subprocess.CompletedProcess:
                           env=env, capture_output=True, text=True, timeout=120)
 
 
-JOBS_SCHEDULED = ("merge", "prune", "archive", "tune", "index", "work", "reflect", "cluster", "lexicon", "access")
+JOBS_SCHEDULED = ("merge", "prune", "archive", "tune", "index", "work", "reflect", "cluster", "lexicon", "access",
+                  "delete_archived", "compact")
 
 
 def test_cli_jobs_schedule_status_unschedule(cluster, conn, dsn):
@@ -1288,12 +1223,13 @@ def test_cli_jobs_schedule_status_unschedule(cluster, conn, dsn):
             assert [(r["jobname"], r["schedule"]) for r in got] == [
                 (f"pgmem-access-{db}", "* * * * *"),
                 (f"pgmem-archive-{db}", "30 3 * * *"), (f"pgmem-cluster-{db}", "20 * * * *"),
+                (f"pgmem-compact-{db}", "0 4 * * *"), (f"pgmem-delete_archived-{db}", "35 3 * * *"),
                 (f"pgmem-index-{db}", "* * * * *"), (f"pgmem-lexicon-{db}", "* * * * *"), (f"pgmem-merge-{db}", "0 5 * * *"),
                 (f"pgmem-prune-{db}", "15 3 * * *"), (f"pgmem-reflect-{db}", "40 * * * *"),
-                (f"pgmem-tune-{db}", "45 3 * * *"), (f"pgmem-work-{db}", "* * * * *")]
+                (f"pgmem-tune-{db}", "45 3 * * *"), (f"pgmem-vacuum-{db}", "10 4 * * *"), (f"pgmem-work-{db}", "* * * * *")]
             assert {r["command"] for r in got} == {f"""CALL pgmem.run_job('{j}', '{{"tenant": "*"}}')"""
-                                                   for j in JOBS_SCHEDULED}
-            assert p.stdout.count("scheduled pgmem-") == 10
+                                                   for j in JOBS_SCHEDULED} | {scalar(conn, "select pgmem.vacuum_command()")}
+            assert p.stdout.count("scheduled pgmem-") == 13
 
             conn.execute("select * from pgmem.prune('gentle')")
             p = _cli(dsn, "jobs", "status")
@@ -1305,7 +1241,7 @@ def test_cli_jobs_schedule_status_unschedule(cluster, conn, dsn):
 
             p = _cli(dsn, "jobs", "unschedule")
             assert p.returncode == 0, p.stderr
-            assert "removed 10 schedule(s)" in p.stdout
+            assert "removed 13 schedule(s)" in p.stdout
             assert rows(cron, q, (db,)) == []
             p = _cli(dsn, "jobs", "status")
             assert p.returncode == 0 and "no pg_cron schedules" in p.stdout
@@ -1422,6 +1358,7 @@ def test_demo_dry_run_lists_what_the_real_run_merges(demo):
     "select * from pgmem.prune(batch => {b})",
     "select * from pgmem.purge(batch => {b})",
     "select * from pgmem.archive_stale(batch => {b})",
+    "select * from pgmem.delete_archived(batch => {b})",
 ])
 @pytest.mark.parametrize("b", ["0", "-5", "null"])
 def test_every_job_rejects_a_batch_out_of_range(conn, call, b):

@@ -363,6 +363,57 @@ def cmd_restore(args) -> int:
     return 0
 
 
+def cmd_ingest_doc(args) -> int:
+    """A knowledge-base document (a text or Markdown file, or - for stdin): chunked by the
+    database, embedded here, stored with pgmem.ingest_document."""
+    from pathlib import Path
+
+    if args.file == "-":
+        text, name = sys.stdin.read(), "stdin"
+    else:
+        p = Path(args.file)
+        if not p.is_file():
+            raise PgmemError(f"{args.file}: no such file (give a text or Markdown file, or - for stdin)")
+        try:
+            text = p.read_text(encoding="utf-8")
+        except UnicodeDecodeError:
+            raise PgmemError(f"{args.file} is not UTF-8 text: convert it first (e.g. pdftotext for a PDF)") from None
+        name = p.name
+    if not text.strip():
+        raise PgmemError(f"{args.file} is empty: a document needs some text")
+    title = args.title or next((line.strip().lstrip("#").strip() for line in text.splitlines() if line.strip()), name)[:500]
+    mem = _client(args, embed=not args.no_embed)
+    r = mem.ingest_document(title, text, source=args.source or (None if args.file == "-" else str(Path(args.file).resolve())),
+                            user_id=args.user, max_tokens=args.max_tokens, embed=not args.no_embed)
+    print(f"document {r['document_id']} {r['decision']}: {r['chunks']} chunk(s), {r['tokens']} tokens ({title!r})")
+    return 0
+
+
+def cmd_archive(args) -> int:
+    rows = _client(args, embed=False).archive(args.ids, args.reason)
+    for m in rows:
+        print(f"memory {m['id']} is {m['state']} (restore with: pgmem restore {m['id']})")
+    return 0
+
+
+def cmd_jobs_vacuum(args) -> int:
+    """VACUUM (and, with --reindex, REINDEX CONCURRENTLY of the invalid indexes compact reports)
+    cannot run inside a function: run here as their own statements, in autocommit."""
+    from .db import connect
+
+    with connect(args.dsn, autocommit=True) as c:
+        cmd = c.execute("select pgmem.vacuum_command()").fetchone()[0]
+        print(cmd)
+        c.execute(cmd)
+        if args.reindex:
+            for (idx,) in c.execute("select format('%%I.%%I', n.nspname, x.relname) from pg_index i "
+                                    "join pg_class x on x.oid = i.indexrelid join pg_namespace n on n.oid = x.relnamespace "
+                                    "where n.nspname = 'pgmem' and not i.indisvalid order by 1").fetchall():
+                print(f"REINDEX INDEX CONCURRENTLY {idx}")
+                c.execute(f"REINDEX INDEX CONCURRENTLY {idx}")
+    return 0
+
+
 def cmd_worker(args) -> int:
     import logging
 
@@ -487,6 +538,22 @@ def register(sub) -> None:
         common(p)
         p.set_defaults(func=fn)
 
+    p = sub.add_parser("ingest-doc", help="add a knowledge-base document (chunked, embedded; context_for retrieves it)")
+    p.add_argument("file", help="a UTF-8 text or Markdown file, or - for stdin")
+    p.add_argument("--title", help="default: the first line of the file")
+    p.add_argument("--source", help="where it comes from (default: the file's path)")
+    p.add_argument("--user", help="one user's own document (default: the tenant's knowledge base, for every user)")
+    p.add_argument("--max-tokens", type=int, help="largest chunk (default: setting document_chunk_tokens, 200)")
+    p.add_argument("--no-embed", action="store_true", help="store the chunks without vectors (full-text retrieval only)")
+    common(p)
+    p.set_defaults(func=cmd_ingest_doc)
+
+    p = sub.add_parser("archive", help="archive memories by hand (Shadow's manual archival; pgmem restore brings one back)")
+    p.add_argument("ids", type=int, nargs="+")
+    p.add_argument("--reason")
+    common(p)
+    p.set_defaults(func=cmd_archive)
+
     p = sub.add_parser("worker", help="embed queued memories (FOR UPDATE SKIP LOCKED; several may run)")
     p.add_argument("--batch", type=int, default=64)
     p.add_argument("--once", action="store_true", help="stop when the queue is empty")
@@ -511,7 +578,9 @@ def register(sub) -> None:
 JOB_COLUMNS = {
     "merge": ["survivor_id", "merged_id", "similarity", "same_category", "method", "applied"],
     "prune": ["memory_id", "reason", "decayed_importance", "applied"],
-    "archive": ["memory_id", "age_days", "last_accessed_at", "best_recent_score", "applied"],
+    "archive": ["memory_id", "reason", "age_days", "activation", "last_accessed_at", "applied"],
+    "delete_archived": ["memory_id", "archived_at", "applied"],
+    "compact": ["relation", "live_rows", "dead_rows", "changed_since_analyze", "last_vacuum", "action", "applied"],
     "tune": ["tenant_id", "context_type", "old_value", "new_value", "false_positive_rate", "false_negative_rate", "feedback_count"],
     "purge": ["memory_id", "deleted_at", "applied"],
     "index": ["indexed", "dropped", "queued"],
@@ -635,6 +704,9 @@ def register_jobs(sub) -> None:
     s.set_defaults(func=cmd_jobs_schedule)
     js.add_parser("unschedule", help="remove pgmem's pg_cron schedules").set_defaults(func=cmd_jobs_unschedule)
     js.add_parser("status", help="latest run of each job, and the schedules").set_defaults(func=cmd_jobs_status)
+    v = js.add_parser("vacuum", help="VACUUM (ANALYZE) pgmem's tables now (what the nightly vacuum schedule runs)")
+    v.add_argument("--reindex", action="store_true", help="also REINDEX CONCURRENTLY the invalid indexes compact reports")
+    v.set_defaults(func=cmd_jobs_vacuum)
 
 
 # ------------------------------------------------------------------------------ layered tiers

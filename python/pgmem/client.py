@@ -469,6 +469,16 @@ class _Base:
     def restore(self, memory_id: int, reason: str | None = None, conn=None) -> dict:
         return self._do("restore", dict(memory_id=memory_id, reason=reason), _first, conn)
 
+    def archive(self, ids: Sequence[int], reason: str | None = None, conn=None) -> list[dict]:
+        """Shadow's manual archival (pgmem.archive): the memories leave every ranking until
+        ``restore``; merged and deleted ones are refused."""
+        return self._do("archive", dict(ids=list(ids), reason=reason), list, conn)
+
+    def memory_activation(self, memory_id: int, as_of: Any = None, conn=None) -> dict:
+        """The lifecycle activation of a memory (pgmem.memory_activation) with its parts and the
+        tenant's archival threshold."""
+        return self._do("memory_activation", dict(memory_id=memory_id, as_of=as_of), _first, conn)
+
     def update_memory(self, memory_id: int, changes: dict, reason: str | None = None, conn=None) -> dict:
         return self._do("update_memory", dict(memory_id=memory_id, changes=json.dumps(changes, default=_jsonable), reason=reason), _first, conn)
 
@@ -522,12 +532,14 @@ class _Base:
             lambda rows: [_hit(r, ACTIVATE_SIGNALS) for r in rows], conn)
 
     def recall(self, query: str | None = None, *, embedding: Any = None, k: int = 10, weights: dict | None = None,
-               filters: dict | None = None, as_of: Any = None, profile: str | None = None, conn=None) -> list[Hit]:
-        """Engram ranking (pgmem.recall); ``profile`` names a recall profile (default engram)."""
+               filters: dict | None = None, as_of: Any = None, profile: str | None = None,
+               early_termination: bool = False, min_score: float | None = None, conn=None) -> list[Hit]:
+        """Engram ranking (pgmem.recall); ``profile`` names a recall profile (default engram);
+        ``early_termination``: only the memories scoring above ``min_score`` (0.8), at most k."""
         return self._do("recall", dict(query_text=query, query_embedding=self._embed_query(query, embedding),
                          k=k, weights=json.dumps(weights) if weights else None,
                          filters=json.dumps(filters, default=_jsonable) if filters else None, as_of=as_of,
-                         profile=profile),
+                         profile=profile, early_termination=early_termination or None, min_score=min_score),
             lambda rows: [_hit(r, RECALL_SIGNALS) for r in rows], conn)
 
     def build_context(self, query: str | None = None, *, embedding: Any = None, token_budget: int | None = None,
@@ -554,6 +566,39 @@ class _Base:
             raise PgmemError(f"unknown job {name!r}: known jobs are {', '.join(sorted(JOBS))}")
         return self._do(fn, {k: (json.dumps(v) if isinstance(v, dict) else v) for k, v in params.items()}, list, conn)
 
+
+    # knowledge-base documents (issue 24, sql/680_documents.sql) ------------------------
+    def ingest_document(self, title: str, content: str, *, source: str | None = None, user_id: str | None = None,
+                        metadata: dict | None = None, max_tokens: int | None = None, embed: bool = True,
+                        conn=None) -> dict:
+        """Store a knowledge-base document (pgmem.ingest_document): the database splits it into
+        chunks (pgmem.chunk_document), the client embeds each chunk, and the chunks are stored with
+        their vectors under their own HNSW and full-text indexes. ``user_id`` None: the tenant's
+        knowledge base (every user). Returns {document_id, decision (stored/duplicate), chunks, tokens}."""
+        def store(chunks: list[dict]):
+            vecs = None
+            if embed and self.embedder is not None and chunks:
+                vecs = list(self.embedder.embed_many([c["chunk"] for c in chunks]))
+            return self._do("ingest_document", dict(
+                title=title, content=content, source=source, user_id=user_id,
+                metadata=json.dumps(metadata, default=_jsonable) if metadata else None, max_tokens=max_tokens,
+                embeddings=vecs, embedding_model=self.embedder.model_name if vecs else None), _first, conn, replica=False)
+        return self._do("chunk_document", dict(content=content, max_tokens=max_tokens), store, conn, replica=False)
+
+    def search_documents(self, query: str | None = None, *, embedding: Any = None, k: int = 5,
+                         user_id: str | None = None, conn=None) -> list[dict]:
+        """The knowledge-base chunks nearest a question (pgmem.search_documents)."""
+        return self._do("search_documents", dict(query_text=query, query_embedding=self._embed_query(query, embedding),
+                                                 k=k, user_id=user_id), list, conn)
+
+    def list_documents(self, user_id: str | None = None, *, include_deleted: bool = False, conn=None) -> list[dict]:
+        return self._do("list_documents", dict(user_id=user_id, include_deleted=include_deleted or None), list, conn)
+
+    def delete_document(self, document_id: int, conn=None) -> dict:
+        return self._do("delete_document", dict(document_id=document_id), _first, conn)
+
+    def restore_document(self, document_id: int, conn=None) -> dict:
+        return self._do("restore_document", dict(document_id=document_id), _first, conn)
 
     # layered tiers (issue 15, layered-memory-architecture.md): profile facts, intent,
     # conversation state, threads, insights, and context_for. The methods that may ask the
@@ -789,6 +834,7 @@ _CASTS = {"event_keys": "::text[]", "namespace": "::text[]", "namespace_prefix":
           "items": "::jsonb", "params": "::jsonb", "embedding": "::vector", "query_embedding": "::vector",
           "ids": "::bigint[]", "topics": "::text[]", "entities": "::text[]", "query_id": "::uuid",
           "motor": "::jsonb", "sensory": "::jsonb",  # Fragment content domains (issue 16)
+          "embeddings": "::vector[]",  # knowledge-base documents (issue 24)
           # layered tiers (issue 15)
           "value": "::jsonb", "insights": "::jsonb", "types": "::text[]"}
 
@@ -974,7 +1020,9 @@ READ_ONLY_CALLS = frozenset({"search", "search_exact", "explain_search", "activa
                              "thread_messages", "search_insights"})
 
 JOBS = {"merge": "merge_duplicates", "prune": "prune", "archive": "archive_stale", "tune": "tune_thresholds",
-        "purge": "purge", "index": "index_vectors", "cluster": "cluster"}
+        "purge": "purge", "index": "index_vectors", "cluster": "cluster",
+        # Shadow's cleanup (issue 24): archived memories deleted after their retention; statistics
+        "delete_archived": "delete_archived", "compact": "compact"}
 
 
 def _query_vector(embedder, text: str):
@@ -1081,6 +1129,13 @@ class AsyncMemoryClient(_Base):
     remember = _coroutine(_Base.remember)
     forget = _coroutine(_Base.forget)
     restore = _coroutine(_Base.restore)
+    archive = _coroutine(_Base.archive)
+    memory_activation = _coroutine(_Base.memory_activation)
+    ingest_document = _coroutine(_Base.ingest_document)
+    search_documents = _coroutine(_Base.search_documents)
+    list_documents = _coroutine(_Base.list_documents)
+    delete_document = _coroutine(_Base.delete_document)
+    restore_document = _coroutine(_Base.restore_document)
     update_memory = _coroutine(_Base.update_memory)
     get = _coroutine(_Base.get)
     history = _coroutine(_Base.history)
