@@ -5,7 +5,7 @@ Revision ID: 0002
 Revises: 0001
 Create Date: 2026-11-22
 """
-from pgmem.migrate import run_sql
+from pgmem.migrate import drop_dependents, run_sql
 
 revision = "0002"
 down_revision = "0001"
@@ -89,4 +89,7 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
+    # the sql/ lane's views of these tables (retrieval_success reads feedback) go first
+    drop_dependents("pgmem.job_state", "pgmem.feedback", "pgmem.activation_log", "pgmem.threshold_changes",
+                    "pgmem.thresholds")
     run_sql(DOWNGRADE)

@@ -142,6 +142,7 @@ __all__ = [
     "embedding_moves", "reembed_queue", "session_items", "EmbeddingMove", "ReembedQueueEntry", "SessionItem",
     # 0012 (read path), 0013 (web), 0016 (living memory)
     "recent_vectors", "api_keys", "access_log", "RecentVector", "ApiKey", "AccessLogEntry",
+    "documents", "document_chunks", "Document", "DocumentChunk",  # 0019 (knowledge-base documents)
 ]
 
 SCHEMA = "pgmem"
@@ -161,9 +162,11 @@ TABLE_NAMES = ("settings", "tenants", "categories", "profiles", "memories", "lin
                "lexicon", "lexicon_delta",  # 0005 (read path)
                "embedding_moves", "reembed_queue", "session_items",  # 0014 (ecosystem)
                "write_checked",  # 0018 (write path)
-               "recent_vectors", "api_keys", "access_log")  # 0012 (read path), 0013 (web), 0016 (living memory)
+               "recent_vectors", "api_keys", "access_log",  # 0012 (read path), 0013 (web), 0016 (living memory)
+               "documents", "document_chunks")  # 0019 (knowledge-base documents)
 #: (table, column) of the generated (``GENERATED ALWAYS AS ... STORED``) columns.
-GENERATED_COLUMNS = frozenset({("memories", "tsv"), ("memories", "content_hash"), ("insights", "tsv")})
+GENERATED_COLUMNS = frozenset({("memories", "tsv"), ("memories", "content_hash"), ("insights", "tsv"),
+                               ("document_chunks", "tsv")})
 
 # Expressions of the generated columns, as in migration 0001 (functions schema-qualified,
 # so that they do not depend on search_path).
@@ -826,6 +829,53 @@ def make_metadata(embedding_dim: int = DEFAULT_EMBEDDING_DIM) -> MetaData:
                 "their own: search's recent candidate branch. A copy of memory_vectors' rows, kept by the index job; "
                 "a row leaves with its memory_vectors row.",
     )
+    # Knowledge-base documents and their chunks (0019, sql/680_documents.sql).
+    Table(
+        "documents", md,
+        Column("id", BigInteger, Identity(always=True), nullable=False),
+        Column("tenant", Text, nullable=False),
+        Column("user_id", Text),
+        Column("title", Text, nullable=False),
+        Column("source", Text),
+        Column("content_hash", UUID(as_uuid=True), nullable=False),
+        Column("metadata", JSONB, nullable=False, server_default=text("'{}'::jsonb")),
+        Column("chunks", Integer, nullable=False, server_default=text("0")),
+        Column("tokens", Integer, nullable=False, server_default=text("0")),
+        Column("state", Text, nullable=False, server_default=text("'active'::text")),
+        Column("created_at", _TSTZ, nullable=False, server_default=_NOW),
+        Column("updated_at", _TSTZ, nullable=False, server_default=_NOW),
+        PrimaryKeyConstraint("id", name="documents_pkey"),
+        UniqueConstraint("tenant", "id", name="documents_tenant_id_key"),
+        CheckConstraint("title ~ '\\S'::text AND length(title) <= 500", name="documents_title_check"),
+        CheckConstraint("length(source) <= 2000", name="documents_source_check"),
+        CheckConstraint("jsonb_typeof(metadata) = 'object'::text", name="documents_metadata_check"),
+        _in("documents", "state", ("active", "deleted")),
+        comment="Knowledge-base documents (layered design, knowledge_base intent): title, source, the hash of the "
+                "content, chunk and token counts; state deleted = out of retrieval, restorable. The text lives in "
+                "pgmem.document_chunks.",
+    )
+    Table(
+        "document_chunks", md,
+        Column("id", BigInteger, Identity(always=True), nullable=False),
+        Column("tenant", Text, nullable=False),
+        Column("document_id", BigInteger, nullable=False),
+        Column("user_id", Text),
+        Column("ord", Integer, nullable=False),
+        Column("content", Text, nullable=False),
+        Column("token_count", Integer, nullable=False),
+        Column("embedding", Vector(embedding_dim)),
+        Column("embedding_model", Text),
+        Column("tsv", TSVECTOR, Computed("to_tsvector('english'::regconfig, content)", persisted=True)),
+        Column("created_at", _TSTZ, nullable=False, server_default=_NOW),
+        PrimaryKeyConstraint("id", name="document_chunks_pkey"),
+        UniqueConstraint("tenant", "document_id", "ord", name="document_chunks_tenant_document_id_ord_key"),
+        _fk("document_chunks", ("tenant", "document_id"), "documents", ("tenant", "id"), "CASCADE"),
+        CheckConstraint("ord >= 1", name="document_chunks_ord_check"),
+        CheckConstraint("content ~ '\\S'::text", name="document_chunks_content_check"),
+        CheckConstraint("token_count >= 0", name="document_chunks_token_count_check"),
+        comment="The chunks of a knowledge-base document, in order, each under its own HNSW (embedding) and GIN "
+                "(full text) index: what the knowledge_base intent retrieves (pgmem.search_documents, context_for).",
+    )
     # LLM API keys per tenant (0013, sql/570_web.sql): write-only, the owner's alone.
     Table(
         "api_keys", md,
@@ -1260,6 +1310,8 @@ write_checked: Table = metadata.tables["pgmem.write_checked"]  # 0018
 recent_vectors: Table = metadata.tables["pgmem.recent_vectors"]  # 0012
 api_keys: Table = metadata.tables["pgmem.api_keys"]  # 0013
 access_log: Table = metadata.tables["pgmem.access_log"]  # 0016
+documents: Table = metadata.tables["pgmem.documents"]  # 0019
+document_chunks: Table = metadata.tables["pgmem.document_chunks"]
 lexicon: Table = metadata.tables["pgmem.lexicon"]  # 0005 (read path)
 lexicon_delta: Table = metadata.tables["pgmem.lexicon_delta"]
 # layered tiers (0007)
@@ -2025,3 +2077,36 @@ class AccessLogEntry(Base):
     source: Mapped[str]
     ids: Mapped[list[int]]
     query_id: Mapped[Optional[_uuid.UUID]]
+
+
+class Document(Base):
+    """A knowledge-base document (0019, sql/680_documents.sql): its text is in its chunks."""
+    __table__ = documents
+    id: Mapped[int]
+    tenant: Mapped[str]
+    user_id: Mapped[Optional[str]]
+    title: Mapped[str]
+    source: Mapped[Optional[str]]
+    content_hash: Mapped[_uuid.UUID]
+    metadata_: Mapped[dict[str, Any]] = column_property(documents.c.metadata)
+    chunks: Mapped[int]
+    tokens: Mapped[int]
+    state: Mapped[str]
+    created_at: Mapped[_dt.datetime]
+    updated_at: Mapped[_dt.datetime]
+
+
+class DocumentChunk(Base):
+    """One chunk of a knowledge-base document, in order, with its embedding (0019)."""
+    __table__ = document_chunks
+    id: Mapped[int]
+    tenant: Mapped[str]
+    document_id: Mapped[int]
+    user_id: Mapped[Optional[str]]
+    ord: Mapped[int]
+    content: Mapped[str]
+    token_count: Mapped[int]
+    embedding: Mapped[Any]  # numpy array (pgvector)
+    embedding_model: Mapped[Optional[str]]
+    tsv: Mapped[Any]
+    created_at: Mapped[_dt.datetime]
