@@ -507,14 +507,14 @@ begin
     -- that of a constant neutral value, and scores stay in [0,1])
     w := case when p_weights is null and p.builtin then p.weights  -- checked when the profile was written
               else pgmem.check_weights(coalesce(p_weights, p.weights),
-                     array['semantic', 'lexical', 'recency', 'actor', 'spatial', 'usage', 'time', 'session', 'neighbour']) end;
+                     array['semantic', 'lexical', 'recency', 'actor', 'spatial', 'usage', 'time', 'session', 'neighbour', 'context']) end;
     w := (select jsonb_object_agg(k, coalesce(w->k, '0'::jsonb))
-            from unnest(array['semantic', 'lexical', 'recency', 'actor', 'spatial', 'usage', 'time', 'session', 'neighbour']) k);
+            from unnest(array['semantic', 'lexical', 'recency', 'actor', 'spatial', 'usage', 'time', 'session', 'neighbour', 'context']) k);
     if (w->>'time')::float8 > 0 then
       select * into tw from pgmem.time_window(p_text, q.as_of) limit 1;
       q.time_from := tw.lo; q.time_to := tw.hi; q.time_month := tw.month; q.time_tau := tw.tau_days;
     end if;
-    if q.embedding is null then v_missing := v_missing || 'semantic'::text; end if;
+    if q.embedding is null then v_missing := v_missing || array['semantic', 'context']; end if;
     if q.tsq is null then v_missing := v_missing || 'lexical'::text; end if;
     if p_actor is null and q.actors is null then v_missing := v_missing || 'actor'::text; end if;
     if p_location is null then v_missing := v_missing || 'spatial'::text; end if;
@@ -529,6 +529,7 @@ begin
     q.w_time := w->>'time';
     q.w_session := w->>'session';
     q.w_neighbour := w->>'neighbour';
+    q.w_context := w->>'context';
     q.half_life := q.params->>'recency_half_life_days';
     q.usage_half_life := q.params->>'usage_half_life_days';
     q.actor_mismatch := q.params->>'actor_mismatch';
@@ -542,6 +543,12 @@ begin
     -- BM25 of a memory of average length that holds every term (sql/202_signals.sql, _jam_prior)
     q.bm25_norm := (select sum(x) from unnest(q.idf[1:16]) x) * (q.bm25_k1 + 1) / (1 + q.bm25_k1);
     q.neighbour_links := coalesce(array(select jsonb_array_elements_text(q.params->'neighbour_links')), array['temporal']);
+    -- the second neighbour along those links passes on this share of its score (issue 29; 0 or
+    -- absent: the first neighbours only, as JAM-style profiles and profiles written before it)
+    q.neighbour_far := coalesce((q.params->>'neighbour_far')::float8, 0);
+    if q.neighbour_far < 0 or q.neighbour_far > 1 then
+      perform pgmem._bad_input(format('profile "%s": params.neighbour_far must be between 0 and 1, got %s', q.profile, q.neighbour_far));
+    end if;
     q.max_access := coalesce((select max(m.access_count) from pgmem.memories m where m.tenant = q.tenant), 0);
     q.usage_log := q.params->>'usage' = 'log';
     -- the recent branch: memories younger than recent_window half-lives of the recency signal
