@@ -329,7 +329,7 @@ begin atomic
     (12, 'year', p.y),
     (13, 'rel_day', 'the day before yesterday|the day after tomorrow|yesterday|today|tonight|this (?:morning|afternoon|evening)|last night|tomorrow'),
     (14, 'ago', '\d+ ' || p.unit || ' ago'),
-    (15, 'before_last', '(?:the )?(?:week|weekend|month|year) before last'),
+    (15, 'before_last', '(?:the )?(?:week|weekend|month|year) before last(?! (?:christmas|xmas|new|halloween|valentines|thanksgiving|independence|easter|st|boxing|mothers|fathers|week|weekend|month|year|summer|winter|spring|autumn|fall|monday|tuesday|wednesday|thursday|friday|saturday|sunday)\M)'),
     (16, 'past_n', '(?:past|last|previous) \d+ ' || p.unit),
     (17, 'rel_unit', '(?:earlier |later )?(?:last|this|next|past|previous|coming) (?:week|weekend|month|year|' || p.season || '|' || p.wd || ')'),
     (18, 'weekday', p.wd),
