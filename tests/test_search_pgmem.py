@@ -230,7 +230,7 @@ AS_OF = datetime(2023, 8, 10, 15, 0, tzinfo=timezone.utc)
 @pytest.mark.parametrize("text, lo, hi, tau, month", [
     ("What painting did Melanie show on October 13, 2023?", "2023-10-13", "2023-10-14", 3.5, None),
     ("What did Gina find on 1 February, 2023?", "2023-02-01", "2023-02-02", 3.5, None),
-    ("the week before August 3, 2023", "2023-07-27", "2023-08-03", 3.5, None),
+    ("the week before August 3, 2023", "2023-07-27", "2023-08-04", 3.5, None),  # through the anchor
     ("What did Maria donate in December 2023?", "2023-12-01", "2024-01-01", 7.0, None),
     ("What state did Joanna visit in summer 2021?", "2021-06-01", "2021-09-01", 14.0, None),
     ("How many times in 2023?", "2023-01-01", "2024-01-01", 30.0, None),

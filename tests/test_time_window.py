@@ -2,8 +2,8 @@
 
 Phrasings written here, not taken from LoCoMo's dev file: relative ("two weekends ago", "the
 week before last", "a couple of weeks ago", "last Friday"), named ("last Christmas", "Easter
-2024", "Thanksgiving", "the 4th of July"), anchored to a date the question names ("two days
-before 7 July, 2023", "the week after New Year's Day 2023") and ranges ("between August 11 and
+2024", "Thanksgiving", "the 4th of July"), anchored to a date the question names, through that date ("two
+days before 7 July, 2023", "the week after New Year's Day 2023") and ranges ("between August 11 and
 August 15 2023"), each resolved against the day the question is asked (as_of). Every expected
 window is worked out from the calendar by hand in the comments. One database for the module:
 each test is one read-only call.
@@ -56,8 +56,8 @@ D = date
     ("the flight on 31 June 2023", THU, None),  # no such day: no window rather than an error
     # ---- months, parts of months, weeks of a month, seasons, years, decades
     ("invoices from October of 2022", THU, (D(2022, 10, 1), D(2022, 11, 1), 7.0, None)),
-    ("in late March 2023", THU, (D(2023, 3, 21), D(2023, 4, 1), 3.5, None)),
-    ("at the beginning of April 2022", THU, (D(2022, 4, 1), D(2022, 4, 11), 3.5, None)),
+    ("in late March 2023", THU, (D(2023, 3, 21), D(2023, 4, 1), 7.0, None)),
+    ("at the beginning of April 2022", THU, (D(2022, 4, 1), D(2022, 4, 11), 7.0, None)),
     ("during the second week of May 2023", THU, (D(2023, 5, 8), D(2023, 5, 15), 3.5, None)),
     ("the last week of February 2024", THU, (D(2024, 2, 23), D(2024, 3, 1), 3.5, None)),  # a leap year
     ("the hike in winter 2022", THU, (D(2022, 12, 1), D(2023, 3, 1), 14.0, None)),
@@ -94,11 +94,14 @@ D = date
     ("skiing this winter", JAN, (D(2023, 12, 1), D(2024, 3, 1), 14.0, None)),
     ("anything lately", THU, (D(2023, 7, 11), D(2023, 8, 11), 7.0, None)),
     # ---- anchored to a period the question names
-    ("two days before 7 July, 2023", THU, (D(2023, 7, 5), D(2023, 7, 6), 1.0, None)),
-    ("the week after New Year's Day 2023", THU, (D(2023, 1, 2), D(2023, 1, 9), 3.5, None)),
-    ("three months prior to March 2023", THU, (D(2022, 12, 1), D(2023, 1, 1), 7.0, None)),
-    ("the day after Christmas 2022", THU, (D(2022, 12, 26), D(2022, 12, 27), 1.0, None)),
-    ("a week before last Christmas", THU, (D(2022, 12, 18), D(2022, 12, 25), 3.5, None)),
+    ("two days before 7 July, 2023", THU, (D(2023, 7, 5), D(2023, 7, 8), 1.0, None)),
+    ("the week after New Year's Day 2023", THU, (D(2023, 1, 1), D(2023, 1, 9), 3.5, None)),
+    ("three months prior to March 2023", THU, (D(2022, 12, 1), D(2023, 4, 1), 7.0, None)),
+    ("the day after Christmas 2022", THU, (D(2022, 12, 25), D(2022, 12, 27), 1.0, None)),
+    ("a week before last Christmas", THU, (D(2022, 12, 18), D(2022, 12, 26), 3.5, None)),
+    ("the Sunday before October 25, 2022", THU, (D(2022, 10, 23), D(2022, 10, 26), 1.0, None)),  # a Tuesday
+    ("the weekend before April 10, 2023", THU, (D(2023, 4, 8), D(2023, 4, 11), 2.0, None)),  # a Monday
+    ("the photo shared on December 1,2023", THU, (D(2023, 12, 1), D(2023, 12, 2), 3.5, None)),
     # ---- ranges (the first date takes the second's year)
     ("Where was John between August 11 and August 15 2023?", THU, (D(2023, 8, 11), D(2023, 8, 16), 3.5, None)),
     ("from 3 March to 10 March 2024", THU, (D(2024, 3, 3), D(2024, 3, 11), 3.5, None)),
