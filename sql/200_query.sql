@@ -457,9 +457,12 @@ begin
     tau_days := 7;  -- (what happened early in a month is often told later in it)
   when 'week_of' then
     m := regexp_match(f, '(first|1st|second|2nd|third|3rd|fourth|4th|last) week of ' || mo || '(?:,? (?:of )?(\d{4}))?');
-    y := coalesce(m[3]::int, p_year, extract(year from p_today)::int);
+    if m[3] is null and p_year is null then  -- no year: that month of any year, as "in November" (LoCoMo dev:
+      month := pgmem._month(m[2]); tau_days := 7;  -- the latest November ranked the answer 44th, any November 5th)
+      return;
+    end if;
+    y := coalesce(m[3]::int, p_year);
     d := make_date(y, pgmem._month(m[2]), 1);
-    if m[3] is null and p_year is null and d > p_today then d := (d - interval '1 year')::date; end if;
     if m[1] = 'last' then
       hi := (d + interval '1 month')::date; lo := hi - 7;
     else

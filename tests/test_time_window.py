@@ -65,6 +65,7 @@ D = date
     ("songs from the 80s", THU, (D(1980, 1, 1), D(1990, 1, 1), 180.0, None)),
     ("what did she study in 2019?", THU, (D(2019, 1, 1), D(2020, 1, 1), 30.0, None)),
     ("Where did they go in September?", THU, (None, None, 7.0, 9)),  # that month of any year
+    ("in the second week of November", THU, (None, None, 7.0, 11)),  # no year: as the month alone
     # ---- named days
     ("what did I buy last Christmas", THU, (D(2022, 12, 25), D(2022, 12, 26), 3.5, None)),
     ("what did I buy last Christmas", JAN, (D(2023, 12, 25), D(2023, 12, 26), 3.5, None)),
