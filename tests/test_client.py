@@ -354,8 +354,8 @@ def test_cli_search_prints_the_signal_table(mem, dsn):
     assert lines[4].split() == ["id", "rank", "signal", "value", "weight", "contribution"]
     ex = [line.split() for line in lines[6:]]
     # every signal of the default profile (pgmem), those it lacks for this query with weight 0
-    assert len(ex) == 9 and {e[2] for e in ex} == {"semantic", "lexical", "recency", "actor", "spatial", "usage",
-                                                   "time", "session", "neighbour"}
+    assert len(ex) == 10 and {e[2] for e in ex} == {"semantic", "lexical", "recency", "actor", "spatial", "usage",
+                                                    "time", "session", "neighbour", "context"}
     assert sum(float(e[-1]) for e in ex) == pytest.approx(float(row[1]), abs=6e-3)
     # another tenant sees an empty table
     p = cli(dsn, "search", "what is maya allergic to", "--tenant", "other")
