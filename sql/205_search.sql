@@ -176,7 +176,7 @@ begin
   return query select * from unnest(hits);
 end $$;
 comment on function pgmem.search(text, vector, integer, text, text, text, jsonb, jsonb, timestamptz, boolean, integer) is
-  'Fused search over the current tenant''s memories: candidates from the HNSW and full-text indexes, each signal in [0,1] per row (semantic, lexical, recency, actor, spatial, usage, time, session, neighbour), weights from a profile (default: the setting search_profile, pgmem; jam is JAM''s .55/.20/.10/.07/.03/.05) or an explicit jsonb. touch => true records the access.';
+  'Fused search over the current tenant''s memories: candidates from the HNSW and full-text indexes, each signal in [0,1] per row (semantic, lexical, recency, actor, spatial, usage, time, session, neighbour, context), weights from a profile (default: the setting search_profile, pgmem; jam is JAM''s .55/.20/.10/.07/.03/.05) or an explicit jsonb. touch => true records the access.';
 
 create or replace function pgmem.search_exact(
   query_text text default null,
