@@ -329,9 +329,9 @@ begin atomic
     (11, 'decade', '(?:the )?(?:19|20)?\d0s'),
     (12, 'year', p.y),
     (13, 'rel_day', 'the day before yesterday|the day after tomorrow|yesterday|today|tonight|this (?:morning|afternoon|evening)|last night|tomorrow'),
-    (14, 'ago', '\d+ ' || p.unit || ' ago'),
+    (14, 'ago', '\d{1,4} ' || p.unit || ' ago'),
     (15, 'before_last', '(?:the )?(?:week|weekend|month|year) before last(?! (?:christmas|xmas|new|halloween|valentines|thanksgiving|independence|easter|st|boxing|mothers|fathers|week|weekend|month|year|summer|winter|spring|autumn|fall|monday|tuesday|wednesday|thursday|friday|saturday|sunday)\M)'),
-    (16, 'past_n', '(?:past|last|previous) \d+ ' || p.unit),
+    (16, 'past_n', '(?:past|last|previous) \d{1,4} ' || p.unit),
     (17, 'rel_unit', '(?:earlier |later )?(?:last|this|next|past|previous|coming) (?:week|weekend|month|year|' || p.season || '|' || p.wd || ')'),
     (18, 'weekday', p.wd),
     (19, 'recent', 'recently|lately|the other day|these days'),
@@ -411,6 +411,9 @@ declare
   wk date := date_trunc('week', p_today)::date;  -- Monday of the week of p_today
 begin
   phrase := f;
+  -- (a date that does not exist, "31 June", "2023-13-45", or one out of PostgreSQL's range, "99999
+  -- years ago": no window, never an error)
+  begin
   case p_kind
   when 'iso' then
     m := regexp_match(f, '(\d{4})-(\d{2})-(\d{2})');
@@ -563,6 +566,10 @@ begin
   else
     return;
   end case;
+  exception when datetime_field_overflow or numeric_value_out_of_range or invalid_datetime_format
+                   or invalid_parameter_value then
+    lo := null; hi := null; tau_days := null; month := null;
+  end;
 end $$;
 comment on function pgmem._time_period(text, text, date, integer) is
   'One period of the time grammar (pgmem.time_window) resolved to [lo, hi) and its soft edge: p_kind one of pgmem._time_kinds(), p_frag the text its pattern matched, p_today the day of the question, p_year the year of a date without one (a range''s).';
@@ -609,8 +616,8 @@ declare
   t text;
   today date := (coalesce(p_as_of, now()) at time zone 'UTC')::date;
   locate constant text := pgmem._time_regex('locate');
-  frags text[] := '{}';
-  starts int[] := '{}';
+  frags text[] := '{}'::text[];
+  starts int[] := '{}'::int[];
   f text;
   at int := 1;
   i int;
@@ -662,9 +669,10 @@ begin
                       '\m(\d+|the|a|last|first) (day|week|weekend|month|year|monday|tuesday|wednesday|thursday|friday|saturday|sunday)s? (before|after|prior to|following) $');
     if m is not null and pgmem._time_kind(frags[i]) <> 'month' then
       p := pgmem._time_period(pgmem._time_kind(frags[i]), frags[i], today);
-      if p.lo is not null then
+      if p.lo is not null and (m[1] !~ '^\d+$' or length(m[1]) <= 4) then
         n := case when m[1] ~ '^\d+$' then m[1]::int else 1 end;
         unit := m[2];
+        begin  -- (an offset beyond PostgreSQL's dates: no window)
         if m[3] in ('before', 'prior to') then
           return query select (case unit when 'day' then p.lo - n when 'week' then p.lo - 7 * n
                                          when 'weekend' then p.lo - (extract(isodow from p.lo)::int % 7 + 1) - 7 * (n - 1)
@@ -691,6 +699,9 @@ begin
                                         when 'year' then 30.0 else 1.0 end::float8,
                               null::int, m[1] || ' ' || unit || ' after ' || p.phrase;
         end if;
+        exception when datetime_field_overflow then
+          null;
+        end;
         return;
       end if;
     end if;

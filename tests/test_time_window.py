@@ -150,3 +150,10 @@ def test_a_question_without_a_time_skips_the_grammar_cheaply(tconn):
     """A question without a time word costs one pattern test: no periods are located."""
     assert tconn.execute("select count(*) from pgmem.time_window('What did Caroline research?', %s)",
                          (THU,)).fetchone()[0] == 0
+
+
+@pytest.mark.parametrize("text", ["999999999999 days ago", "2023-13-45", "99999 years ago", "9999 years ago",
+                                  "9999 years before 7 July, 2023", "the 31st of February 2023", "on 31 June",
+                                  "between 2023-02-30 and 2023-02-31"])
+def test_dates_that_do_not_exist_give_no_window_and_no_error(tconn, text):
+    assert window(tconn, text, THU) is None
