@@ -301,7 +301,7 @@ def test_async_client(dsn, embedder):
             assert isinstance(r, RememberResult) and r.decision == "stored"
             hits = await amem.search("which food intolerance does priya have", actor="priya")
             assert hits and hits[0].id == r.id and isinstance(hits[0], Hit)
-            assert set(hits[0].signals) == {"semantic", "lexical", "recency", "actor", "usage"}
+            assert set(hits[0].signals) == {"semantic", "lexical", "recency", "actor", "usage", "context"}
             many = await amem.remember_many([{"event_id": "a-1", "content": "Priya owns the on-call rotation"},
                                              {"event_id": "a-2", "content": "Priya writes runbooks in Markdown"}])
             assert [m.decision for m in many] == ["stored", "stored"]
