@@ -83,12 +83,16 @@ insert into pgmem.profiles (tenant, name, method, weights, params, description, 
   -- weight) and summed to 1. JAM's recency, usage and spatial keep a small weight. (params.recent_window
   -- 0 would switch the recent candidate branch off: 2x faster, overlap@10 with search_exact .93
   -- instead of .98 at 100,000; bench/README.md R2.)
+  -- Round 3 (issue 29; bench/EVAL.md, "Round 3"): a context signal (the memory read with the
+  -- turn before it, sql/202_signals.sql _jam_context), the second neighbour at .9 of its score
+  -- (params.neighbour_far), and the weights re-fitted with them on the dev file (rounded):
+  -- R@10 .806 -> .818 in the prototype.
   ('*', 'pgmem', 'search',
-   '{"semantic": 0.36, "lexical": 0.08, "recency": 0.04, "actor": 0.10, "spatial": 0.01, "usage": 0.02,
-     "time": 0.05, "session": 0.16, "neighbour": 0.18}',
+   '{"semantic": 0.27, "lexical": 0.06, "recency": 0.02, "actor": 0.10, "spatial": 0.01, "usage": 0.01,
+     "time": 0.05, "session": 0.125, "neighbour": 0.195, "context": 0.16}',
    '{"recency_half_life_days": 30, "actor_mismatch": 0.3, "usage_half_life_days": 30, "lexical": "bm25",
      "bm25_k1": 1.2, "bm25_b": 0.4, "actor_from_text": true, "neighbour_links": ["temporal"],
-     "usage": "log"}',
+     "neighbour_far": 0.9, "usage": "log"}',
    'pgmem''s default search: JAM''s signals with BM25, the actors a question names, its time window, and conversation context (session, neighbours); measured on LoCoMo', true),
   -- shadow-memory-system.md, Activation Score Formula and Default Thresholds by Context Type
   ('*', 'shadow', 'activate',

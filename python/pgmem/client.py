@@ -85,7 +85,8 @@ def _hit(row: Mapping[str, Any], signal_names: Sequence[str]) -> Hit:
                created_at=row.get("created_at"), metadata=row.get("metadata") or {}, extra=extra)
 
 
-SEARCH_SIGNALS = ("semantic", "lexical", "recency", "actor", "spatial", "usage", "time", "session", "neighbour")
+SEARCH_SIGNALS = ("semantic", "lexical", "recency", "actor", "spatial", "usage", "time", "session", "neighbour",
+                  "context")
 ACTIVATE_SIGNALS = ("embedding_sim", "metadata_sim", "summary_sim", "temporal")
 RECALL_SIGNALS = ("relevance", "decayed_importance", "recency", "access_frequency")
 
@@ -491,13 +492,74 @@ class _Base:
     # read path -------------------------------------------------------------------
     def search(self, query: str | None = None, *, embedding: Any = None, k: int = 10, actor: str | None = None,
                location: str | None = None, profile: str | None = None, weights: dict | None = None,
-               filters: dict | None = None, as_of: Any = None, touch: bool = False, conn=None) -> list[Hit]:
-        """Fused search (pgmem.search; default profile: the setting search_profile)."""
+               filters: dict | None = None, as_of: Any = None, touch: bool = False, rewrite: bool = False,
+               conn=None) -> list[Hit]:
+        """Fused search (pgmem.search; default profile: the setting search_profile).
+
+        ``rewrite=True`` (off by default; issue 29) asks the configured OpenAI-compatible LLM
+        (``mem.llm``: PGMEM_LLM_BASE_URL) for up to three search queries, one per fact the
+        question needs, and searches with the question and each of them (one pgmem.search call
+        each): a memory keeps its best score, and ``hit.extra["query"]`` says which query found
+        it. Without an LLM, or when it fails, it is the plain search."""
+        if rewrite and query:
+            return self._run(self._search_rewritten_steps(query, embedding, dict(
+                k=k, actor=actor, location=location, profile=profile, weights=json.dumps(weights) if weights else None,
+                filters=json.dumps(filters, default=_jsonable) if filters else None, as_of=as_of), filters, touch), conn)
         return self._with_search_embedding(query, embedding, profile, conn, filters=filters, then=lambda vec: self._do(
             "search", dict(query_text=query, query_embedding=vec, k=k, actor=actor, location=location, profile=profile,
                            weights=json.dumps(weights) if weights else None,
                            filters=json.dumps(filters, default=_jsonable) if filters else None, as_of=as_of, touch=touch),
             lambda rows: [_hit(r, SEARCH_SIGNALS) for r in rows], conn))
+
+    #: The LLM round of search(rewrite=True): the instruction the model gets with the question.
+    REWRITE_PROMPT = (
+        "You turn a question about what a person said in earlier conversations into search queries for a "
+        "memory store. Answer with a JSON object {\"queries\": [...]}: one to three short queries, one per fact "
+        "the answer needs (a question about several things or people: one query per thing or person), keeping "
+        "names and dates, in the question's language.")
+
+    def _rewrite_queries(self, query: str) -> list[str]:
+        """The LLM's search queries for a question (at most three, none equal to it), or []
+        when no LLM is configured or its answer is unusable (the LLM's failure is logged)."""
+        llm = self.llm
+        if llm is None:
+            return []
+        obj = llm._ask({"model": llm.model, "temperature": 0, "response_format": {"type": "json_object"},
+                        "messages": [{"role": "system", "content": self.REWRITE_PROMPT},
+                                     {"role": "user", "content": query}]}, "query rewriting")
+        got = obj.get("queries") if isinstance(obj, dict) else None
+        if not isinstance(got, list):
+            if obj is not None:
+                log.warning("LLM query rewriting answer unusable: %.200s", json.dumps(obj))
+            return []
+        out: list[str] = []
+        for q in got:
+            q = " ".join(q.split())[:500] if isinstance(q, str) else ""
+            if q and q.casefold() != query.strip().casefold() and q.casefold() not in {x.casefold() for x in out}:
+                out.append(q)
+        return out[:3]
+
+    def _search_rewritten_steps(self, query, embedding, kw, filters, touch):
+        """search(rewrite=True) as a generator of SQL calls (MemoryClient._run, sync or async)."""
+        user = (filters or {}).get("user_id")
+        best: dict[int, Hit] = {}
+        for i, text in enumerate([query, *self._rewrite_queries(query)]):
+            vec = embedding if i == 0 else None
+            if vec is None and self.embedder is not None:
+                et = yield ("query_embedding_text", dict(p_text=text, p_profile=kw["profile"],
+                                                         p_user_id=user if isinstance(user, str) else None),
+                            lambda rows: rows[0]["query_embedding_text"], False)
+                vec = _query_vector(self.embedder, et or text)
+            hits = yield ("search", dict(query_text=text, query_embedding=vec, **kw),
+                          lambda rows: [_hit(r, SEARCH_SIGNALS) for r in rows], True)
+            for h in hits:
+                if h.id not in best or h.score > best[h.id].score:
+                    h.extra["query"] = text
+                    best[h.id] = h
+        out = sorted(best.values(), key=lambda h: (-h.score, h.id))[:kw["k"]]
+        if touch and out:  # what is returned is a use, once
+            yield ("touch", dict(ids=[h.id for h in out], kind="search"), lambda rows: rows[0]["touch"], False)
+        return out
 
     def search_exact(self, query: str | None = None, *, embedding: Any = None, k: int = 10, actor: str | None = None,
                      location: str | None = None, profile: str | None = None, weights: dict | None = None,
