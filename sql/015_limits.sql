@@ -74,3 +74,148 @@ comment on function pgmem._check_profile() is
 
 create or replace trigger profiles_check before insert or update of params, weights on pgmem.profiles
   for each row execute function pgmem._check_profile();
+
+-- ------------------------------------------------------------------ argument limits (issue 27)
+-- Every text, jsonb and array argument of every public function has a size limit, checked at the
+-- top of the function before any work, and refused with 22023 naming the argument, its size,
+-- the limit and the setting that holds it (SECURITY.md, "Limits"; pgmem._argument_limits() below
+-- lists them all, and tests/test_limits_catalog.py calls every public function with a value
+-- just over each). Limits of the installation (tenant '*'); a tenant may have lower ones.
+insert into pgmem.settings (tenant, key, value, description) values
+  ('*', 'max_json_depth', '32', 'deepest nesting of a JSON argument (metadata, filters, params, ...): levels below the top'),
+  ('*', 'map_max_points', '20000', 'project() and map_points(): most memories one map projects or returns'),
+  ('*', 'map_tsne_max_points', '5000', 'project(''tsne''): most memories one t-SNE projects (its neighbours are found in chunks and its iterations can be cancelled; memory grows with the points)'),
+  ('*', 'max_items', '10000', 'most elements of an array argument of ids or numbers (seed ids, evidence, coordinates, judgements) not bounded by a more specific setting'),
+  ('*', 'max_claim_ttl_seconds', '86400', 'sign_tenant_claim(): the longest ttl of a signed tenant claim')
+on conflict (tenant, key) do nothing;
+
+-- Raises the size error. Immutable (it depends on its arguments only), so that an immutable SQL
+-- function may call it in a CASE and still be inlined; it is only reached when a limit is passed.
+create or replace function pgmem._too_big(p_arg text, p_size bigint, p_max bigint, p_unit text, p_setting text default null)
+returns void
+  language plpgsql immutable parallel safe
+  set search_path = pgmem, pg_catalog, pg_temp
+as $$
+begin
+  if p_setting is null then
+    raise exception '% is % %, more than % % (a fixed limit)', p_arg, p_size, p_unit, p_max, p_unit
+      using errcode = '22023', hint = format('pass at most %s %s as %s', p_max, p_unit, p_arg);
+  end if;
+  raise exception '% is % %, more than % (%)', p_arg, p_size, p_unit, p_setting, p_max
+    using errcode = '22023',
+          hint = format('pass at most %s %s as %s; an admin may change the limit with: update pgmem.settings set value = ''<n>'' where tenant = ''*'' and key = %L',
+                        p_max, p_unit, p_arg, p_setting);
+end $$;
+comment on function pgmem._too_big(text, bigint, bigint, text, text) is
+  'Raises 22023: an argument is larger than its limit (naming the argument, its size, the limit and its setting).';
+
+-- The value of a limit setting for the current tenant (its own, else the installation's).
+create or replace function pgmem._limit(p_key text, p_default bigint) returns bigint
+  language sql stable parallel safe
+  return coalesce(pgmem._setting_num(p_key), p_default)::bigint;
+comment on function pgmem._limit(text, bigint) is 'A limit setting (bytes, characters or items) for the current tenant, or the default given.';
+
+-- A text argument of at most p_max bytes (UTF-8 length, O(1): the varlena header).
+create or replace function pgmem._check_text(p_value text, p_arg text, p_max bigint, p_setting text default null) returns text
+  language plpgsql immutable parallel safe
+  set search_path = pgmem, pg_catalog, pg_temp
+as $$
+begin
+  if octet_length(p_value) > p_max then
+    perform pgmem._too_big(p_arg, octet_length(p_value), p_max, 'bytes', p_setting);
+  end if;
+  return p_value;
+end $$;
+comment on function pgmem._check_text(text, text, bigint, text) is
+  'Returns the text, or raises 22023 naming the argument when it is longer than p_max bytes.';
+
+-- A text argument of at most p_max characters (a question: max_query_chars).
+create or replace function pgmem._check_chars(p_value text, p_arg text, p_max bigint, p_setting text default null) returns text
+  language plpgsql immutable parallel safe
+  set search_path = pgmem, pg_catalog, pg_temp
+as $$
+begin
+  if octet_length(p_value) > p_max and char_length(p_value) > p_max then  -- (bytes >= characters: the cheap test first)
+    perform pgmem._too_big(p_arg, char_length(p_value), p_max, 'characters', p_setting);
+  end if;
+  return p_value;
+end $$;
+comment on function pgmem._check_chars(text, text, bigint, text) is
+  'Returns the text, or raises 22023 naming the argument when it is longer than p_max characters.';
+
+-- A JSON argument of at most p_max bytes (its stored size) and max_json_depth levels of nesting
+-- (a deeper value broke a later recursive step with "stack depth limit exceeded", naming no
+-- field; PostgreSQL's own JSON parser refuses a few thousand levels before any function runs).
+create or replace function pgmem._check_json(p_value jsonb, p_arg text, p_max bigint, p_setting text default null)
+returns jsonb
+  language plpgsql stable parallel safe
+  set search_path = pgmem, pg_catalog, pg_temp
+as $$
+declare
+  v_depth bigint;
+begin
+  if p_value is null then
+    return null;
+  end if;
+  if pg_column_size(p_value) > p_max then
+    perform pgmem._too_big(p_arg, pg_column_size(p_value)::bigint, p_max, 'bytes', p_setting);
+  end if;
+  if jsonb_typeof(p_value) in ('object', 'array') and pg_column_size(p_value) > 64 then  -- (a small value cannot be deep)
+    v_depth := pgmem._limit('max_json_depth', 32);
+    if jsonb_path_exists(p_value, format('strict $.**{%s}', v_depth + 1)::jsonpath) then
+      raise exception '% is nested more than % levels deep (max_json_depth)', p_arg, v_depth
+        using errcode = '22023', hint = format('flatten %s: JSON arguments are at most %s levels deep', p_arg, v_depth);
+    end if;
+  end if;
+  return p_value;
+end $$;
+comment on function pgmem._check_json(jsonb, text, bigint, text) is
+  'Returns the JSON value, or raises 22023 naming the argument when it is larger than p_max bytes or nested deeper than max_json_depth.';
+
+-- An array argument of at most p_max elements (all dimensions).
+create or replace function pgmem._check_items(p_value anyarray, p_arg text, p_max bigint, p_setting text default null)
+returns anyarray
+  language plpgsql immutable parallel safe
+  set search_path = pgmem, pg_catalog, pg_temp
+as $$
+begin
+  if cardinality(p_value) > p_max then
+    perform pgmem._too_big(p_arg, cardinality(p_value)::bigint, p_max, 'items', p_setting);
+  end if;
+  return p_value;
+end $$;
+comment on function pgmem._check_items(anyarray, text, bigint, text) is
+  'Returns the array, or raises 22023 naming the argument when it has more than p_max elements.';
+
+-- The same checks as conditions, for SQL functions: `where pgmem._fits(arg, 'arg', max, 'setting')`
+-- is a pseudo-constant qual, so PostgreSQL evaluates it once, before any row is read (a check in a
+-- column expression would not run when no row comes back).
+create or replace function pgmem._fits(p_value text, p_arg text, p_max bigint, p_setting text default null) returns boolean
+  language plpgsql immutable parallel safe
+  set search_path = pgmem, pg_catalog, pg_temp
+as $$
+begin
+  perform pgmem._check_text(p_value, p_arg, p_max, p_setting);
+  return true;
+end $$;
+comment on function pgmem._fits(text, text, bigint, text) is 'True, or raises 22023 naming the argument when the text is longer than p_max bytes.';
+
+create or replace function pgmem._fits(p_value jsonb, p_arg text, p_max bigint, p_setting text default null) returns boolean
+  language plpgsql stable parallel safe
+  set search_path = pgmem, pg_catalog, pg_temp
+as $$
+begin
+  perform pgmem._check_json(p_value, p_arg, p_max, p_setting);
+  return true;
+end $$;
+comment on function pgmem._fits(jsonb, text, bigint, text) is 'True, or raises 22023 naming the argument when the JSON value is too large or too deep.';
+
+create or replace function pgmem._fits(p_value anyarray, p_arg text, p_max bigint, p_setting text default null) returns boolean
+  language plpgsql immutable parallel safe
+  set search_path = pgmem, pg_catalog, pg_temp
+as $$
+begin
+  perform pgmem._check_items(p_value, p_arg, p_max, p_setting);
+  return true;
+end $$;
+comment on function pgmem._fits(anyarray, text, bigint, text) is 'True, or raises 22023 naming the argument when the array has more than p_max elements.';
