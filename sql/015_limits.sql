@@ -219,3 +219,63 @@ begin
   return true;
 end $$;
 comment on function pgmem._fits(anyarray, text, bigint, text) is 'True, or raises 22023 naming the argument when the array has more than p_max elements.';
+
+-- The read path's shared arguments (pgmem._query, sql/200_query.sql, for search, search_exact,
+-- explain_search, activate, recall and build_context): actor and location at most
+-- max_field_bytes (issue 27, H2: path_overlap split a 5.5 MB location for every candidate:
+-- 16.5 s and 3.37 GB), the profile name at most max_id_bytes, weights and filters at most
+-- max_metadata_bytes and max_json_depth levels. p_st: the tenant's settings (_settings_of).
+create or replace function pgmem._check_read_args(p_st jsonb, p_actor text, p_location text, p_profile text,
+                                                  p_weights jsonb, p_filters jsonb)
+returns void
+  language plpgsql stable parallel safe
+  set search_path = pgmem, pg_catalog, pg_temp
+as $$
+declare
+  v_field bigint := coalesce((p_st->>'max_field_bytes')::float8, 8192)::bigint;
+  v_json bigint := coalesce((p_st->>'max_metadata_bytes')::float8, 65536)::bigint;
+begin
+  if octet_length(p_actor) > v_field then
+    perform pgmem._too_big('actor', octet_length(p_actor), v_field, 'bytes', 'max_field_bytes');
+  end if;
+  if octet_length(p_location) > v_field then
+    perform pgmem._too_big('location', octet_length(p_location), v_field, 'bytes', 'max_field_bytes');
+  end if;
+  if octet_length(p_profile) > coalesce((p_st->>'max_id_bytes')::float8, 256) then
+    perform pgmem._too_big('profile', octet_length(p_profile), coalesce((p_st->>'max_id_bytes')::float8, 256)::bigint,
+                           'bytes', 'max_id_bytes');
+  end if;
+  if p_weights is not null then
+    perform pgmem._check_json(p_weights, 'weights', v_json, 'max_metadata_bytes');
+  end if;
+  if p_filters is not null and p_filters <> '{}' then
+    perform pgmem._check_json(p_filters, 'filters', v_json, 'max_metadata_bytes');
+  end if;
+end $$;
+comment on function pgmem._check_read_args(jsonb, text, text, text, jsonb, jsonb) is
+  'The read path''s argument limits (actor, location, profile, weights, filters), from the tenant''s settings; raises 22023 naming the argument.';
+
+-- activate's own arguments (sql/220_activate.sql): context_type a name, topics and entities at
+-- most max_tags each, summary at most max_summary_bytes (its tokens are compared with every
+-- candidate's).
+create or replace function pgmem._check_activate_args(p_context_type text, p_topics text[], p_entities text[], p_summary text)
+returns void
+  language plpgsql stable parallel safe
+  set search_path = pgmem, pg_catalog, pg_temp
+as $$
+begin
+  if p_context_type is not null then
+    perform pgmem._check_text(p_context_type, 'context_type', pgmem._limit('max_id_bytes', 256), 'max_id_bytes');
+  end if;
+  if p_topics is not null then
+    perform pgmem._check_items(p_topics, 'topics', pgmem._limit('max_tags', 256), 'max_tags');
+  end if;
+  if p_entities is not null then
+    perform pgmem._check_items(p_entities, 'entities', pgmem._limit('max_tags', 256), 'max_tags');
+  end if;
+  if p_summary is not null then
+    perform pgmem._check_text(p_summary, 'summary', pgmem._limit('max_summary_bytes', 16384), 'max_summary_bytes');
+  end if;
+end $$;
+comment on function pgmem._check_activate_args(text, text[], text[], text) is
+  'activate''s argument limits (context_type, topics, entities, summary); raises 22023 naming the argument.';

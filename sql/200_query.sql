@@ -405,6 +405,9 @@ begin
   q.ranking := p_ranking;
   q.tenant := pgmem._require_tenant();
   st := pgmem._settings_of(q.tenant);
+  -- (issue 27, H2 and item 2) every argument bounded before any work, one comparison each, the
+  -- limits from st: a 5.5 MB location cost 3.37 GB of backend memory, split per candidate
+  perform pgmem._check_read_args(st, p_actor, p_location, p_profile, p_weights, p_filters);
   p := pgmem._profile(coalesce(p_profile, case p_ranking when 'search' then st->>'search_profile'
                                                           when 'activate' then 'shadow' else 'engram' end, 'jam'),
                       p_ranking);

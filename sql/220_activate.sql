@@ -64,6 +64,7 @@ declare
                                 filters, as_of);
   v_ids bigint[];
 begin
+  perform pgmem._check_activate_args(context_type, topics, entities, summary);  -- issue 27: sizes, naming the argument
   perform pgmem._check_unit(threshold, 'threshold');
   q.threshold := coalesce(threshold, pgmem.context_threshold(coalesce(context_type, 'conversation'), q.profile));
   q.keys := array(select distinct lower(x) from unnest(coalesce(topics, '{}') || coalesce(entities, '{}')) x where x <> '');

@@ -31,7 +31,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from pgmem.engine.guard import normalise, tick, windows
+from pgmem.engine.guard import MAX_TEXT_CHARS, normalise, tick, windows
 from pgmem.engine.intent import is_greeting
 
 __all__ = ["update", "tokens", "jaccard", "keywords", "tone", "SQL_API"]
@@ -95,14 +95,21 @@ def jaccard(a: set[str], b: set[str]) -> float:
     return len(a & b) / len(a | b) if a or b else 0.0
 
 
+_KEYWORD = re.compile(r"[A-Za-z][A-Za-z0-9_+#.-]*[A-Za-z0-9+#]|[A-Za-z]")
+
+
 def keywords(text: str, limit: int = 3) -> list[str]:
     """The first ``limit`` distinct content words of a text, longest first on ties of order."""
     seen: list[str] = []
-    for w in re.findall(r"[A-Za-z][A-Za-z0-9_+#.-]*[A-Za-z0-9+#]|[A-Za-z]", text or ""):
-        lw = w.lower().strip(".")
+    # (the words one by one, stopping at ``limit``: a list of every distinct word of a long text,
+    # searched for each word, was quadratic; issue 27, H1)
+    for m in _KEYWORD.finditer((text or "")[:MAX_TEXT_CHARS]):
+        lw = m.group(0).lower().strip(".")
         if len(lw) > 2 and lw not in _STOP and lw not in seen:
             seen.append(lw)
-    return seen[:limit]
+            if len(seen) >= limit:
+                break
+    return seen
 
 
 def _parts(text: str | list[tuple[int, str]]) -> list[tuple[int, str]]:
