@@ -89,26 +89,6 @@ insert into pgmem.settings (tenant, key, value, description) values
   ('*', 'max_claim_ttl_seconds', '86400', 'sign_tenant_claim(): the longest ttl of a signed tenant claim')
 on conflict (tenant, key) do nothing;
 
--- Raises the size error. Immutable (it depends on its arguments only), so that an immutable SQL
--- function may call it in a CASE and still be inlined; it is only reached when a limit is passed.
-create or replace function pgmem._too_big(p_arg text, p_size bigint, p_max bigint, p_unit text, p_setting text default null)
-returns void
-  language plpgsql immutable parallel safe
-  set search_path = pgmem, pg_catalog, pg_temp
-as $$
-begin
-  if p_setting is null then
-    raise exception '% is % %, more than % % (a fixed limit)', p_arg, p_size, p_unit, p_max, p_unit
-      using errcode = '22023', hint = format('pass at most %s %s as %s', p_max, p_unit, p_arg);
-  end if;
-  raise exception '% is % %, more than % (%)', p_arg, p_size, p_unit, p_setting, p_max
-    using errcode = '22023',
-          hint = format('pass at most %s %s as %s; an admin may change the limit with: update pgmem.settings set value = ''<n>'' where tenant = ''*'' and key = %L',
-                        p_max, p_unit, p_arg, p_setting);
-end $$;
-comment on function pgmem._too_big(text, bigint, bigint, text, text) is
-  'Raises 22023: an argument is larger than its limit (naming the argument, its size, the limit and its setting).';
-
 -- The value of a limit setting for the current tenant (its own, else the installation's).
 create or replace function pgmem._limit(p_key text, p_default bigint) returns bigint
   language sql stable parallel safe
@@ -279,3 +259,221 @@ begin
 end $$;
 comment on function pgmem._check_activate_args(text, text[], text[], text) is
   'activate''s argument limits (context_type, topics, entities, summary); raises 22023 naming the argument.';
+
+insert into pgmem.settings (tenant, key, value, description) values
+  ('*', 'max_batch_bytes', '33554432', 'remember_many(), format_context(): the largest JSON argument (bytes): a batch of memories')
+on conflict (tenant, key) do nothing;
+
+-- ------------------------------------------------------------------ the list of every limit
+-- Every text, jsonb, bytea and array argument of every public function (tests/test_limits_catalog.py
+-- checks that the catalog has no other, and calls each function with a value just over each
+-- limit; SECURITY.md's table is generated from this list). unit: bytes (UTF-8 length of a text,
+-- stored size of a JSON value), characters, or items (array elements). setting: the key in
+-- pgmem.settings (the tenant's own value, else the installation's); fixed: the limit when no
+-- setting holds it (immutable helpers, names with a format of their own).
+create or replace function pgmem._argument_limits()
+returns table (function_name text, argument text, unit text, setting text, fixed bigint)
+  language sql immutable parallel safe
+  set search_path = pgmem, pg_catalog, pg_temp
+as $$
+  select f, a, u, s, x from (values
+    -- the read path (checked in pgmem._query and the functions themselves)
+    ('search', 'query_text', 'characters', 'max_query_chars', null::bigint), ('search', 'actor', 'bytes', 'max_field_bytes', null),
+    ('search', 'location', 'bytes', 'max_field_bytes', null), ('search', 'profile', 'bytes', 'max_id_bytes', null),
+    ('search', 'weights', 'bytes', 'max_metadata_bytes', null), ('search', 'filters', 'bytes', 'max_metadata_bytes', null),
+    ('search_exact', 'query_text', 'characters', 'max_query_chars', null), ('search_exact', 'actor', 'bytes', 'max_field_bytes', null),
+    ('search_exact', 'location', 'bytes', 'max_field_bytes', null), ('search_exact', 'profile', 'bytes', 'max_id_bytes', null),
+    ('search_exact', 'weights', 'bytes', 'max_metadata_bytes', null), ('search_exact', 'filters', 'bytes', 'max_metadata_bytes', null),
+    ('explain_search', 'query_text', 'characters', 'max_query_chars', null), ('explain_search', 'actor', 'bytes', 'max_field_bytes', null),
+    ('explain_search', 'location', 'bytes', 'max_field_bytes', null), ('explain_search', 'profile', 'bytes', 'max_id_bytes', null),
+    ('explain_search', 'weights', 'bytes', 'max_metadata_bytes', null), ('explain_search', 'filters', 'bytes', 'max_metadata_bytes', null),
+    ('build_context', 'query_text', 'characters', 'max_query_chars', null), ('build_context', 'actor', 'bytes', 'max_field_bytes', null),
+    ('build_context', 'location', 'bytes', 'max_field_bytes', null), ('build_context', 'profile', 'bytes', 'max_id_bytes', null),
+    ('build_context', 'weights', 'bytes', 'max_metadata_bytes', null), ('build_context', 'filters', 'bytes', 'max_metadata_bytes', null),
+    ('activate', 'query_text', 'characters', 'max_query_chars', null), ('activate', 'context_type', 'bytes', 'max_id_bytes', null),
+    ('activate', 'topics', 'items', 'max_tags', null), ('activate', 'entities', 'items', 'max_tags', null),
+    ('activate', 'summary', 'bytes', 'max_summary_bytes', null), ('activate', 'filters', 'bytes', 'max_metadata_bytes', null),
+    ('activate', 'weights', 'bytes', 'max_metadata_bytes', null), ('activate', 'profile', 'bytes', 'max_id_bytes', null),
+    ('recall', 'query_text', 'characters', 'max_query_chars', null), ('recall', 'weights', 'bytes', 'max_metadata_bytes', null),
+    ('recall', 'filters', 'bytes', 'max_metadata_bytes', null), ('recall', 'profile', 'bytes', 'max_id_bytes', null),
+    ('touch', 'ids', 'items', 'touch_max_ids', null), ('touch', 'kind', 'bytes', null, 32),
+    ('context_threshold', 'context_type', 'bytes', 'max_id_bytes', null), ('context_threshold', 'profile', 'bytes', 'max_id_bytes', null),
+    ('memory_context', 'query_text', 'characters', 'max_query_chars', null), ('memory_context', 'context_type', 'bytes', 'max_id_bytes', null),
+    ('memory_context', 'filters', 'bytes', 'max_metadata_bytes', null),
+    ('search_spread', 'query_text', 'characters', 'max_query_chars', null), ('search_spread', 'kinds', 'items', 'max_tags', null),
+    ('search_spread', 'weights', 'bytes', 'max_metadata_bytes', null), ('search_spread', 'filters', 'bytes', 'max_metadata_bytes', null),
+    ('search_spread', 'profile', 'bytes', 'max_id_bytes', null),
+    ('spread', 'seed_ids', 'items', 'max_items', null), ('spread', 'kinds', 'items', 'max_tags', null),
+    ('spread', 'weights', 'bytes', 'max_metadata_bytes', null), ('spread', 'seed_levels', 'items', 'max_items', null),
+    ('reconstruct', 'query_text', 'characters', 'max_query_chars', null), ('reconstruct', 'kinds', 'items', 'max_tags', null),
+    ('reconstruct', 'weights', 'bytes', 'max_metadata_bytes', null), ('reconstruct', 'filters', 'bytes', 'max_metadata_bytes', null),
+    ('reconstruct', 'temporal', 'bytes', 'max_id_bytes', null), ('reconstruct', 'identity', 'bytes', 'max_id_bytes', null),
+    ('reconstruct', 'agent_id', 'bytes', 'max_id_bytes', null), ('reconstruct', 'seed_levels', 'bytes', 'max_id_bytes', null),
+    ('reconstruction_hash', 'query_text', 'characters', 'max_query_chars', null), ('reconstruction_hash', 'filters', 'bytes', 'max_metadata_bytes', null),
+    ('reconstruction_hash', 'kinds', 'items', 'max_tags', null), ('reconstruction_hash', 'agent_id', 'bytes', 'max_id_bytes', null),
+    ('certainty', 'reconstructions', 'bytes', 'max_metadata_bytes', null),
+    ('attention', 'ids', 'items', 'max_items', null),
+    ('search_attention', 'query_text', 'characters', 'max_query_chars', null), ('search_attention', 'filters', 'bytes', 'max_metadata_bytes', null),
+    ('search_attention', 'profile', 'bytes', 'max_id_bytes', null),
+    ('lexical_probe', 'p_text', 'characters', 'max_query_chars', null), ('query_actors', 'p_text', 'characters', 'max_query_chars', null),
+    ('query_embedding_text', 'p_text', 'characters', 'max_query_chars', null), ('query_embedding_text', 'p_profile', 'bytes', 'max_id_bytes', null),
+    ('query_embedding_text', 'p_user_id', 'bytes', 'max_id_bytes', null), ('time_window', 'p_text', 'characters', 'max_query_chars', null),
+    ('check_weights', 'weights', 'bytes', null, 65536), ('check_weights', 'known', 'items', null, 256),
+    -- immutable helpers: fixed limits (1 MB of text is also the most PostgreSQL's tsvector holds)
+    ('tokens', 'p_text', 'bytes', null, 1048576), ('text_overlap', 'a', 'bytes', null, 1048576), ('text_overlap', 'b', 'bytes', null, 1048576),
+    ('jaccard', 'a', 'items', null, 1048576), ('jaccard', 'b', 'items', null, 1048576), ('estimate_tokens', 'p_text', 'bytes', null, 1048576),
+    ('query_tsquery', 'p_text', 'bytes', null, 1048576), ('query_terms', 'p_text', 'bytes', null, 1048576),
+    ('path_overlap', 'a', 'bytes', null, 1048576), ('path_overlap', 'b', 'bytes', null, 1048576),
+    ('processing_depth', 'p_who', 'bytes', null, 1048576), ('processing_depth', 'p_what', 'bytes', null, 1048576),
+    ('processing_depth', 'p_where', 'bytes', null, 1048576), ('processing_depth', 'p_why', 'bytes', null, 1048576),
+    ('processing_depth', 'p_how', 'bytes', null, 1048576), ('salience', 'p_weights', 'bytes', null, 65536),
+    ('fragment_strength', 'p_access_times', 'items', null, 1048576), ('binding_strength', 'p_kind', 'bytes', null, 256),
+    ('work_priority', 'name', 'bytes', null, 256),
+    ('precision_at_k', 'retrieved', 'items', null, 10000), ('precision_at_k', 'relevant', 'items', null, 10000),
+    ('ndcg', 'relevance', 'items', null, 10000), ('ndcg', 'ideal', 'items', null, 10000), ('ild', 'embeddings', 'items', null, 1000),
+    -- the write path
+    ('remember', 'content', 'bytes', 'max_content_bytes', null), ('remember', 'who', 'bytes', 'max_field_bytes', null),
+    ('remember', 'what', 'bytes', 'max_field_bytes', null), ('remember', 'location', 'bytes', 'max_field_bytes', null),
+    ('remember', 'why', 'bytes', 'max_field_bytes', null), ('remember', 'how', 'bytes', 'max_field_bytes', null),
+    ('remember', 'category', 'bytes', 'max_id_bytes', null), ('remember', 'metadata', 'bytes', 'max_metadata_bytes', null),
+    ('remember', 'user_id', 'bytes', 'max_id_bytes', null), ('remember', 'agent_id', 'bytes', 'max_id_bytes', null),
+    ('remember', 'session_id', 'bytes', 'max_id_bytes', null), ('remember', 'tier', 'bytes', 'max_id_bytes', null),
+    ('remember', 'summary', 'bytes', 'max_summary_bytes', null), ('remember', 'topics', 'items', 'max_tags', null),
+    ('remember', 'entities', 'items', 'max_tags', null), ('remember', 'event_key', 'bytes', 'max_id_bytes', null),
+    ('remember', 'embedding_model', 'bytes', 'max_id_bytes', null), ('remember', 'motor', 'bytes', 'max_metadata_bytes', null),
+    ('remember', 'sensory', 'bytes', 'max_metadata_bytes', null),
+    ('remember_many', 'items', 'bytes', 'max_batch_bytes', null),
+    ('surprise', 'content', 'bytes', 'max_content_bytes', null), ('surprise', 'category', 'bytes', 'max_id_bytes', null),
+    ('surprise', 'user_id', 'bytes', 'max_id_bytes', null),
+    ('forget', 'reason', 'bytes', 'max_reason_bytes', null), ('restore', 'reason', 'bytes', 'max_reason_bytes', null),
+    ('update_memory', 'changes', 'bytes', null, 1048576), ('update_memory', 'reason', 'bytes', 'max_reason_bytes', null),
+    ('complete_embedding', 'model', 'bytes', 'max_id_bytes', null), ('fail_embedding', 'error', 'bytes', 'max_field_bytes', null),
+    ('bind', 'kind', 'bytes', 'max_id_bytes', null), ('bind', 'metadata', 'bytes', 'max_metadata_bytes', null),
+    ('refresh_bindings', 'ids', 'items', 'max_items', null), ('refresh_bindings', 'kinds', 'items', 'max_tags', null),
+    ('record_causal', 'items', 'bytes', 'max_metadata_bytes', null),
+    ('rescore_salience', 'ids', 'items', 'max_items', null),
+    ('format_context', 'memories', 'bytes', 'max_batch_bytes', null),
+    ('set_api_key', 'api_key', 'bytes', 'max_field_bytes', null), ('set_api_key', 'provider', 'bytes', 'max_id_bytes', null),
+    ('has_api_key', 'provider', 'bytes', 'max_id_bytes', null), ('clear_api_key', 'provider', 'bytes', 'max_id_bytes', null),
+    ('health', 'expected_revision', 'bytes', 'max_id_bytes', null),
+    -- jobs and the work queue (administrators run most)
+    ('run_job', 'job', 'bytes', 'max_id_bytes', null), ('run_job', 'params', 'bytes', 'max_metadata_bytes', null),
+    ('enqueue', 'task', 'bytes', 'max_id_bytes', null), ('enqueue', 'memory_ids', 'items', 'max_items', null),
+    ('enqueue', 'params', 'bytes', 'max_metadata_bytes', null),
+    ('work', 'tenant', 'bytes', 'max_id_bytes', null), ('prune', 'mode', 'bytes', 'max_id_bytes', null), ('prune', 'tenant', 'bytes', 'max_id_bytes', null),
+    ('purge', 'tenant', 'bytes', 'max_id_bytes', null), ('archive_stale', 'tenant', 'bytes', 'max_id_bytes', null),
+    ('merge_duplicates', 'tenant', 'bytes', 'max_id_bytes', null), ('index_vectors', 'tenant', 'bytes', 'max_id_bytes', null),
+    ('fold_lexicon', 'tenant', 'bytes', 'max_id_bytes', null), ('tune_thresholds', 'tenant', 'bytes', 'max_id_bytes', null),
+    ('reflect', 'tenant', 'bytes', 'max_id_bytes', null), ('cluster', 'tenant', 'bytes', 'max_id_bytes', null),
+    ('feedback', 'context_type', 'bytes', 'max_id_bytes', null),
+    ('schedule_jobs', 'merge', 'bytes', 'max_id_bytes', null), ('schedule_jobs', 'prune', 'bytes', 'max_id_bytes', null),
+    ('schedule_jobs', 'archive', 'bytes', 'max_id_bytes', null), ('schedule_jobs', 'tune', 'bytes', 'max_id_bytes', null),
+    ('schedule_jobs', 'purge', 'bytes', 'max_id_bytes', null),
+    ('job_schedule_commands', 'merge', 'bytes', 'max_id_bytes', null), ('job_schedule_commands', 'prune', 'bytes', 'max_id_bytes', null),
+    ('job_schedule_commands', 'archive', 'bytes', 'max_id_bytes', null), ('job_schedule_commands', 'tune', 'bytes', 'max_id_bytes', null),
+    ('job_schedule_commands', 'purge', 'bytes', 'max_id_bytes', null), ('job_schedule_commands', 'database', 'bytes', 'max_id_bytes', null),
+    ('evaluate', 'method', 'bytes', 'max_id_bytes', null), ('evaluate', 'profile', 'bytes', 'max_id_bytes', null),
+    ('evaluate', 'filters', 'bytes', 'max_metadata_bytes', null), ('judge', 'query', 'characters', 'max_query_chars', null),
+    -- the map
+    ('project', 'method', 'bytes', null, 16), ('map_points', 'method', 'bytes', null, 16), ('save_coords', 'method', 'bytes', null, 16),
+    ('save_coords', 'ids', 'items', 'map_max_points', null), ('save_coords', 'xs', 'items', 'map_max_points', null),
+    ('save_coords', 'ys', 'items', 'map_max_points', null), ('save_coords', 'zs', 'items', 'map_max_points', null),
+    -- tenancy
+    ('grant_tenant', 'role_name', 'bytes', null, 63), ('grant_tenant', 'tenant', 'bytes', null, 64), ('grant_tenant', 'note', 'bytes', 'max_reason_bytes', null),
+    ('revoke_tenant', 'role_name', 'bytes', null, 63), ('revoke_tenant', 'tenant', 'bytes', null, 64),
+    ('set_session_limits', 'role_name', 'bytes', null, 63),
+    ('add_claim_key', 'kid', 'bytes', null, 64), ('add_claim_key', 'secret', 'bytes', null, 1024), ('drop_claim_key', 'kid', 'bytes', null, 64),
+    ('sign_tenant_claim', 'tenant', 'bytes', null, 64), ('sign_tenant_claim', 'role_name', 'bytes', null, 63),
+    ('sign_tenant_claim', 'kid', 'bytes', null, 64),
+    -- privacy
+    ('export_user', 'user_id', 'bytes', 'max_id_bytes', null), ('erase_user', 'user_id', 'bytes', 'max_id_bytes', null),
+    ('user_data_summary', 'user_id', 'bytes', 'max_id_bytes', null),
+    -- the layered tiers
+    ('detect_facts', 'content', 'bytes', 'max_content_bytes', null), ('detect_facts', 'speaker', 'bytes', 'max_id_bytes', null),
+    ('set_fact', 'user_id', 'bytes', 'max_id_bytes', null), ('set_fact', 'key', 'bytes', null, 96),
+    ('set_fact', 'value', 'bytes', 'max_field_bytes', null), ('set_fact', 'source', 'bytes', 'max_id_bytes', null),
+    ('set_fact', 'statement', 'bytes', 'max_field_bytes', null), ('set_fact', 'metadata', 'bytes', 'max_metadata_bytes', null),
+    ('end_fact', 'user_id', 'bytes', 'max_id_bytes', null), ('end_fact', 'key', 'bytes', null, 96),
+    ('end_fact', 'statement', 'bytes', 'max_field_bytes', null),
+    ('profile', 'user_id', 'bytes', 'max_id_bytes', null),
+    ('fact_history', 'user_id', 'bytes', 'max_id_bytes', null), ('fact_history', 'key', 'bytes', null, 96),
+    ('apply_facts', 'user_id', 'bytes', 'max_id_bytes', null), ('apply_facts', 'facts', 'bytes', 'max_metadata_bytes', null),
+    ('apply_facts', 'source', 'bytes', 'max_id_bytes', null),
+    ('classify_intent', 'query_text', 'bytes', 'max_content_bytes', null), ('classify_intent', 'conversation_id', 'bytes', 'max_id_bytes', null),
+    ('cache_intent', 'query_text', 'bytes', 'max_content_bytes', null), ('cache_intent', 'intent', 'bytes', 'max_id_bytes', null),
+    ('cache_intent', 'model', 'bytes', 'max_id_bytes', null), ('cache_intent', 'user_id', 'bytes', 'max_id_bytes', null),
+    ('cache_intent', 'source', 'bytes', 'max_id_bytes', null),
+    ('behaviour_decision', 'features', 'bytes', 'max_metadata_bytes', null), ('resolve_policy', 'features', 'bytes', 'max_metadata_bytes', null),
+    ('observe_turn', 'conversation_id', 'bytes', 'max_id_bytes', null), ('observe_turn', 'content', 'bytes', 'max_content_bytes', null),
+    ('observe_turn', 'user_id', 'bytes', 'max_id_bytes', null), ('observe_turn', 'intent', 'bytes', 'max_id_bytes', null),
+    ('observe_turn', 'rule', 'bytes', 'max_id_bytes', null),
+    ('conversation_state', 'conversation_id', 'bytes', 'max_id_bytes', null),
+    ('conversation_threads', 'conversation_id', 'bytes', 'max_id_bytes', null),
+    ('resolve_thread', 'conversation_id', 'bytes', 'max_id_bytes', null),
+    ('set_thread_summary', 'summary', 'bytes', 'max_summary_bytes', null), ('set_thread_summary', 'label', 'bytes', 'max_field_bytes', null),
+    ('set_thread_summary', 'source', 'bytes', 'max_id_bytes', null),
+    ('add_insight', 'type', 'bytes', 'max_id_bytes', null), ('add_insight', 'content', 'bytes', 'max_field_bytes', null),
+    ('add_insight', 'user_id', 'bytes', 'max_id_bytes', null), ('add_insight', 'conversation_id', 'bytes', 'max_id_bytes', null),
+    ('add_insight', 'source', 'bytes', 'max_id_bytes', null),
+    ('extract_insights', 'content', 'bytes', 'max_content_bytes', null), ('extract_concepts', 'content', 'bytes', 'max_content_bytes', null),
+    ('observe_reply', 'conversation_id', 'bytes', 'max_id_bytes', null), ('observe_reply', 'content', 'bytes', 'max_content_bytes', null),
+    ('observe_reply', 'insights', 'bytes', 'max_metadata_bytes', null),
+    ('search_insights', 'query_text', 'characters', 'max_query_chars', null), ('search_insights', 'user_id', 'bytes', 'max_id_bytes', null),
+    ('search_insights', 'types', 'items', 'max_tags', null),
+    ('research_context', 'query_text', 'bytes', 'max_content_bytes', null), ('research_context', 'user_id', 'bytes', 'max_id_bytes', null),
+    ('context_for', 'query_text', 'bytes', 'max_content_bytes', null), ('context_for', 'conversation_id', 'bytes', 'max_id_bytes', null),
+    ('context_for', 'user_id', 'bytes', 'max_id_bytes', null), ('context_for', 'filters', 'bytes', 'max_metadata_bytes', null),
+    ('context_for', 'search_profile', 'bytes', 'max_id_bytes', null),
+    -- identity (names and texts in characters, as sql/700_identity.sql has always counted them)
+    ('identity', 'agent_id', 'bytes', 'max_id_bytes', null), ('identity_at', 'agent_id', 'bytes', 'max_id_bytes', null),
+    ('goal_relevance', 'agent_id', 'bytes', 'max_id_bytes', null),
+    ('identity_update_trait', 'name', 'characters', null, 128), ('identity_update_trait', 'agent_id', 'bytes', 'max_id_bytes', null),
+    ('identity_update_belief', 'key', 'characters', null, 128), ('identity_update_belief', 'statement', 'characters', null, 1000),
+    ('identity_update_belief', 'evidence', 'items', 'max_items', null), ('identity_update_belief', 'agent_id', 'bytes', 'max_id_bytes', null),
+    ('identity_set_goal', 'key', 'characters', null, 128), ('identity_set_goal', 'goal', 'characters', null, 2000),
+    ('identity_set_goal', 'agent_id', 'bytes', 'max_id_bytes', null),
+    ('identity_end_goal', 'key', 'characters', null, 128), ('identity_end_goal', 'state', 'bytes', 'max_id_bytes', null),
+    ('identity_end_goal', 'agent_id', 'bytes', 'max_id_bytes', null),
+    ('identity_snapshot', 'reason', 'characters', null, 1000), ('identity_snapshot', 'agent_id', 'bytes', 'max_id_bytes', null)
+  ) l(f, a, u, s, x)
+$$;
+comment on function pgmem._argument_limits() is
+  'Every size limit of a public function''s text, jsonb, bytea and array arguments: function, argument, unit (bytes, characters, items), the setting that holds it or the fixed limit (SECURITY.md, "Limits").';
+
+-- The generic check at the top of a function: each argument of p_args (a JSON object built from
+-- the call's arguments, arrays as JSON arrays) against its row of pgmem._argument_limits().
+-- For the functions off the hot paths (the read path and remember check inline, in C-cheap
+-- comparisons): one pass over the list, a few tens of microseconds. Returns true (for a WHERE).
+create or replace function pgmem._check_args(p_function text, p_args jsonb) returns boolean
+  language plpgsql stable parallel safe
+  set search_path = pgmem, pg_catalog, pg_temp
+as $$
+declare
+  r record;
+  v jsonb;
+  v_max bigint;
+  v_size bigint;
+begin
+  for r in select * from pgmem._argument_limits() l where l.function_name = p_function loop
+    v := p_args -> r.argument;
+    continue when v is null or jsonb_typeof(v) = 'null';
+    v_max := coalesce(case when r.setting is not null then pgmem._limit(r.setting, null) end, r.fixed);
+    continue when v_max is null;
+    if r.unit = 'items' then
+      v_size := case when jsonb_typeof(v) = 'array' then jsonb_array_length(v) end;
+    elsif r.unit = 'characters' then
+      v_size := char_length(v #>> '{}');
+    elsif jsonb_typeof(v) = 'string' then
+      v_size := octet_length(v #>> '{}');
+    else
+      perform pgmem._check_json(v, r.argument, v_max, r.setting);  -- size and depth
+      continue;
+    end if;
+    if v_size > v_max then
+      perform pgmem._too_big(r.argument, v_size, v_max, r.unit, r.setting);
+    end if;
+  end loop;
+  return true;
+end $$;
+comment on function pgmem._check_args(text, jsonb) is
+  'Checks a call''s arguments (a JSON object of name: value) against their limits in pgmem._argument_limits(); raises 22023 naming the first one over its limit.';

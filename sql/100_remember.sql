@@ -327,6 +327,7 @@ as $$
 declare
   v_row pgmem.memories;
 begin
+  perform pgmem._check_args('surprise', jsonb_build_object('content', content, 'category', category, 'user_id', user_id));  -- sizes first (issue 27)
   embedding := pgmem._check_embedding(embedding);
   v_row.content := content; v_row.embedding := embedding; v_row.category := category; v_row.user_id := user_id;
   return query
@@ -376,6 +377,8 @@ as $$
 declare
   m pgmem.memories;
 begin
+  -- (issue 27) the JSON arguments' depth and the tier's size first; the other fields' sizes are _check_memory's
+  perform pgmem._check_args('remember', jsonb_build_object('metadata', metadata, 'motor', motor, 'sensory', sensory, 'tier', tier));
   embedding := pgmem._check_embedding(embedding);  -- (before the vector(n) field would refuse it less clearly)
   m.content := content; m.embedding := embedding; m.who := who; m.what := what; m.happened_at := happened_at;
   m.location := location; m.why := why; m.how := how; m.category := coalesce(category, 'episode');
@@ -414,6 +417,7 @@ declare
   v_force boolean[];
   v_labels text[];
 begin
+  perform pgmem._check_json(items, 'items', pgmem._limit('max_batch_bytes', 33554432), 'max_batch_bytes');  -- issue 27: size, depth
   if items is null or jsonb_typeof(items) <> 'array' then
     perform pgmem._bad_input('remember_many expects a JSON array of objects');
   end if;

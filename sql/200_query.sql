@@ -27,7 +27,8 @@
 -- ------------------------------------------------------------------ the lexemes of a question
 create or replace function pgmem.query_tsquery(p_text text) returns tsquery
   language sql immutable parallel safe
-  return nullif(replace(plainto_tsquery('english', coalesce(p_text, ''))::text, ' & ', ' | '), '')::tsquery;
+  return case when octet_length(p_text) > 1048576 then pgmem._over_limit('p_text', octet_length(p_text), 1048576, null::tsquery, 'bytes')  -- issue 27
+              else nullif(replace(plainto_tsquery('english', coalesce(p_text, ''))::text, ' & ', ' | '), '')::tsquery end;
 comment on function pgmem.query_tsquery(text) is
   'The lexical query for a natural-language text: its English lexemes OR-ed (a question need not contain every word of the answer). NULL when only stop words remain.';
 
@@ -40,9 +41,10 @@ comment on function pgmem._lexeme_query(text) is
 
 create or replace function pgmem.query_terms(p_text text) returns tsquery[]
   language sql immutable parallel safe
-  return array(select distinct pgmem._lexeme_query(lex)
-                 from unnest(tsvector_to_array(to_tsvector('english', coalesce(p_text, '')))) lex
-                where lex <> '' order by 1);
+  return case when octet_length(p_text) > 1048576 then pgmem._over_limit('p_text', octet_length(p_text), 1048576, null::tsquery[], 'bytes')  -- issue 27
+              else array(select distinct pgmem._lexeme_query(lex)
+                           from unnest(tsvector_to_array(to_tsvector('english', coalesce(p_text, '')))) lex
+                          where lex <> '' order by 1) end;
 comment on function pgmem.query_terms(text) is
   'The distinct English lexemes of a text, one single-term tsquery each: the lexical signal is the share of them a memory contains.';
 
@@ -86,6 +88,7 @@ declare
   v jsonb;
   total numeric := 0;
 begin
+  perform pgmem._check_args('check_weights', jsonb_build_object('weights', weights, 'known', known));  -- sizes first (issue 27)
   if weights is null or jsonb_typeof(weights) <> 'object' then
     perform pgmem._bad_input('weights must be a JSON object of signal: weight',
       format('signals: %s', array_to_string(known, ', ')));
@@ -234,6 +237,7 @@ declare
   unit text;
   nums constant jsonb := jsonb '{"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10, "few": 3, "couple of": 2}';
 begin
+  perform pgmem._check_args('time_window', jsonb_build_object('p_text', p_text));  -- sizes first (issue 27)
   -- most questions name no time: one test of the words every phrase below needs (a digit, a
   -- month or season, day/week/month/year words, ago, recent) before the dozen patterns
   if t !~ '\d|yesterday|today|tonight|morning|week|month|year|ago|recent|lately|spring|summer|autumn|fall|winter|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec' then

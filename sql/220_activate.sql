@@ -25,6 +25,7 @@ declare
   v_params jsonb := (pgmem._profile(coalesce(context_threshold.profile, 'shadow'), 'activate')).params;
   v float8;
 begin
+  perform pgmem._check_args('context_threshold', jsonb_build_object('context_type', context_type, 'profile', profile));  -- sizes first (issue 27)
   select t.threshold into v from pgmem.thresholds t
    where t.tenant = pgmem.current_tenant() and t.context_type = context_threshold.context_type;
   if v is null then

@@ -14,8 +14,9 @@
 
 create or replace function pgmem.work_priority(name text) returns smallint
   language sql immutable parallel safe
-  return case upper(name) when 'QUERY' then 0 when 'ENCODE' then 1 when 'REFLECT' then 2
-                          when 'MAINTENANCE' then 3 when 'IDLE' then 4 end;
+  return case when octet_length(name) > 256 then pgmem._over_limit('name', octet_length(name), 256, null::smallint, 'bytes')
+              else case upper(name) when 'QUERY' then 0 when 'ENCODE' then 1 when 'REFLECT' then 2
+                          when 'MAINTENANCE' then 3 when 'IDLE' then 4 end end;
 comment on function pgmem.work_priority(text) is
   'The priority of a kind of work (Fragment engine goal queue): QUERY 0, ENCODE 1, REFLECT 2, MAINTENANCE 3, IDLE 4 (lower runs first); NULL for another name.';
 
@@ -57,6 +58,7 @@ declare
   t record;
   v_id bigint;
 begin
+  perform pgmem._check_args('enqueue', jsonb_build_object('task', task, 'memory_ids', memory_ids, 'params', params));  -- sizes first (issue 27)
   select * into t from pgmem.work_tasks() w where w.task = enqueue.task;
   if t.task is null then
     perform pgmem._bad_input(format('unknown task "%s": tasks are %s', coalesce(task, 'NULL'),
@@ -277,6 +279,7 @@ declare
   v_n bigint := 0;
   v_more boolean;
 begin
+  perform pgmem._check_args('work', jsonb_build_object('tenant', tenant));  -- sizes first (issue 27)
   perform pgmem._check_between(max_items, 'max_items', 1, 100000);
   if max_seconds is null or max_seconds <= 0 then
     perform pgmem._bad_input(format('max_seconds must be > 0, got %s', coalesce(max_seconds::text, 'NULL')));

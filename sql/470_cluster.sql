@@ -611,6 +611,7 @@ declare
   v_budget float8 := pgmem._tenant_setting(v_tenant, 'cluster_run_seconds')::text::float8;
   v_paused text;
 begin
+  perform pgmem._check_args('cluster', jsonb_build_object('tenant', tenant));  -- sizes first (issue 27)
   perform pgmem._check_between(batch, 'batch', 100, 1000000);
   v_run := pgmem._job_begin('cluster', v_tenant, jsonb_build_object('batch', batch, 'refit', refit, 'as_of', as_of));
   if v_run is null then

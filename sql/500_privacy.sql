@@ -5,7 +5,8 @@ create or replace function pgmem.export_user(user_id text) returns jsonb
   language sql stable
   set search_path = pgmem, public, pg_temp
 as $$
-  with t as (select pgmem._require_tenant() as tenant),
+  with t as (select pgmem._require_tenant() as tenant
+              where pgmem._check_args('export_user', jsonb_build_object('user_id', export_user.user_id))),  -- sizes first (issue 27)
   mem as (select m.* from pgmem.memories m, t where m.tenant = t.tenant and m.user_id = export_user.user_id)
   select jsonb_build_object(
     'tenant', (select tenant from t),
@@ -84,6 +85,7 @@ declare
   v_ids bigint[];
   v_queries text[];
 begin
+  perform pgmem._check_args('erase_user', jsonb_build_object('user_id', user_id));  -- sizes first (issue 27)
   if user_id is null or btrim(user_id) = '' then
     perform pgmem._bad_input('erase_user needs a user_id');
   end if;
