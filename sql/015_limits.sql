@@ -83,6 +83,7 @@ create or replace trigger profiles_check before insert or update of params, weig
 -- just over each). Limits of the installation (tenant '*'); a tenant may have lower ones.
 insert into pgmem.settings (tenant, key, value, description) values
   ('*', 'max_json_depth', '32', 'deepest nesting of a JSON argument (metadata, filters, params, ...): levels below the top'),
+  ('*', 'max_filters_bytes', '262144', 'largest filters argument of a ranking (bytes): its ids list may hold max_candidates ids'),
   ('*', 'map_max_points', '20000', 'project() and map_points(): most memories one map projects or returns'),
   ('*', 'map_tsne_max_points', '5000', 'project(''tsne''): most memories one t-SNE projects (its neighbours are found in chunks and its iterations can be cancelled; memory grows with the points)'),
   ('*', 'max_items', '10000', 'most elements of an array argument of ids or numbers (seed ids, evidence, coordinates, judgements) not bounded by a more specific setting'),
@@ -203,8 +204,9 @@ comment on function pgmem._fits(anyarray, text, bigint, text) is 'True, or raise
 -- The read path's shared arguments (pgmem._query, sql/200_query.sql, for search, search_exact,
 -- explain_search, activate, recall and build_context): actor and location at most
 -- max_field_bytes (issue 27, H2: path_overlap split a 5.5 MB location for every candidate:
--- 16.5 s and 3.37 GB), the profile name at most max_id_bytes, weights and filters at most
--- max_metadata_bytes and max_json_depth levels. p_st: the tenant's settings (_settings_of).
+-- 16.5 s and 3.37 GB), the profile name at most max_id_bytes, weights at most max_metadata_bytes,
+-- filters at most max_filters_bytes (a filter may list max_candidates ids), both at most
+-- max_json_depth levels. p_st: the tenant's settings (_settings_of).
 create or replace function pgmem._check_read_args(p_st jsonb, p_actor text, p_location text, p_profile text,
                                                   p_weights jsonb, p_filters jsonb)
 returns void
@@ -229,7 +231,8 @@ begin
     perform pgmem._check_json(p_weights, 'weights', v_json, 'max_metadata_bytes');
   end if;
   if p_filters is not null and p_filters <> '{}' then
-    perform pgmem._check_json(p_filters, 'filters', v_json, 'max_metadata_bytes');
+    perform pgmem._check_json(p_filters, 'filters', coalesce((p_st->>'max_filters_bytes')::float8, 262144)::bigint,
+                              'max_filters_bytes');
   end if;
 end $$;
 comment on function pgmem._check_read_args(jsonb, text, text, text, jsonb, jsonb) is
@@ -280,40 +283,40 @@ as $$
     -- the read path (checked in pgmem._query and the functions themselves)
     ('search', 'query_text', 'characters', 'max_query_chars', null::bigint), ('search', 'actor', 'bytes', 'max_field_bytes', null),
     ('search', 'location', 'bytes', 'max_field_bytes', null), ('search', 'profile', 'bytes', 'max_id_bytes', null),
-    ('search', 'weights', 'bytes', 'max_metadata_bytes', null), ('search', 'filters', 'bytes', 'max_metadata_bytes', null),
+    ('search', 'weights', 'bytes', 'max_metadata_bytes', null), ('search', 'filters', 'bytes', 'max_filters_bytes', null),
     ('search_exact', 'query_text', 'characters', 'max_query_chars', null), ('search_exact', 'actor', 'bytes', 'max_field_bytes', null),
     ('search_exact', 'location', 'bytes', 'max_field_bytes', null), ('search_exact', 'profile', 'bytes', 'max_id_bytes', null),
-    ('search_exact', 'weights', 'bytes', 'max_metadata_bytes', null), ('search_exact', 'filters', 'bytes', 'max_metadata_bytes', null),
+    ('search_exact', 'weights', 'bytes', 'max_metadata_bytes', null), ('search_exact', 'filters', 'bytes', 'max_filters_bytes', null),
     ('explain_search', 'query_text', 'characters', 'max_query_chars', null), ('explain_search', 'actor', 'bytes', 'max_field_bytes', null),
     ('explain_search', 'location', 'bytes', 'max_field_bytes', null), ('explain_search', 'profile', 'bytes', 'max_id_bytes', null),
-    ('explain_search', 'weights', 'bytes', 'max_metadata_bytes', null), ('explain_search', 'filters', 'bytes', 'max_metadata_bytes', null),
+    ('explain_search', 'weights', 'bytes', 'max_metadata_bytes', null), ('explain_search', 'filters', 'bytes', 'max_filters_bytes', null),
     ('build_context', 'query_text', 'characters', 'max_query_chars', null), ('build_context', 'actor', 'bytes', 'max_field_bytes', null),
     ('build_context', 'location', 'bytes', 'max_field_bytes', null), ('build_context', 'profile', 'bytes', 'max_id_bytes', null),
-    ('build_context', 'weights', 'bytes', 'max_metadata_bytes', null), ('build_context', 'filters', 'bytes', 'max_metadata_bytes', null),
+    ('build_context', 'weights', 'bytes', 'max_metadata_bytes', null), ('build_context', 'filters', 'bytes', 'max_filters_bytes', null),
     ('activate', 'query_text', 'characters', 'max_query_chars', null), ('activate', 'context_type', 'bytes', 'max_id_bytes', null),
     ('activate', 'topics', 'items', 'max_tags', null), ('activate', 'entities', 'items', 'max_tags', null),
-    ('activate', 'summary', 'bytes', 'max_summary_bytes', null), ('activate', 'filters', 'bytes', 'max_metadata_bytes', null),
+    ('activate', 'summary', 'bytes', 'max_summary_bytes', null), ('activate', 'filters', 'bytes', 'max_filters_bytes', null),
     ('activate', 'weights', 'bytes', 'max_metadata_bytes', null), ('activate', 'profile', 'bytes', 'max_id_bytes', null),
     ('recall', 'query_text', 'characters', 'max_query_chars', null), ('recall', 'weights', 'bytes', 'max_metadata_bytes', null),
-    ('recall', 'filters', 'bytes', 'max_metadata_bytes', null), ('recall', 'profile', 'bytes', 'max_id_bytes', null),
+    ('recall', 'filters', 'bytes', 'max_filters_bytes', null), ('recall', 'profile', 'bytes', 'max_id_bytes', null),
     ('touch', 'ids', 'items', 'touch_max_ids', null), ('touch', 'kind', 'bytes', null, 32),
     ('context_threshold', 'context_type', 'bytes', 'max_id_bytes', null), ('context_threshold', 'profile', 'bytes', 'max_id_bytes', null),
     ('memory_context', 'query_text', 'characters', 'max_query_chars', null), ('memory_context', 'context_type', 'bytes', 'max_id_bytes', null),
-    ('memory_context', 'filters', 'bytes', 'max_metadata_bytes', null),
+    ('memory_context', 'filters', 'bytes', 'max_filters_bytes', null),
     ('search_spread', 'query_text', 'characters', 'max_query_chars', null), ('search_spread', 'kinds', 'items', 'max_tags', null),
-    ('search_spread', 'weights', 'bytes', 'max_metadata_bytes', null), ('search_spread', 'filters', 'bytes', 'max_metadata_bytes', null),
+    ('search_spread', 'weights', 'bytes', 'max_metadata_bytes', null), ('search_spread', 'filters', 'bytes', 'max_filters_bytes', null),
     ('search_spread', 'profile', 'bytes', 'max_id_bytes', null),
     ('spread', 'seed_ids', 'items', 'max_items', null), ('spread', 'kinds', 'items', 'max_tags', null),
     ('spread', 'weights', 'bytes', 'max_metadata_bytes', null), ('spread', 'seed_levels', 'items', 'max_items', null),
     ('reconstruct', 'query_text', 'characters', 'max_query_chars', null), ('reconstruct', 'kinds', 'items', 'max_tags', null),
-    ('reconstruct', 'weights', 'bytes', 'max_metadata_bytes', null), ('reconstruct', 'filters', 'bytes', 'max_metadata_bytes', null),
+    ('reconstruct', 'weights', 'bytes', 'max_metadata_bytes', null), ('reconstruct', 'filters', 'bytes', 'max_filters_bytes', null),
     ('reconstruct', 'temporal', 'bytes', 'max_id_bytes', null), ('reconstruct', 'identity', 'bytes', 'max_id_bytes', null),
     ('reconstruct', 'agent_id', 'bytes', 'max_id_bytes', null), ('reconstruct', 'seed_levels', 'bytes', 'max_id_bytes', null),
-    ('reconstruction_hash', 'query_text', 'characters', 'max_query_chars', null), ('reconstruction_hash', 'filters', 'bytes', 'max_metadata_bytes', null),
+    ('reconstruction_hash', 'query_text', 'characters', 'max_query_chars', null), ('reconstruction_hash', 'filters', 'bytes', 'max_filters_bytes', null),
     ('reconstruction_hash', 'kinds', 'items', 'max_tags', null), ('reconstruction_hash', 'agent_id', 'bytes', 'max_id_bytes', null),
     ('certainty', 'reconstructions', 'bytes', 'max_metadata_bytes', null),
     ('attention', 'ids', 'items', 'max_items', null),
-    ('search_attention', 'query_text', 'characters', 'max_query_chars', null), ('search_attention', 'filters', 'bytes', 'max_metadata_bytes', null),
+    ('search_attention', 'query_text', 'characters', 'max_query_chars', null), ('search_attention', 'filters', 'bytes', 'max_filters_bytes', null),
     ('search_attention', 'profile', 'bytes', 'max_id_bytes', null),
     ('lexical_probe', 'p_text', 'characters', 'max_query_chars', null), ('query_actors', 'p_text', 'characters', 'max_query_chars', null),
     ('query_embedding_text', 'p_text', 'characters', 'max_query_chars', null), ('query_embedding_text', 'p_profile', 'bytes', 'max_id_bytes', null),
@@ -373,7 +376,7 @@ as $$
     ('job_schedule_commands', 'archive', 'bytes', 'max_id_bytes', null), ('job_schedule_commands', 'tune', 'bytes', 'max_id_bytes', null),
     ('job_schedule_commands', 'purge', 'bytes', 'max_id_bytes', null), ('job_schedule_commands', 'database', 'bytes', 'max_id_bytes', null),
     ('evaluate', 'method', 'bytes', 'max_id_bytes', null), ('evaluate', 'profile', 'bytes', 'max_id_bytes', null),
-    ('evaluate', 'filters', 'bytes', 'max_metadata_bytes', null), ('judge', 'query', 'characters', 'max_query_chars', null),
+    ('evaluate', 'filters', 'bytes', 'max_filters_bytes', null), ('judge', 'query', 'characters', 'max_query_chars', null),
     -- the map
     ('project', 'method', 'bytes', null, 16), ('map_points', 'method', 'bytes', null, 16), ('save_coords', 'method', 'bytes', null, 16),
     ('save_coords', 'ids', 'items', 'map_max_points', null), ('save_coords', 'xs', 'items', 'map_max_points', null),
@@ -422,7 +425,7 @@ as $$
     ('search_insights', 'types', 'items', 'max_tags', null),
     ('research_context', 'query_text', 'bytes', 'max_content_bytes', null), ('research_context', 'user_id', 'bytes', 'max_id_bytes', null),
     ('context_for', 'query_text', 'bytes', 'max_content_bytes', null), ('context_for', 'conversation_id', 'bytes', 'max_id_bytes', null),
-    ('context_for', 'user_id', 'bytes', 'max_id_bytes', null), ('context_for', 'filters', 'bytes', 'max_metadata_bytes', null),
+    ('context_for', 'user_id', 'bytes', 'max_id_bytes', null), ('context_for', 'filters', 'bytes', 'max_filters_bytes', null),
     ('context_for', 'search_profile', 'bytes', 'max_id_bytes', null),
     -- identity (names and texts in characters, as sql/700_identity.sql has always counted them)
     ('identity', 'agent_id', 'bytes', 'max_id_bytes', null), ('identity_at', 'agent_id', 'bytes', 'max_id_bytes', null),

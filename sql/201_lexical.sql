@@ -235,11 +235,12 @@ returns text
   set search_path = pgmem, public, pg_temp
 as $$
 declare
-  v_sizes boolean := pgmem._check_args('query_embedding_text', jsonb_build_object('p_text', p_text, 'p_profile', p_profile,
-                                                                                  'p_user_id', p_user_id));  -- sizes first (issue 27)
-  v_params jsonb := (pgmem._profile(coalesce(p_profile, pgmem._setting('search_profile') #>> '{}', 'jam'), 'search')).params;
+  v_params jsonb;
   v_names text[];
 begin
+  perform pgmem._check_args('query_embedding_text', jsonb_build_object('p_text', p_text, 'p_profile', p_profile,
+                                                                       'p_user_id', p_user_id));  -- sizes first (issue 27)
+  v_params := (pgmem._profile(coalesce(p_profile, pgmem._setting('search_profile') #>> '{}', 'jam'), 'search')).params;
   if p_text is null or not coalesce((v_params->>'actor_from_text')::boolean, false) then
     return p_text;
   end if;

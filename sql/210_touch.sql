@@ -10,7 +10,7 @@ declare
   v_ids bigint[];
   v_dup bigint;
 begin
-  if octet_length(kind) > 32 then  -- (issue 27: before the early return below)
+  if (ids is null or cardinality(ids) = 0) and octet_length(kind) > 32 then  -- (issue 27: the check below comes after this return)
     perform pgmem._too_big('kind', octet_length(kind), 32, 'bytes');
   end if;
   if ids is null or cardinality(ids) = 0 then return 0; end if;
