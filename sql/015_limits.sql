@@ -93,6 +93,7 @@ on conflict (tenant, key) do nothing;
 -- The value of a limit setting for the current tenant (its own, else the installation's).
 create or replace function pgmem._limit(p_key text, p_default bigint) returns bigint
   language sql stable parallel safe
+  set search_path = pgmem, pg_catalog, pg_temp
   return coalesce(pgmem._setting_num(p_key), p_default)::bigint;
 comment on function pgmem._limit(text, bigint) is 'A limit setting (bytes, characters or items) for the current tenant, or the default given.';
 

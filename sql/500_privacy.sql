@@ -1,8 +1,11 @@
 -- Privacy (layered-memory-architecture.md, privacy intent: show and delete what is stored
 -- about a user). Both functions work on the current tenant only.
 
+-- SECURITY DEFINER, audited (900_security.sql): the app may not read the embedding and index
+-- queues and the index's copies of the vectors (issue 27, M4: export means everything); every
+-- subquery filters on t.tenant, the caller's tenant, or on the ids of mem (the tenant's memories).
 create or replace function pgmem.export_user(user_id text) returns jsonb
-  language sql stable
+  language sql stable security definer
   set search_path = pgmem, public, pg_temp
 as $$
   with t as (select pgmem._require_tenant() as tenant
@@ -16,11 +19,12 @@ as $$
     'history', coalesce((select jsonb_agg(to_jsonb(h) order by h.id) from pgmem.history h, t
                           where h.tenant = t.tenant and (h.memory_id in (select id from mem)
                                 or h.after->>'user_id' = export_user.user_id)), '[]'),
-    'links', coalesce((select jsonb_agg(to_jsonb(l)) from pgmem.links l
-                        where l.src_id in (select id from mem) or l.dst_id in (select id from mem)), '[]'),
+    'links', coalesce((select jsonb_agg(to_jsonb(l)) from pgmem.links l, t
+                        where l.tenant = t.tenant and (l.src_id in (select id from mem) or l.dst_id in (select id from mem))), '[]'),
     'accesses', coalesce((select jsonb_agg(jsonb_build_object('memory_id', a.memory_id, 'accessed_at', a.accessed_at, 'kind', a.kind))
-                           from pgmem.accesses a where a.memory_id in (select id from mem)), '[]'),
-    'feedback', coalesce((select jsonb_agg(to_jsonb(f)) from pgmem.feedback f where f.memory_id in (select id from mem)), '[]'),
+                           from pgmem.accesses a, t where a.tenant = t.tenant and a.memory_id in (select id from mem)), '[]'),
+    'feedback', coalesce((select jsonb_agg(to_jsonb(f)) from pgmem.feedback f, t
+                           where f.tenant = t.tenant and f.memory_id in (select id from mem)), '[]'),
     -- reconstructive (issue 16): reconstructions of the user's queries or holding the user's
     -- memories, and identity beliefs whose evidence is among them
     'reconstructions', coalesce((select jsonb_agg(to_jsonb(r) order by r.id) from pgmem.reconstructions r, t
@@ -119,6 +123,7 @@ declare
   v_queries text[];
   v_statements text[];
   v_hash text := encode(sha256(convert_to(v_tenant || chr(31) || user_id, 'UTF8')), 'hex');
+  v_last_history bigint;
 begin
   perform pgmem._check_args('erase_user', jsonb_build_object('user_id', user_id));  -- sizes first (issue 27)
   if user_id is null or btrim(user_id) = '' then
@@ -128,6 +133,16 @@ begin
   select count(*) into links from pgmem.links l where l.tenant = v_tenant and (l.src_id = any(v_ids) or l.dst_id = any(v_ids));
   select count(*) into accesses from pgmem.accesses a where a.tenant = v_tenant and a.memory_id = any(v_ids);
   select count(*) into feedback from pgmem.feedback f where f.tenant = v_tenant and f.memory_id = any(v_ids);
+  -- content and the user id leave history: rows about these memories and rejected/duplicate
+  -- candidates of this user (issue 27, M4: with a hash of tenant and user id, below)
+  update pgmem.history h
+     set before = case when h.before is null then null else jsonb_build_object('id', h.memory_id, 'erased', true) end,
+         after = case when h.after is null then null else jsonb_build_object('id', h.memory_id, 'erased', true) end,
+         details = jsonb_build_object('erased', true, 'op_details_removed', true, 'user_sha256', v_hash)
+   where h.tenant = v_tenant and (h.memory_id = any(v_ids) or h.after->>'user_id' = erase_user.user_id
+                                   or h.before->>'user_id' = erase_user.user_id);
+  get diagnostics history_scrubbed = row_count;
+  v_last_history := coalesce((select max(h.id) from pgmem.history h), 0);
   update pgmem.memories m set merged_into = null where m.tenant = v_tenant and m.merged_into = any(v_ids);
   -- reconstructive (issue 16): the user's reconstructions go; beliefs lose the user's memories as
   -- evidence (a belief resting on them alone goes, from the snapshots too); queued ids go
@@ -179,20 +194,21 @@ begin
   perform pgmem._erase_layered(v_tenant, user_id);  -- layered tiers (issue 15): sql/330_tier_views.sql
   -- the writers' lock row of the user's scope (pgmem.write_locks: its key is the user id)
   delete from pgmem.write_locks w where w.tenant = v_tenant and w.scope = pgmem._scope_key(user_id);
-  -- (issue 27, M4) content and the user id leave history: the rows about these memories (the
-  -- erase's own tombstones included, written by the delete above) and every row whose before or
-  -- after names the user (rejected and duplicate candidates, profile facts). What stays is the
+  -- (issue 27, M4) content and the user id leave history: the rows about these memories (here the
+  -- erase's own tombstones, written by the delete above) and every row whose before or after
+  -- names the user (rejected and duplicate candidates, profile facts). What stays is the
   -- id, the operation, its time and actor, and a hash of tenant and user id (sha256 of
   -- tenant || chr(31) || user_id), so that an operator asked "was this user erased?" can
   -- answer without keeping the id. (A guessable user id can be confirmed by hashing it: that is
   -- the point of the hash, which is a pseudonym, not anonymisation.)
+  -- (history_scrubbed counts the rows that were there before the erase; the erase's own
+  -- tombstones are made content- and id-free here too)
   update pgmem.history h
      set before = case when h.before is null then null else jsonb_build_object('id', h.memory_id, 'erased', true) end,
          after = case when h.after is null then null else jsonb_build_object('id', h.memory_id, 'erased', true) end,
          details = jsonb_build_object('erased', true, 'op_details_removed', true, 'user_sha256', v_hash)
-   where h.tenant = v_tenant and (h.memory_id = any(v_ids) or h.after->>'user_id' = erase_user.user_id
-                                   or h.before->>'user_id' = erase_user.user_id);
-  get diagnostics history_scrubbed = row_count;
+   where h.tenant = v_tenant and h.id > v_last_history
+     and (h.memory_id = any(v_ids) or h.after->>'user_id' = erase_user.user_id or h.before->>'user_id' = erase_user.user_id);
   return next;
 end $$;
 comment on function pgmem.erase_user(text) is

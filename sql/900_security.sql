@@ -223,7 +223,10 @@ declare
     -- scaleout (issue 19): touch on a hot standby raises 25006 naming the primary; reads settings only
     '_standby_refuses', '_primary_address',
     -- read path's lexical statistics (201): bounded by their arguments, the caller's tenant only, no writes
-    '_lexicon_df', '_lexical_probe', '_query_actors', '_month'];
+    '_lexicon_df', '_lexical_probe', '_query_actors', '_month',
+    -- reliability (issue 27): the argument limits (015): pure size checks, settings read, no writes
+    '_too_big', '_over_limit', '_limit', '_check_text', '_check_chars', '_check_json', '_check_items', '_fits',
+    '_check_args', '_argument_limits', '_check_read_args', '_check_activate_args'];
 begin
   for r in select p.oid::regprocedure::text as sig, p.proname, p.prokind from pg_proc p
              join pg_namespace n on n.oid = p.pronamespace
@@ -290,6 +293,8 @@ end $$;
 --                                   pgmem_admin only (_require_admin); the keys are the owner's alone
 --   (grant_tenant, revoke_tenant and set_session_limits are SECURITY INVOKER: the admin's own rights)
 --   erase_user                      history is written by pgmem only (500_privacy.sql)
+--   export_user                     reads the queues and index copies the app may not read (vector_queue,
+--                                   memory_vectors, ...); every statement filters on the caller's tenant (500)
 --   remember, remember_many, surprise
 --                                   history rows of rejected/duplicate candidates; the read path's reason below
 --                                   (writejobs: all three run pgmem._remember_core, 100_remember.sql)

@@ -308,7 +308,10 @@ ALLOWED_HELPERS = [
     # scaleout (issue 19): touch/search(touch) on a hot standby raise 25006 naming the primary (reads settings only)
     "_standby_refuses", "_primary_address",
     # read path (201): the lexical statistics of the caller's tenant, bounded by their arguments
-    "_lexicon_df", "_lexical_probe", "_query_actors", "_month"]
+    "_lexicon_df", "_lexical_probe", "_query_actors", "_month",
+    # reliability (issue 27): the argument limits (sql/015_limits.sql): pure size checks, settings read, no writes
+    "_too_big", "_over_limit", "_limit", "_check_text", "_check_chars", "_check_json", "_check_items", "_fits",
+    "_check_args", "_argument_limits", "_check_read_args", "_check_activate_args"]
 
 
 # ============================================================== attacker: the admin role
