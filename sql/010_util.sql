@@ -27,6 +27,16 @@ create or replace function pgmem._is_admin() returns boolean
 comment on function pgmem._is_admin() is
   'True when the session''s login is a member of pgmem_admin (superusers and pgmem_owner are).';
 
+-- Whether the session's login may read memories' content: a member of pgmem_app or pgmem_admin
+-- (superusers and pgmem_owner are). A pgmem_reader login may not (SECURITY.md): the SECURITY
+-- DEFINER functions its views call leave content out for it (issue 27, L2).
+create or replace function pgmem._reads_content() returns boolean
+  language sql stable
+  set search_path = pgmem, pg_catalog, pg_temp
+  return pg_has_role(session_user, 'pgmem_app', 'member') or pg_has_role(session_user, 'pgmem_admin', 'member');
+comment on function pgmem._reads_content() is
+  'True when the session''s login may read memories'' content (a member of pgmem_app or pgmem_admin), false for a pgmem_reader login.';
+
 -- Tenant names: the rule of pgmem.tenants' check constraint, in one place for the functions.
 create or replace function pgmem._tenant_name_ok(p_tenant text) returns boolean
   language sql immutable parallel safe
@@ -114,7 +124,9 @@ begin
   -- anew at each call, which tripled the cost)
   v_sig := sha256(pgmem._b64url_decode(v_parts[3]));
   v_msg := convert_to(v_parts[1] || '.' || v_parts[2], 'UTF8');
-  for v_key in select * from pgmem.claim_keys k where k.expires_at is null or k.expires_at > now() loop
+  -- (clock_timestamp(), not now(): now() is the transaction's start, so an expired claim or key
+  -- kept working for as long as a transaction stayed open; issue 27, L1)
+  for v_key in select * from pgmem.claim_keys k where k.expires_at is null or k.expires_at > clock_timestamp() loop
     exit when sha256(pgmem._hmac(v_key.ipad_key, v_key.opad_key, v_msg)) = v_sig;
     v_key := null;
   end loop;
@@ -134,7 +146,7 @@ begin
   if jsonb_typeof(v_payload) <> 'object' or jsonb_typeof(v_payload->'exp') is distinct from 'number' then
     raise exception 'pgmem.tenant_claim has no expiry ("exp", unix seconds)' using errcode = '28000';
   end if;
-  if to_timestamp((v_payload->>'exp')::float8) <= now() then
+  if to_timestamp((v_payload->>'exp')::float8) <= clock_timestamp() then
     raise exception 'pgmem.tenant_claim expired at %', to_timestamp((v_payload->>'exp')::float8)
       using errcode = '28000', hint = 'get a fresh claim from the auth service';
   end if;
@@ -518,11 +530,24 @@ returns anyelement
   set search_path = pgmem, pg_catalog, pg_temp
 as $$
 begin
-  perform pgmem._too_big(p_arg, p_size, p_max, p_unit, null);
+  -- (raised here, not through _too_big: the reader role may run this, through a view's helper)
+  raise exception '% is % %, more than % % (a fixed limit)', p_arg, p_size, p_unit, p_max, p_unit
+    using errcode = '22023', hint = format('pass at most %s %s as %s', p_max, p_unit, p_arg);
   return p_type;
 end $$;
 comment on function pgmem._over_limit(text, bigint, bigint, anyelement, text) is
   'Raises the size error of pgmem._too_big (a fixed limit); typed like p_type, for a CASE in an immutable SQL helper.';
+
+-- A bad value in an immutable SQL helper: raises 22023 with the message; typed like p_type, for a CASE.
+create or replace function pgmem._invalid(p_message text, p_type anyelement) returns anyelement
+  language plpgsql immutable parallel safe
+  set search_path = pgmem, pg_catalog, pg_temp
+as $$
+begin
+  raise exception '%', p_message using errcode = '22023';
+  return p_type;
+end $$;
+comment on function pgmem._invalid(text, anyelement) is 'Raises 22023 with the message (an invalid argument of an immutable SQL helper); typed like p_type.';
 
 -- ------------------------------------------------------------------ text helpers
 -- Engram's tokenize(): lower-case words, as a set (engram.md, Keyword Novelty).

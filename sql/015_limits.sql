@@ -29,6 +29,7 @@ declare
   tv jsonb;
   total numeric := 0;
   what text := format('profile "%s" (tenant %s)', new.name, new.tenant);
+  v_kinds text[] := array['temporal', 'semantic', 'causal', 'concept', 'co_access', 'merged', 'supersedes'];
 begin
   for k, v in select * from jsonb_each(new.params) loop
     if k like '%\_days' or k like '%half\_life%' then
@@ -54,6 +55,36 @@ begin
       if jsonb_typeof(v) <> 'number' or (v #>> '{}')::float8 < 1 then
         perform pgmem._bad_input(format('%s: params.access_cap must be a number >= 1, got %s', what, v));
       end if;
+    -- (issue 27, L3: params.lexical = 'bogus' was stored, and every search with the profile failed)
+    elsif k = 'lexical' then
+      if jsonb_typeof(v) <> 'string' or v #>> '{}' not in ('coverage', 'rank', 'bm25') then
+        perform pgmem._bad_input(format('%s: params.lexical must be "coverage", "rank" or "bm25", got %s', what, v));
+      end if;
+    elsif k = 'usage' then
+      if jsonb_typeof(v) <> 'string' or v #>> '{}' not in ('log', 'linear') then
+        perform pgmem._bad_input(format('%s: params.usage must be "log" or "linear", got %s', what, v));
+      end if;
+    elsif k = 'actor_from_text' then
+      if jsonb_typeof(v) <> 'boolean' then
+        perform pgmem._bad_input(format('%s: params.actor_from_text must be true or false, got %s', what, v));
+      end if;
+    elsif k = 'neighbour_links' then
+      -- (the kinds of pgmem._binding_kinds(), 130_bindings.sql, which 020's built-in profiles come before)
+      if jsonb_typeof(v) <> 'array' or exists (select 1 from jsonb_array_elements(v) e
+                                                where jsonb_typeof(e) <> 'string' or not (e #>> '{}') = any(v_kinds)) then
+        perform pgmem._bad_input(format('%s: params.neighbour_links must be an array of binding kinds (%s), got %s', what,
+                                        array_to_string(v_kinds, ', '), v));
+      end if;
+    elsif k in ('bm25_k1', 'recent_window') then
+      if jsonb_typeof(v) <> 'number' or (v #>> '{}')::float8 < 0 or (v #>> '{}')::float8 > 100 then
+        perform pgmem._bad_input(format('%s: params.%s must be a number between 0 and 100, got %s', what, k, v));
+      end if;
+    elsif k = 'bm25_b' then
+      if jsonb_typeof(v) <> 'number' or (v #>> '{}')::float8 < 0 or (v #>> '{}')::float8 > 1 then
+        perform pgmem._bad_input(format('%s: params.bm25_b must be a number between 0 and 1, got %s', what, v));
+      end if;
+    elsif jsonb_typeof(v) in ('object', 'array') and pg_column_size(v) > 8192 then
+      perform pgmem._bad_input(format('%s: params.%s is %s bytes, more than 8192', what, k, pg_column_size(v)));
     end if;
   end loop;
   if new.weights <> '{}' then
@@ -376,8 +407,10 @@ as $$
     ('job_schedule_commands', 'merge', 'bytes', 'max_id_bytes', null), ('job_schedule_commands', 'prune', 'bytes', 'max_id_bytes', null),
     ('job_schedule_commands', 'archive', 'bytes', 'max_id_bytes', null), ('job_schedule_commands', 'tune', 'bytes', 'max_id_bytes', null),
     ('job_schedule_commands', 'purge', 'bytes', 'max_id_bytes', null), ('job_schedule_commands', 'database', 'bytes', 'max_id_bytes', null),
+    -- (a judged query is a key of pgmem.eval_queries' b-tree index, whose rows hold at most 2704
+    -- bytes: a longer one was "index row size 11472 exceeds ...", naming no argument; issue 27, L4)
     ('evaluate', 'method', 'bytes', 'max_id_bytes', null), ('evaluate', 'profile', 'bytes', 'max_id_bytes', null),
-    ('evaluate', 'filters', 'bytes', 'max_filters_bytes', null), ('judge', 'query', 'characters', 'max_query_chars', null),
+    ('evaluate', 'filters', 'bytes', 'max_filters_bytes', null), ('judge', 'query', 'bytes', null, 2000),
     -- the map
     ('project', 'method', 'bytes', null, 16), ('map_points', 'method', 'bytes', null, 16), ('save_coords', 'method', 'bytes', null, 16),
     ('save_coords', 'ids', 'items', 'map_max_points', null), ('save_coords', 'xs', 'items', 'map_max_points', null),
@@ -481,3 +514,29 @@ begin
 end $$;
 comment on function pgmem._check_args(text, jsonb) is
   'Checks a call''s arguments (a JSON object of name: value) against their limits in pgmem._argument_limits(); raises 22023 naming the first one over its limit.';
+
+-- A number that must be finite and above 0 when given (a scale, a rate); NULL passes (issue 27,
+-- L3: attention(scale => 0) returned NaN weights). True, for a WHERE.
+create or replace function pgmem._check_positive(p_value float8, p_name text) returns boolean
+  language plpgsql immutable parallel safe
+  set search_path = pgmem, pg_catalog, pg_temp
+as $$
+begin
+  if p_value is not null and (p_value <> p_value or p_value <= 0 or p_value = 'Infinity'::float8) then
+    perform pgmem._bad_input(format('%s must be a finite number above 0, got %s', p_name, p_value));
+  end if;
+  return true;
+end $$;
+comment on function pgmem._check_positive(float8, text) is 'True, or raises 22023 naming the argument unless it is NULL or a finite number above 0.';
+
+-- A number in [0, 1] when given (NULL passes), as a condition for SQL functions: true, or 22023
+-- naming the argument (issue 27, L3: search_insights(min_confidence => NaN) silently matched nothing).
+create or replace function pgmem._unit_ok(p_value float8, p_name text) returns boolean
+  language plpgsql immutable parallel safe
+  set search_path = pgmem, pg_catalog, pg_temp
+as $$
+begin
+  perform pgmem._check_unit(p_value, p_name);
+  return true;
+end $$;
+comment on function pgmem._unit_ok(float8, text) is 'True, or raises 22023 naming the argument unless it is NULL or a number between 0 and 1.';

@@ -17,7 +17,8 @@ returns table (memory_id bigint, score float8, weight float8)
 as $$
   with q as (select pgmem._check_embedding(attention.query_embedding, 'query_embedding') as v,
                     coalesce(attention.scale, 1.0 / sqrt(vector_dims(attention.query_embedding))) as s
-              where pgmem._check_args('attention', jsonb_build_object('ids', attention.ids))),  -- sizes first (issue 27)
+              where pgmem._check_args('attention', jsonb_build_object('ids', attention.ids))  -- sizes first (issue 27)
+                and pgmem._check_positive(attention.scale, 'scale')),  -- issue 27, L3: 0 gave NaN weights
   s as (
     select m.id, -(m.embedding operator(public.<#>) q.v) * q.s as score
       from q, pgmem.memories m

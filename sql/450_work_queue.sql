@@ -59,6 +59,7 @@ declare
   v_id bigint;
 begin
   perform pgmem._check_args('enqueue', jsonb_build_object('task', task, 'memory_ids', memory_ids, 'params', params));  -- sizes first (issue 27)
+  perform pgmem._check_time(not_before, 'not_before', true);  -- issue 27, L3: 'infinity' queued an item never run
   select * into t from pgmem.work_tasks() w where w.task = enqueue.task;
   if t.task is null then
     perform pgmem._bad_input(format('unknown task "%s": tasks are %s', coalesce(task, 'NULL'),

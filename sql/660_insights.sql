@@ -88,6 +88,15 @@ begin
     perform pgmem._bad_input('an insight needs a confidence between 0 and 1');
   end if;
   perform pgmem._check_unit(p_confidence, 'confidence');
+  -- (issue 27, L4: a bad thread or message id was a raw foreign-key error naming no argument)
+  if p_thread_id is not null and not exists (select 1 from pgmem.threads t where t.tenant = p_tenant and t.id = p_thread_id) then
+    perform pgmem._bad_input(format('thread_id %s is not a thread of tenant "%s"', p_thread_id, p_tenant),
+      'pgmem.conversation_threads(conversation_id) lists the threads of a conversation');
+  end if;
+  if p_message_id is not null and not exists (select 1 from pgmem.messages m where m.tenant = p_tenant and m.id = p_message_id) then
+    perform pgmem._bad_input(format('message_id %s is not a message of tenant "%s"', p_message_id, p_tenant),
+      'pgmem.observe_turn and observe_reply return the ids of the messages they store');
+  end if;
   if p_source not in ('cue', 'llm', 'api') then
     perform pgmem._bad_input(format('insight source must be cue, llm or api, got %L', p_source));
   end if;
@@ -300,7 +309,8 @@ returns table (id bigint, type text, content text, confidence real, score float8
 as $$
   select * from pgmem._search_insights((select pgmem._require_tenant()), query_text, query_embedding, user_id, k, types,
                                        current_thread_id, min_confidence)
-   where pgmem._check_args('search_insights', jsonb_build_object('query_text', query_text, 'user_id', user_id, 'types', types))  -- sizes first (issue 27)
+   where pgmem._check_args('search_insights', jsonb_build_object('query_text', query_text, 'user_id', user_id, 'types', types))
+     and pgmem._unit_ok(min_confidence, 'min_confidence')  -- issue 27: sizes first; a NaN confidence matched nothing
 $$;
 comment on function pgmem.search_insights(text, vector, text, integer, text[], bigint, float8) is
   'Research insights of the current tenant (a user''s, or all) across every thread and conversation, ranked by .6 semantic + .25 lexical + .15 concept overlap (weights of absent signals spread over the rest); same_thread marks those of current_thread_id.';

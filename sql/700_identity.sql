@@ -49,6 +49,11 @@ begin
   if char_length(p_value) > p_max then
     perform pgmem._bad_input(format('%s is %s characters, more than %s', p_what, char_length(p_value), p_max));
   end if;
+  -- (names and statements are keys of b-tree indexes, whose rows hold at most 2704 bytes: four
+  -- bytes a character would pass the check above and fail there, naming no argument; issue 27, L4)
+  if octet_length(p_value) > 2 * p_max then
+    perform pgmem._bad_input(format('%s is %s bytes, more than %s', p_what, octet_length(p_value), 2 * p_max));
+  end if;
 end $$;
 
 -- The identity of an agent as one document (goal embeddings left out: see has_embedding).

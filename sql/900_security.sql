@@ -226,7 +226,8 @@ declare
     '_lexicon_df', '_lexical_probe', '_query_actors', '_month',
     -- reliability (issue 27): the argument limits (015): pure size checks, settings read, no writes
     '_too_big', '_over_limit', '_limit', '_check_text', '_check_chars', '_check_json', '_check_items', '_fits',
-    '_check_args', '_argument_limits', '_check_read_args', '_check_activate_args'];
+    '_check_args', '_argument_limits', '_check_read_args', '_check_activate_args', '_invalid', '_unit_ok', '_check_positive',
+    '_reads_content'];
 begin
   for r in select p.oid::regprocedure::text as sig, p.proname, p.prokind from pg_proc p
              join pg_namespace n on n.oid = p.pronamespace
