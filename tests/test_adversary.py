@@ -796,7 +796,7 @@ class TestReaderContent:
         name, pw = logins["app"]
         with psycopg.connect(host="127.0.0.1", port=cluster.port, user=name, password=pw, autocommit=True,
                              dbname=conninfo_to_dict(dsn)["dbname"], options="-c pgmem.tenant=a") as app:
-            assert CONTENT_MARK in json.dumps(scalar(app, "select pgmem.cluster_top_members(%s, 100)", (ids[0],)))
+            assert CONTENT_MARK in json.dumps([scalar(app, "select pgmem.cluster_top_members(%s, 100)", (i,)) for i in ids])
 
     def test_no_function_the_reader_may_execute_returns_content(self, cluster, dsn, logins, clusters_env):
         """L2, the catalog's side: every function pgmem_reader may EXECUTE. A SECURITY INVOKER one
