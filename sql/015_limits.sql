@@ -357,7 +357,8 @@ as $$
     -- immutable helpers: fixed limits (1 MB of text is also the most PostgreSQL's tsvector holds)
     ('tokens', 'p_text', 'bytes', null, 1048576), ('text_overlap', 'a', 'bytes', null, 1048576), ('text_overlap', 'b', 'bytes', null, 1048576),
     ('jaccard', 'a', 'items', null, 1048576), ('jaccard', 'b', 'items', null, 1048576), ('estimate_tokens', 'p_text', 'bytes', null, 1048576),
-    ('query_tsquery', 'p_text', 'bytes', null, 1048576), ('query_terms', 'p_text', 'bytes', null, 1048576),
+    -- (plainto_tsquery of ~200 KB of ordinary text overflows the stack removing stop words)
+    ('query_tsquery', 'p_text', 'bytes', null, 65536), ('query_terms', 'p_text', 'bytes', null, 65536),
     ('path_overlap', 'a', 'bytes', null, 1048576), ('path_overlap', 'b', 'bytes', null, 1048576),
     ('processing_depth', 'p_who', 'bytes', null, 1048576), ('processing_depth', 'p_what', 'bytes', null, 1048576),
     ('processing_depth', 'p_where', 'bytes', null, 1048576), ('processing_depth', 'p_why', 'bytes', null, 1048576),

@@ -107,7 +107,9 @@ begin
   -- 1. what every item finds among the stored memories of its tenant and user scope
   with it as (
     select u.i::int as i, u.m, pgmem._scope_key((u.m).user_id) as scope, md5(pgmem._content_key((u.m).content))::uuid as h,
-           pgmem.tokens((u.m).content) as toks, plainto_tsquery('english', (u.m).content) as q
+           -- (the query of the first 64 KB: plainto_tsquery of ~200 KB of ordinary text overflows
+           -- PostgreSQL's stack removing stop words, "stack depth limit exceeded"; issue 27)
+           pgmem.tokens((u.m).content) as toks, plainto_tsquery('english', left((u.m).content, 65536)) as q
       from (select g.i::int as i, p_rows[g.i] as m from generate_subscripts(p_rows, 1) g(i)) u),
   cat as (  -- category counts, once per scope and category
     select g.scope, g.category, c.n

@@ -27,7 +27,7 @@
 -- ------------------------------------------------------------------ the lexemes of a question
 create or replace function pgmem.query_tsquery(p_text text) returns tsquery
   language sql immutable parallel safe
-  return case when octet_length(p_text) > 1048576 then pgmem._over_limit('p_text', octet_length(p_text), 1048576, null::tsquery, 'bytes')  -- issue 27
+  return case when octet_length(p_text) > 65536 then pgmem._over_limit('p_text', octet_length(p_text), 65536, null::tsquery, 'bytes')  -- issue 27
               else nullif(replace(plainto_tsquery('english', coalesce(p_text, ''))::text, ' & ', ' | '), '')::tsquery end;
 comment on function pgmem.query_tsquery(text) is
   'The lexical query for a natural-language text: its English lexemes OR-ed (a question need not contain every word of the answer). NULL when only stop words remain.';
@@ -41,7 +41,7 @@ comment on function pgmem._lexeme_query(text) is
 
 create or replace function pgmem.query_terms(p_text text) returns tsquery[]
   language sql immutable parallel safe
-  return case when octet_length(p_text) > 1048576 then pgmem._over_limit('p_text', octet_length(p_text), 1048576, null::tsquery[], 'bytes')  -- issue 27
+  return case when octet_length(p_text) > 65536 then pgmem._over_limit('p_text', octet_length(p_text), 65536, null::tsquery[], 'bytes')  -- issue 27
               else array(select distinct pgmem._lexeme_query(lex)
                            from unnest(tsvector_to_array(to_tsvector('english', coalesce(p_text, '')))) lex
                           where lex <> '' order by 1) end;

@@ -167,7 +167,8 @@ def test_tsne_ends_at_pg_cancel_backend_and_pg_terminate_backend(cluster, bdb, a
             assert result["err"] is not None, how
             assert (result["err"].sqlstate == "57014") if how == "pg_cancel_backend" else True
             # the server and every other session are fine
-            assert su.execute("select count(*) from pgmem.memories where tenant = %s", (TENANT,)).fetchone()[0] == 3000
+            assert su.execute("select count(*) from pgmem.memories where tenant = %s and content like 'memory %% about kites'",
+                              (TENANT,)).fetchone()[0] == 3000
         c.close()
 
 
