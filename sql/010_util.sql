@@ -549,6 +549,18 @@ begin
 end $$;
 comment on function pgmem._invalid(text, anyelement) is 'Raises 22023 with the message (an invalid argument of an immutable SQL helper); typed like p_type.';
 
+-- Whether a text has nothing to read: NULL, or only whitespace and invisible formatting
+-- characters (zero-width spaces and joiners, direction marks and isolates, the byte order mark,
+-- soft hyphens, variation selectors, fillers). A content of zero-width spaces was stored as a
+-- memory that every search then showed blank (issue 27, L3).
+create or replace function pgmem._is_blank(p_text text) returns boolean
+  language sql immutable parallel safe
+  set search_path = pgmem, pg_catalog, pg_temp
+  return p_text is null
+      or p_text !~ '[^[:space:]\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0]';
+comment on function pgmem._is_blank(text) is
+  'True for NULL or a text of only whitespace and invisible formatting characters (zero-width spaces, joiners, direction marks, BOM, ...).';
+
 -- ------------------------------------------------------------------ text helpers
 -- Engram's tokenize(): lower-case words, as a set (engram.md, Keyword Novelty).
 create or replace function pgmem.tokens(p_text text) returns text[]

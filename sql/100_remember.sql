@@ -439,6 +439,16 @@ begin
     perform pgmem._bad_input(format('item %s of remember_many has an unknown key "%s"', v_bad.i, v_bad.k),
       format('known keys: %s', array_to_string(allowed, ', ')));
   end if;
+  -- (issue 27, L3: a content given as a JSON object was stored as its text) text fields are strings
+  select e.i, x.k, jsonb_typeof(x.v) as t into v_bad from jsonb_array_elements(items) with ordinality e(v, i), jsonb_each(e.v) x(k, v)
+   where x.k in ('content', 'who', 'what', 'location', 'where', 'why', 'how', 'category', 'user_id', 'agent_id', 'session_id',
+                 'tier', 'summary', 'event_key', 'embedding_model')
+     and jsonb_typeof(x.v) not in ('string', 'null')
+   order by e.i limit 1;
+  if v_bad.i is not null then
+    perform pgmem._bad_input(format('item %s of remember_many: %s must be a JSON string, got %s', v_bad.i, v_bad.k, v_bad.t),
+      'pass text fields as strings (serialise structured data into metadata instead)');
+  end if;
   -- a vector of the wrong dimension is _check_embedding's clear error (not the column type's)
   perform pgmem._check_embedding((e.v->>'embedding')::vector, format('item %s of remember_many: embedding', e.i))
      from jsonb_array_elements(items) with ordinality e(v, i) where e.v->>'embedding' is not null;

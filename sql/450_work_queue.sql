@@ -74,6 +74,12 @@ begin
   if params is null or jsonb_typeof(params) <> 'object' then
     perform pgmem._bad_input('params must be a JSON object');
   end if;
+  -- (issue 27, L3: a bad touch kind was queued, and failed in work() later)
+  if task = 'touch' and ((params ? 'kind' and coalesce(params->>'kind', '') !~ '^[a-z][a-z0-9_]{0,31}$')
+                         or (params ? 'query_id' and coalesce(params->>'query_id', '') !~ '^[0-9a-fA-F-]{32,36}$')) then
+    perform pgmem._bad_input(format('params of a touch: kind must be a short lower-case name and query_id a uuid, got %s', params),
+      'e.g. {"kind": "search", "query_id": "6f1c..."}');
+  end if;
   if cardinality(memory_ids) > 10000 then
     perform pgmem._bad_input(format('a work item holds at most 10000 memory ids, got %s', cardinality(memory_ids)));
   end if;
