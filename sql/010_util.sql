@@ -539,8 +539,9 @@ comment on function pgmem._over_limit(text, bigint, bigint, anyelement, text) is
   'Raises the size error of pgmem._too_big (a fixed limit); typed like p_type, for a CASE in an immutable SQL helper.';
 
 -- A bad value in an immutable SQL helper: raises 22023 with the message; typed like p_type, for a CASE.
+-- Volatile: its arguments are constants, which the planner would fold, raising at plan time.
 create or replace function pgmem._invalid(p_message text, p_type anyelement) returns anyelement
-  language plpgsql immutable parallel safe
+  language plpgsql volatile parallel safe
   set search_path = pgmem, pg_catalog, pg_temp
 as $$
 begin

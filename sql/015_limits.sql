@@ -117,8 +117,7 @@ insert into pgmem.settings (tenant, key, value, description) values
   ('*', 'max_filters_bytes', '262144', 'largest filters argument of a ranking (bytes): its ids list may hold max_candidates ids'),
   ('*', 'map_max_points', '20000', 'project() and map_points(): most memories one map projects or returns'),
   ('*', 'map_tsne_max_points', '5000', 'project(''tsne''): most memories one t-SNE projects (its neighbours are found in chunks and its iterations can be cancelled; memory grows with the points)'),
-  ('*', 'max_items', '10000', 'most elements of an array argument of ids or numbers (seed ids, evidence, coordinates, judgements) not bounded by a more specific setting'),
-  ('*', 'max_claim_ttl_seconds', '86400', 'sign_tenant_claim(): the longest ttl of a signed tenant claim')
+  ('*', 'max_items', '10000', 'most elements of an array argument of ids or numbers (seed ids, evidence, coordinates, judgements) not bounded by a more specific setting')
 on conflict (tenant, key) do nothing;
 
 -- The value of a limit setting for the current tenant (its own, else the installation's).
@@ -523,7 +522,7 @@ create or replace function pgmem._check_positive(p_value float8, p_name text) re
   set search_path = pgmem, pg_catalog, pg_temp
 as $$
 begin
-  if p_value is not null and (p_value <> p_value or p_value <= 0 or p_value = 'Infinity'::float8) then
+  if p_value is not null and (p_value <= 0 or p_value in ('NaN', 'Infinity')) then  -- (PostgreSQL: NaN = NaN, NaN > every number)
     perform pgmem._bad_input(format('%s must be a finite number above 0, got %s', p_name, p_value));
   end if;
   return true;

@@ -26,7 +26,7 @@ create or replace function pgmem.ndcg(relevance float8[], k integer, ideal float
   return case when cardinality(relevance) > 10000 then pgmem._over_limit('relevance', cardinality(relevance), 10000, null::float8, 'items')
               when cardinality(ideal) > 10000 then pgmem._over_limit('ideal', cardinality(ideal), 10000, null::float8, 'items')
               -- (issue 27, L3: a NaN relevance gave NaN) graded relevances are finite numbers >= 0
-              when exists (select 1 from unnest(relevance || coalesce(ideal, '{}')) r where r <> r or r < 0 or r = 'Infinity'::float8)
+              when exists (select 1 from unnest(relevance || coalesce(ideal, '{}')) r where r < 0 or r in ('NaN', 'Infinity'))
                 then pgmem._invalid('relevance and ideal must hold finite numbers >= 0 (graded relevance, 0 = not relevant)', null::float8)
               else (
     with dcg as (
