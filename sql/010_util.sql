@@ -531,8 +531,10 @@ returns anyelement
 as $$
 begin
   -- (raised here, not through _too_big: the reader role may run this, through a view's helper)
-  raise exception '% is % %, more than % % (a fixed limit)', p_arg, p_size, p_unit, p_max, p_unit
-    using errcode = '22023', hint = format('pass at most %s %s as %s', p_max, p_unit, p_arg);
+  if p_size > p_max then
+    raise exception '% is % %, more than % % (a fixed limit)', p_arg, p_size, p_unit, p_max, p_unit
+      using errcode = '22023', hint = format('pass at most %s %s as %s', p_max, p_unit, p_arg);
+  end if;
   return p_type;
 end $$;
 comment on function pgmem._over_limit(text, bigint, bigint, anyelement, text) is
@@ -545,7 +547,9 @@ create or replace function pgmem._invalid(p_message text, p_type anyelement) ret
   set search_path = pgmem, pg_catalog, pg_temp
 as $$
 begin
-  raise exception '%', p_message using errcode = '22023';
+  if p_message is not null then
+    raise exception '%', p_message using errcode = '22023';
+  end if;
   return p_type;
 end $$;
 comment on function pgmem._invalid(text, anyelement) is 'Raises 22023 with the message (an invalid argument of an immutable SQL helper); typed like p_type.';
