@@ -305,10 +305,11 @@ on conflict (tenant, key) do nothing;
 -- stored size of a JSON value), characters, or items (array elements). setting: the key in
 -- pgmem.settings (the tenant's own value, else the installation's); fixed: the limit when no
 -- setting holds it (immutable helpers, names with a format of their own).
+-- (No pinned search_path: the body names nothing, and without one PostgreSQL inlines the list
+-- into the query of pgmem._check_args, which runs at the top of most functions.)
 create or replace function pgmem._argument_limits()
 returns table (function_name text, argument text, unit text, setting text, fixed bigint)
   language sql immutable parallel safe
-  set search_path = pgmem, pg_catalog, pg_temp
 as $$
   select f, a, u, s, x from (values
     -- the read path (checked in pgmem._query and the functions themselves)
@@ -491,10 +492,16 @@ declare
   v_max bigint;
   v_size bigint;
 begin
-  for r in select * from pgmem._argument_limits() l where l.function_name = p_function loop
+  -- one query (its plan cached for the session): the function's rows of the list, each with its
+  -- limit (the tenant's setting, else the installation's, else the fixed one)
+  for r in select l.argument, l.unit, l.setting,
+                  coalesce((select (s.value #>> '{}')::float8 from pgmem.settings s
+                             where s.key = l.setting and s.tenant in ((select pgmem.current_tenant()), '*')
+                             order by (s.tenant = '*') limit 1)::bigint, l.fixed) as lim
+             from pgmem._argument_limits() l
+            where l.function_name = p_function and p_args ? l.argument and jsonb_typeof(p_args -> l.argument) <> 'null' loop
     v := p_args -> r.argument;
-    continue when v is null or jsonb_typeof(v) = 'null';
-    v_max := coalesce(case when r.setting is not null then pgmem._limit(r.setting, null) end, r.fixed);
+    v_max := r.lim;
     continue when v_max is null;
     if r.unit = 'items' then
       v_size := case when jsonb_typeof(v) = 'array' then jsonb_array_length(v) end;

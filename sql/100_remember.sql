@@ -379,8 +379,11 @@ as $$
 declare
   m pgmem.memories;
 begin
-  -- (issue 27) the JSON arguments' depth and the tier's size first; the other fields' sizes are _check_memory's
-  perform pgmem._check_args('remember', jsonb_build_object('metadata', metadata, 'motor', motor, 'sensory', sensory, 'tier', tier));
+  -- (issue 27) the JSON arguments' depth and the tier's size first (a small value cannot be too deep
+  -- or too long: the check runs only past three comparisons); the other fields' sizes are _check_memory's
+  if pg_column_size(metadata) > 64 or pg_column_size(motor) > 64 or pg_column_size(sensory) > 64 or octet_length(tier) > 64 then
+    perform pgmem._check_args('remember', jsonb_build_object('metadata', metadata, 'motor', motor, 'sensory', sensory, 'tier', tier));
+  end if;
   embedding := pgmem._check_embedding(embedding);  -- (before the vector(n) field would refuse it less clearly)
   m.content := content; m.embedding := embedding; m.who := who; m.what := what; m.happened_at := happened_at;
   m.location := location; m.why := why; m.how := how; m.category := coalesce(category, 'episode');
