@@ -305,12 +305,13 @@ on conflict (tenant, key) do nothing;
 -- stored size of a JSON value), characters, or items (array elements). setting: the key in
 -- pgmem.settings (the tenant's own value, else the installation's); fixed: the limit when no
 -- setting holds it (immutable helpers, names with a format of their own).
--- (No pinned search_path: the body names nothing, and without one PostgreSQL inlines the list
--- into the query of pgmem._check_args, which runs at the top of most functions.)
+-- (No pinned search_path: a SQL-standard body names nothing at run time, and without one
+-- PostgreSQL inlines the list into the query of pgmem._check_args, which runs at the top of
+-- most functions.)
 create or replace function pgmem._argument_limits()
 returns table (function_name text, argument text, unit text, setting text, fixed bigint)
   language sql immutable parallel safe
-as $$
+begin atomic
   select f, a, u, s, x from (values
     -- the read path (checked in pgmem._query and the functions themselves)
     ('search', 'query_text', 'characters', 'max_query_chars', null::bigint), ('search', 'actor', 'bytes', 'max_field_bytes', null),
@@ -473,8 +474,8 @@ as $$
     ('identity_end_goal', 'key', 'characters', null, 128), ('identity_end_goal', 'state', 'bytes', 'max_id_bytes', null),
     ('identity_end_goal', 'agent_id', 'bytes', 'max_id_bytes', null),
     ('identity_snapshot', 'reason', 'characters', null, 1000), ('identity_snapshot', 'agent_id', 'bytes', 'max_id_bytes', null)
-  ) l(f, a, u, s, x)
-$$;
+  ) l(f, a, u, s, x);
+end;
 comment on function pgmem._argument_limits() is
   'Every size limit of a public function''s text, jsonb, bytea and array arguments: function, argument, unit (bytes, characters, items), the setting that holds it or the fixed limit (SECURITY.md, "Limits").';
 

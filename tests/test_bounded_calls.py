@@ -261,3 +261,20 @@ def test_one_tenants_extraction_does_not_stall_anothers_mcp_call(bdb):
 
     hits = asyncio.run(scenario())
     assert hits["memories"] and "boats" in hits["memories"][0]["content"]
+
+
+def test_the_cluster_fit_ends_at_the_statement_timeout(bdb):
+    """H1, clustering: the k-means fit on 3,000 memories took 7.7 s here; under a 1 s timeout it
+    ends within 2 s (a cancel check between scikit-learn's mini-batch steps). An admin's job."""
+    with connect(bdb, tenant=TENANT) as c:
+        c.execute("set statement_timeout = 1000")
+        # a run goes through phases, one bounded batch a call (sql/470_cluster.sql); the fit is the
+        # long one: every call ends within 2 s, and the fit's is cancelled (it never completes)
+        outcomes = []
+        for _ in range(4):
+            took, err = timed(c, "select phase from pgmem.cluster(tenant => %s, refit => true)", (TENANT,))
+            assert took < 2.0, (took, err)
+            outcomes.append(err.sqlstate if err else "done")
+        assert "57014" in outcomes, outcomes
+        c.execute("set statement_timeout = 0")
+        assert c.execute("select count(*) from pgmem.clusters where tenant = %s and state = 'active'", (TENANT,)).fetchone()[0] == 0
