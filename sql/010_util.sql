@@ -27,6 +27,16 @@ create or replace function pgmem._is_admin() returns boolean
 comment on function pgmem._is_admin() is
   'True when the session''s login is a member of pgmem_admin (superusers and pgmem_owner are).';
 
+-- Whether the session's login may read memories' content: a member of pgmem_app or pgmem_admin
+-- (superusers and pgmem_owner are). A pgmem_reader login may not (SECURITY.md): the SECURITY
+-- DEFINER functions its views call leave content out for it (issue 27, L2).
+create or replace function pgmem._reads_content() returns boolean
+  language sql stable
+  set search_path = pgmem, pg_catalog, pg_temp
+  return pg_has_role(session_user, 'pgmem_app', 'member') or pg_has_role(session_user, 'pgmem_admin', 'member');
+comment on function pgmem._reads_content() is
+  'True when the session''s login may read memories'' content (a member of pgmem_app or pgmem_admin), false for a pgmem_reader login.';
+
 -- Tenant names: the rule of pgmem.tenants' check constraint, in one place for the functions.
 create or replace function pgmem._tenant_name_ok(p_tenant text) returns boolean
   language sql immutable parallel safe
@@ -114,7 +124,9 @@ begin
   -- anew at each call, which tripled the cost)
   v_sig := sha256(pgmem._b64url_decode(v_parts[3]));
   v_msg := convert_to(v_parts[1] || '.' || v_parts[2], 'UTF8');
-  for v_key in select * from pgmem.claim_keys k where k.expires_at is null or k.expires_at > now() loop
+  -- (clock_timestamp(), not now(): now() is the transaction's start, so an expired claim or key
+  -- kept working for as long as a transaction stayed open; issue 27, L1)
+  for v_key in select * from pgmem.claim_keys k where k.expires_at is null or k.expires_at > clock_timestamp() loop
     exit when sha256(pgmem._hmac(v_key.ipad_key, v_key.opad_key, v_msg)) = v_sig;
     v_key := null;
   end loop;
@@ -134,7 +146,7 @@ begin
   if jsonb_typeof(v_payload) <> 'object' or jsonb_typeof(v_payload->'exp') is distinct from 'number' then
     raise exception 'pgmem.tenant_claim has no expiry ("exp", unix seconds)' using errcode = '28000';
   end if;
-  if to_timestamp((v_payload->>'exp')::float8) <= now() then
+  if to_timestamp((v_payload->>'exp')::float8) <= clock_timestamp() then
     raise exception 'pgmem.tenant_claim expired at %', to_timestamp((v_payload->>'exp')::float8)
       using errcode = '28000', hint = 'get a fresh claim from the auth service';
   end if;
@@ -293,6 +305,7 @@ declare
   v_sql text[];
   v_login boolean;
 begin
+  perform pgmem._check_args('set_session_limits', jsonb_build_object('role_name', role_name));  -- sizes first (issue 27)
   perform pgmem._require_admin('set_session_limits');
   select r.rolcanlogin into v_login from pg_roles r where r.rolname = role_name;
   if v_login is null then
@@ -329,6 +342,7 @@ as $$
 #variable_conflict use_variable
 declare v_new boolean;
 begin
+  perform pgmem._check_args('grant_tenant', jsonb_build_object('role_name', role_name, 'tenant', tenant, 'note', note));  -- sizes first (issue 27)
   perform pgmem._require_admin('grant_tenant');
   if not exists (select 1 from pg_roles r where r.rolname = role_name) then
     perform pgmem._bad_input(format('role "%s" does not exist', role_name),
@@ -354,6 +368,7 @@ create or replace function pgmem.revoke_tenant(role_name text, tenant text) retu
 as $$
 #variable_conflict use_variable
 begin
+  perform pgmem._check_args('revoke_tenant', jsonb_build_object('role_name', role_name, 'tenant', tenant));  -- sizes first (issue 27)
   perform pgmem._require_admin('revoke_tenant');
   delete from pgmem.tenant_grants g where g.role_name = revoke_tenant.role_name and g.tenant = revoke_tenant.tenant;
   return found;
@@ -372,6 +387,10 @@ declare
                                      || uuid_send(gen_random_uuid()));  -- 48 bytes, 366 random bits
   p record;
 begin
+  perform pgmem._check_args('add_claim_key', jsonb_build_object('kid', kid));  -- sizes first (issue 27)
+  if octet_length(secret) > 1024 then
+    perform pgmem._too_big('secret', octet_length(secret), 1024, 'bytes');
+  end if;
   perform pgmem._require_admin('add_claim_key');
   if octet_length(v_secret) < 32 then
     perform pgmem._bad_input(format('a claim key needs at least 32 bytes, got %s', octet_length(v_secret)),
@@ -393,6 +412,7 @@ create or replace function pgmem.drop_claim_key(kid text) returns boolean
 as $$
 #variable_conflict use_variable
 begin
+  perform pgmem._check_args('drop_claim_key', jsonb_build_object('kid', kid));  -- sizes first (issue 27)
   perform pgmem._require_admin('drop_claim_key');
   delete from pgmem.claim_keys k where k.kid = drop_claim_key.kid;
   return found;
@@ -409,6 +429,7 @@ declare
   v_key pgmem.claim_keys;
   v_msg text;
 begin
+  perform pgmem._check_args('sign_tenant_claim', jsonb_build_object('tenant', tenant, 'role_name', role_name, 'kid', kid));  -- sizes first (issue 27)
   perform pgmem._require_admin('sign_tenant_claim');
   if tenant is null or not pgmem._tenant_name_ok(tenant) then
     perform pgmem._bad_tenant_name(tenant);
@@ -478,11 +499,80 @@ begin
 end $$;
 comment on function pgmem._bad_input(text, text) is 'Raises invalid_parameter_value (22023) with a message for people.';
 
+-- ------------------------------------------------------------------ size limits (issue 27)
+-- The errors of the argument limits (sql/015_limits.sql holds the checks and the list of limits).
+-- Raises the size error. Immutable (it depends on its arguments only), so that an immutable SQL
+-- function may call it in a CASE and still be inlined; it is only reached when a limit is passed.
+create or replace function pgmem._too_big(p_arg text, p_size bigint, p_max bigint, p_unit text, p_setting text default null)
+returns void
+  language plpgsql immutable parallel safe
+  set search_path = pgmem, pg_catalog, pg_temp
+as $$
+begin
+  if p_setting is null then
+    raise exception '% is % %, more than % % (a fixed limit)', p_arg, p_size, p_unit, p_max, p_unit
+      using errcode = '22023', hint = format('pass at most %s %s as %s', p_max, p_unit, p_arg);
+  end if;
+  raise exception '% is % %, more than % (%)', p_arg, p_size, p_unit, p_setting, p_max
+    using errcode = '22023',
+          hint = format('pass at most %s %s as %s; an admin may change the limit with: update pgmem.settings set value = ''<n>'' where tenant = ''*'' and key = %L',
+                        p_max, p_unit, p_arg, p_setting);
+end $$;
+comment on function pgmem._too_big(text, bigint, bigint, text, text) is
+  'Raises 22023: an argument is larger than its limit (naming the argument, its size, the limit and its setting).';
+
+-- For immutable SQL helpers (tokens, jaccard, path_overlap, ...), which read no settings and
+-- must stay immutable: `case when octet_length(x) > N then pgmem._over_limit('x', octet_length(x), N, null::T) else ... end`
+-- raises, else the helper's own expression runs (one comparison in C on the normal path).
+create or replace function pgmem._over_limit(p_arg text, p_size bigint, p_max bigint, p_type anyelement, p_unit text default 'bytes')
+returns anyelement
+  language plpgsql immutable parallel safe
+  set search_path = pgmem, pg_catalog, pg_temp
+as $$
+begin
+  -- (raised here, not through _too_big: the reader role may run this, through a view's helper)
+  if p_size > p_max then
+    raise exception '% is % %, more than % % (a fixed limit)', p_arg, p_size, p_unit, p_max, p_unit
+      using errcode = '22023', hint = format('pass at most %s %s as %s', p_max, p_unit, p_arg);
+  end if;
+  return p_type;
+end $$;
+comment on function pgmem._over_limit(text, bigint, bigint, anyelement, text) is
+  'Raises the size error of pgmem._too_big (a fixed limit); typed like p_type, for a CASE in an immutable SQL helper.';
+
+-- A bad value in an immutable SQL helper: raises 22023 with the message; typed like p_type, for a CASE.
+-- Volatile: its arguments are constants, which the planner would fold, raising at plan time.
+create or replace function pgmem._invalid(p_message text, p_type anyelement) returns anyelement
+  language plpgsql volatile parallel safe
+  set search_path = pgmem, pg_catalog, pg_temp
+as $$
+begin
+  if p_message is not null then
+    raise exception '%', p_message using errcode = '22023';
+  end if;
+  return p_type;
+end $$;
+comment on function pgmem._invalid(text, anyelement) is 'Raises 22023 with the message (an invalid argument of an immutable SQL helper); typed like p_type.';
+
+-- Whether a text has nothing to read: NULL, or only whitespace and invisible formatting
+-- characters (zero-width spaces and joiners, direction marks and isolates, the byte order mark,
+-- soft hyphens, variation selectors, fillers). A content of zero-width spaces was stored as a
+-- memory that every search then showed blank (issue 27, L3).
+create or replace function pgmem._is_blank(p_text text) returns boolean
+  language sql immutable parallel safe
+  set search_path = pgmem, pg_catalog, pg_temp
+  return p_text is null
+      or p_text !~ '[^[:space:]\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0]';
+comment on function pgmem._is_blank(text) is
+  'True for NULL or a text of only whitespace and invisible formatting characters (zero-width spaces, joiners, direction marks, BOM, ...).';
+
 -- ------------------------------------------------------------------ text helpers
 -- Engram's tokenize(): lower-case words, as a set (engram.md, Keyword Novelty).
 create or replace function pgmem.tokens(p_text text) returns text[]
   language sql immutable parallel safe strict
-  return array(select distinct t from regexp_split_to_table(lower(p_text), '[^[:alnum:]]+') t where t <> '' order by t);
+  -- (issue 27: a fixed limit, as for every immutable helper; SECURITY.md, "Limits")
+  return case when octet_length(p_text) > 1048576 then pgmem._over_limit('p_text', octet_length(p_text), 1048576, null::text[], 'bytes')
+              else array(select distinct t from regexp_split_to_table(lower(p_text), '[^[:alnum:]]+') t where t <> '' order by t) end;
 comment on function pgmem.tokens(text) is
   'Distinct lower-case alphanumeric tokens of a text, sorted (Engram tokenize; used for Jaccard similarity).';
 
@@ -490,6 +580,8 @@ comment on function pgmem.tokens(text) is
 create or replace function pgmem.jaccard(a text[], b text[]) returns float8
   language sql immutable parallel safe
   return case
+    when cardinality(a) > 1048576 then pgmem._over_limit('a', cardinality(a), 1048576, null::float8, 'items')
+    when cardinality(b) > 1048576 then pgmem._over_limit('b', cardinality(b), 1048576, null::float8, 'items')
     when coalesce(cardinality(a), 0) = 0 and coalesce(cardinality(b), 0) = 0 then 0
     else (select count(*) from (select unnest(a) intersect select unnest(b)) i)::float8
        / (select count(*) from (select unnest(a) union select unnest(b)) u)::float8
@@ -500,15 +592,18 @@ comment on function pgmem.jaccard(text[], text[]) is
 -- Shadow's summary similarity: token overlap (shadow-memory-system.md, SimilarityEngine).
 create or replace function pgmem.text_overlap(a text, b text) returns float8
   language sql immutable parallel safe
-  return pgmem.jaccard(pgmem.tokens(coalesce(a, '')), pgmem.tokens(coalesce(b, '')));
+  return case when octet_length(a) > 1048576 then pgmem._over_limit('a', octet_length(a), 1048576, null::float8, 'bytes')
+              when octet_length(b) > 1048576 then pgmem._over_limit('b', octet_length(b), 1048576, null::float8, 'bytes')
+              else pgmem.jaccard(pgmem.tokens(coalesce(a, '')), pgmem.tokens(coalesce(b, ''))) end;
 comment on function pgmem.text_overlap(text, text) is 'Jaccard similarity of the token sets of two texts.';
 
 -- A token estimate for the context budget when the client gives none: ~4 characters a
 -- token for English BPE vocabularies (OpenAI's rule of thumb), at least 1 per word.
 create or replace function pgmem.estimate_tokens(p_text text) returns integer
   language sql immutable parallel safe strict
-  return greatest(ceil(char_length(p_text) / 4.0)::int,
-                  coalesce(array_length(regexp_split_to_array(btrim(p_text), '\s+'), 1), 0));
+  return case when octet_length(p_text) > 1048576 then pgmem._over_limit('p_text', octet_length(p_text), 1048576, null::integer, 'bytes')
+              else greatest(ceil(char_length(p_text) / 4.0)::int,
+                            coalesce(array_length(regexp_split_to_array(btrim(p_text), '\s+'), 1), 0)) end;
 comment on function pgmem.estimate_tokens(text) is
   'Estimated LLM tokens of a text: max(ceil(chars/4), words). Clients may store an exact count instead.';
 

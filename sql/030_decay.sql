@@ -61,10 +61,11 @@ comment on function pgmem.access_frequency(integer, float8) is 'Engram access fr
 create or replace function pgmem.fragment_strength(
   p_salience float8, p_created_at timestamptz, p_access_times timestamptz[], p_as_of timestamptz default now()) returns float8
   language sql immutable parallel safe
-  return least(1.0,
+  return case when cardinality(p_access_times) > 1048576 then pgmem._over_limit('p_access_times', cardinality(p_access_times), 1048576, null::float8, 'items')
+              else least(1.0,
     coalesce(p_salience, 0) / (1.0 + sqrt(pgmem.age_days(p_created_at, p_as_of) * 24.0))
     + coalesce((select sum(0.1 / (1.0 + power(pgmem.age_days(a, p_as_of) * 24.0, 0.3)))
-                  from unnest(p_access_times) a where a <= p_as_of), 0));
+                  from unnest(p_access_times) a where a <= p_as_of), 0)) end;
 comment on function pgmem.fragment_strength(float8, timestamptz, timestamptz[], timestamptz) is
   'Fragment strength: power-law decay of the encoding salience plus a rehearsal bonus for each access (from the access log).';
 
@@ -96,11 +97,12 @@ create or replace function pgmem.salience(
   p_emotion float8, p_novelty float8, p_goal_relevance float8, p_depth float8,
   p_weights jsonb default '{"emotion": 0.35, "novelty": 0.30, "goal": 0.25, "depth": 0.10}') returns float8
   language sql immutable parallel safe
-  return (
+  return case when pg_column_size(p_weights) > 65536 then pgmem._over_limit('p_weights', pg_column_size(p_weights), 65536, null::float8, 'bytes')
+              else (
     select case when sum(w) > 0 then least(1.0, greatest(0.0, sum(w * v) / sum(w))) else 0 end
       from (values ((p_weights->>'emotion')::float8, p_emotion), ((p_weights->>'novelty')::float8, p_novelty),
                    ((p_weights->>'goal')::float8, p_goal_relevance), ((p_weights->>'depth')::float8, p_depth)) c(w, v)
-     where v is not null);
+     where v is not null) end;
 comment on function pgmem.salience(float8, float8, float8, float8, jsonb) is
   'Fragment salience at encoding: weighted mean of emotional intensity, novelty, goal relevance and processing depth over the components that are known.';
 
@@ -109,8 +111,13 @@ comment on function pgmem.salience(float8, float8, float8, float8, jsonb) is
 create or replace function pgmem.processing_depth(
   p_who text, p_what text, p_when timestamptz, p_where text, p_why text, p_how text) returns float8
   language sql immutable parallel safe
-  return ((p_who is not null and p_who <> '')::int + (p_what is not null and p_what <> '')::int
+  return case when octet_length(p_who) > 1048576 then pgmem._over_limit('p_who', octet_length(p_who), 1048576, null::float8, 'bytes')
+              when octet_length(p_what) > 1048576 then pgmem._over_limit('p_what', octet_length(p_what), 1048576, null::float8, 'bytes')
+              when octet_length(p_where) > 1048576 then pgmem._over_limit('p_where', octet_length(p_where), 1048576, null::float8, 'bytes')
+              when octet_length(p_why) > 1048576 then pgmem._over_limit('p_why', octet_length(p_why), 1048576, null::float8, 'bytes')
+              when octet_length(p_how) > 1048576 then pgmem._over_limit('p_how', octet_length(p_how), 1048576, null::float8, 'bytes') else
+         ((p_who is not null and p_who <> '')::int + (p_what is not null and p_what <> '')::int
         + (p_when is not null)::int + (p_where is not null and p_where <> '')::int
-        + (p_why is not null and p_why <> '')::int + (p_how is not null and p_how <> '')::int) / 6.0;
+        + (p_why is not null and p_why <> '')::int + (p_how is not null and p_how <> '')::int) / 6.0 end;
 comment on function pgmem.processing_depth(text, text, timestamptz, text, text, text) is
   'Share of the six 5W1H fields that are filled: pgmem''s stand-in for Fragment''s processing depth.';

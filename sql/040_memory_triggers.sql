@@ -81,7 +81,7 @@ declare
   t text;
 begin
   if ins or n.content is distinct from o.content then
-    if n.content is null or n.content !~ '\S' then
+    if pgmem._is_blank(n.content) then  -- (issue 27, L3: zero-width spaces only were accepted)
       perform pgmem._bad_input(p_where || 'content is empty: a memory needs some text', 'pass the event text as content');
     end if;
     if octet_length(n.content) > coalesce((p_limits->>'max_content_bytes')::bigint, 262144) then
@@ -162,6 +162,11 @@ begin
   end if;
   if ins or n.expires_at is distinct from o.expires_at then
     perform pgmem._check_time(n.expires_at, p_where || 'expires_at', true);
+    if ins and n.expires_at <= coalesce(n.created_at, now()) then  -- (issue 27, L3: an expiry in 1900 was stored)
+      perform pgmem._bad_input(format('%sexpires_at %s is not after the memory''s creation (%s): it would expire at once',
+                                      p_where, n.expires_at, coalesce(n.created_at, now())),
+        'leave expires_at NULL for a memory that does not expire; pgmem.forget removes one now');
+    end if;
   end if;
 end $$;
 comment on function pgmem._check_memory(pgmem.memories, pgmem.memories, jsonb, text) is

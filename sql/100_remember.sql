@@ -253,7 +253,9 @@ begin
   with it as (
     select u.i::int as i, u.m, pgmem._scope_key((u.m).user_id) as scope, md5(pgmem._content_key((u.m).content))::uuid as h,
            case when octet_length((u.m).content) <> char_length((u.m).content) then pgmem.tokens((u.m).content) end as toks,
-           case when (u.m).embedding is null then plainto_tsquery('english', (u.m).content) end as q  -- (lexical candidates)
+           -- (lexical candidates; the query of the first 64 KB: plainto_tsquery of ~200 KB of
+           -- ordinary text overflows PostgreSQL's stack removing stop words, issue 27)
+           case when (u.m).embedding is null then plainto_tsquery('english', left((u.m).content, 65536)) end as q
       from (select g.i::int as i, p_rows[g.i] as m from generate_subscripts(p_rows, 1) g(i)) u),
   picks as (  -- 1a's queued candidates, per item
     select x.ord, array_agg(x.id) as ids from unnest(v_picks.ords, v_picks.ids) x(ord, id) group by x.ord),
@@ -531,6 +533,7 @@ as $$
 declare
   v_row pgmem.memories;
 begin
+  perform pgmem._check_args('surprise', jsonb_build_object('content', content, 'category', category, 'user_id', user_id));  -- sizes first (issue 27)
   embedding := pgmem._check_embedding(embedding);
   v_row.content := content; v_row.embedding := embedding; v_row.category := category; v_row.user_id := user_id;
   return query
@@ -580,6 +583,11 @@ as $$
 declare
   m pgmem.memories;
 begin
+  -- (issue 27) the JSON arguments' depth and the tier's size first (a small value cannot be too deep
+  -- or too long: the check runs only past three comparisons); the other fields' sizes are _check_memory's
+  if pg_column_size(metadata) > 64 or pg_column_size(motor) > 64 or pg_column_size(sensory) > 64 or octet_length(tier) > 64 then
+    perform pgmem._check_args('remember', jsonb_build_object('metadata', metadata, 'motor', motor, 'sensory', sensory, 'tier', tier));
+  end if;
   embedding := pgmem._check_embedding(embedding);  -- (before the vector(n) field would refuse it less clearly)
   m.content := content; m.embedding := embedding; m.who := who; m.what := what; m.happened_at := happened_at;
   m.location := location; m.why := why; m.how := how; m.category := coalesce(category, 'episode');
@@ -618,6 +626,7 @@ declare
   v_force boolean[];
   v_labels text[];
 begin
+  perform pgmem._check_json(items, 'items', pgmem._limit('max_batch_bytes', 33554432), 'max_batch_bytes');  -- issue 27: size, depth
   if items is null or jsonb_typeof(items) <> 'array' then
     perform pgmem._bad_input('remember_many expects a JSON array of objects');
   end if;
@@ -636,6 +645,16 @@ begin
   if v_bad.i is not null then
     perform pgmem._bad_input(format('item %s of remember_many has an unknown key "%s"', v_bad.i, v_bad.k),
       format('known keys: %s', array_to_string(allowed, ', ')));
+  end if;
+  -- (issue 27, L3: a content given as a JSON object was stored as its text) text fields are strings
+  select e.i, x.k, jsonb_typeof(x.v) as t into v_bad from jsonb_array_elements(items) with ordinality e(v, i), jsonb_each(e.v) x(k, v)
+   where x.k in ('content', 'who', 'what', 'location', 'where', 'why', 'how', 'category', 'user_id', 'agent_id', 'session_id',
+                 'tier', 'summary', 'event_key', 'embedding_model')
+     and jsonb_typeof(x.v) not in ('string', 'null')
+   order by e.i limit 1;
+  if v_bad.i is not null then
+    perform pgmem._bad_input(format('item %s of remember_many: %s must be a JSON string, got %s', v_bad.i, v_bad.k, v_bad.t),
+      'pass text fields as strings (serialise structured data into metadata instead)');
   end if;
   -- a vector of the wrong dimension is _check_embedding's clear error (not the column type's)
   perform pgmem._check_embedding((e.v->>'embedding')::vector, format('item %s of remember_many: embedding', e.i))

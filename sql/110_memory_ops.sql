@@ -39,6 +39,7 @@ create or replace function pgmem.forget(memory_id bigint, reason text default nu
 as $$
 declare m pgmem.memories := pgmem._get_for_update(forget.memory_id);
 begin
+  perform pgmem._check_args('forget', jsonb_build_object('reason', reason));  -- sizes first (issue 27)
   perform pgmem._check_reason(reason);
   if m.state = 'deleted' then return m; end if;
   -- a merged memory lives on in its survivor (its access count was added there): forgetting
@@ -61,6 +62,7 @@ create or replace function pgmem.restore(memory_id bigint, reason text default n
 as $$
 declare m pgmem.memories;
 begin
+  perform pgmem._check_args('restore', jsonb_build_object('reason', reason));  -- sizes first (issue 27)
   perform pgmem._check_reason(reason);
   -- a memory purged (or deleted by the lifecycle and purged later) comes back from history
   if not exists (select 1 from pgmem.memories x where x.id = restore.memory_id and x.tenant = pgmem._require_tenant()) then
@@ -197,6 +199,7 @@ declare
     'motor', 'sensory'];  -- motor, sensory: reconstructive (issue 16)
   r jsonb;
 begin
+  perform pgmem._check_args('update_memory', jsonb_build_object('changes', changes, 'reason', reason));  -- sizes first (issue 27)
   perform pgmem._check_reason(reason);
   if changes is null or jsonb_typeof(changes) <> 'object' or changes = '{}' then
     perform pgmem._bad_input('changes must be a non-empty JSON object of column: new value',

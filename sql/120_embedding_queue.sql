@@ -64,6 +64,7 @@ declare
   v_new_numbers text[];
   v_prev_tenant text := current_setting('pgmem.tenant', true);
 begin
+  perform pgmem._check_args('complete_embedding', jsonb_build_object('model', model));  -- sizes first (issue 27)
   select * into m from pgmem.memories x where x.id = memory_id
      and (x.tenant = pgmem.current_tenant() or pgmem._is_admin());
   if m.id is null then
@@ -149,7 +150,8 @@ as $$
   update pgmem.embedding_queue e
      set attempts = e.attempts + 1, last_error = left(error, 2000),
          not_before = now() + least(interval '1 hour', interval '10 seconds' * power(2, e.attempts))
-   where e.memory_id = fail_embedding.memory_id
+   where pgmem._check_args('fail_embedding', jsonb_build_object('error', error))  -- sizes first (issue 27)
+     and e.memory_id = fail_embedding.memory_id
      and (e.tenant = pgmem.current_tenant() or pgmem._is_admin())
 $$;
 comment on function pgmem.fail_embedding(bigint, text) is 'Records a failed embedding attempt; the memory is retried later with exponential backoff (max 1 hour).';

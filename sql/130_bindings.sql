@@ -46,7 +46,8 @@ on conflict (tenant, key) do nothing;
 -- ------------------------------------------------------------------ strength of a binding
 create or replace function pgmem.binding_strength(p_kind text, p_weight float8) returns float8
   language sql immutable parallel safe
-  return case when p_kind = 'co_access' then greatest(coalesce(p_weight, 0), 0) / (1.0 + greatest(coalesce(p_weight, 0), 0))
+  return case when octet_length(p_kind) > 256 then pgmem._over_limit('p_kind', octet_length(p_kind), 256, null::float8, 'bytes')
+              when p_kind = 'co_access' then greatest(coalesce(p_weight, 0), 0) / (1.0 + greatest(coalesce(p_weight, 0), 0))
               else least(1.0, greatest(coalesce(p_weight, 0), 0)) end;
 comment on function pgmem.binding_strength(text, float8) is
   'How strongly a binding passes activation, in [0,1]: its weight capped at 1 (cosine for semantic, Jaccard for concept, 1 for temporal and causal); for co_access, n/(1+n) after n co-accesses.';
@@ -348,6 +349,7 @@ declare
   v_tenant text := pgmem._require_tenant();
   v_kinds text[] := coalesce(pgmem._check_kinds(kinds), array['temporal', 'semantic', 'causal', 'concept', 'supersedes']);
 begin
+  perform pgmem._check_args('refresh_bindings', jsonb_build_object('ids', ids, 'kinds', kinds));  -- sizes first (issue 27)
   if ids is null then
     perform pgmem._bad_input('refresh_bindings needs an array of memory ids');
   end if;
@@ -375,6 +377,7 @@ declare
   v_tenant text := pgmem._require_tenant();
   r pgmem.links;
 begin
+  perform pgmem._check_args('bind', jsonb_build_object('kind', kind, 'metadata', metadata));  -- sizes first (issue 27)
   if kind is null or not kind = any(array['temporal', 'semantic', 'causal', 'concept', 'supersedes']) then
     perform pgmem._bad_input(format('bind() writes temporal, semantic, causal, concept or supersedes bindings, not "%s"', coalesce(kind, 'NULL')),
       'co_access bindings come from pgmem.touch(), merged ones from merge_duplicates()');
@@ -445,6 +448,7 @@ declare
   v_conf float8;
   n integer := 0;
 begin
+  perform pgmem._check_args('record_causal', jsonb_build_object('items', items));  -- sizes first (issue 27)
   if items is null or jsonb_typeof(items) <> 'array' then
     perform pgmem._bad_input('record_causal expects a JSON array of judgements',
       'e.g. [{"first_id": 1, "second_id": 2, "causal": true, "direction": "forward", "confidence": 0.8, "model": "..."}]');

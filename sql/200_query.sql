@@ -27,7 +27,8 @@
 -- ------------------------------------------------------------------ the lexemes of a question
 create or replace function pgmem.query_tsquery(p_text text) returns tsquery
   language sql immutable parallel safe
-  return nullif(replace(plainto_tsquery('english', coalesce(p_text, ''))::text, ' & ', ' | '), '')::tsquery;
+  return case when octet_length(p_text) > 65536 then pgmem._over_limit('p_text', octet_length(p_text), 65536, null::tsquery, 'bytes')  -- issue 27
+              else nullif(replace(plainto_tsquery('english', coalesce(p_text, ''))::text, ' & ', ' | '), '')::tsquery end;
 comment on function pgmem.query_tsquery(text) is
   'The lexical query for a natural-language text: its English lexemes OR-ed (a question need not contain every word of the answer). NULL when only stop words remain.';
 
@@ -40,9 +41,10 @@ comment on function pgmem._lexeme_query(text) is
 
 create or replace function pgmem.query_terms(p_text text) returns tsquery[]
   language sql immutable parallel safe
-  return array(select distinct pgmem._lexeme_query(lex)
-                 from unnest(tsvector_to_array(to_tsvector('english', coalesce(p_text, '')))) lex
-                where lex <> '' order by 1);
+  return case when octet_length(p_text) > 65536 then pgmem._over_limit('p_text', octet_length(p_text), 65536, null::tsquery[], 'bytes')  -- issue 27
+              else array(select distinct pgmem._lexeme_query(lex)
+                           from unnest(tsvector_to_array(to_tsvector('english', coalesce(p_text, '')))) lex
+                          where lex <> '' order by 1) end;
 comment on function pgmem.query_terms(text) is
   'The distinct English lexemes of a text, one single-term tsquery each: the lexical signal is the share of them a memory contains.';
 
@@ -86,6 +88,7 @@ declare
   v jsonb;
   total numeric := 0;
 begin
+  perform pgmem._check_args('check_weights', jsonb_build_object('weights', weights, 'known', known));  -- sizes first (issue 27)
   if weights is null or jsonb_typeof(weights) <> 'object' then
     perform pgmem._bad_input('weights must be a JSON object of signal: weight',
       format('signals: %s', array_to_string(known, ', ')));
@@ -627,6 +630,11 @@ declare
   n int;
   unit text;
 begin
+  -- sizes first (issue 27): the whole check only past the one comparison (_check_args costs
+  -- ~0.2 ms, and _query calls this for every question that names a time)
+  if char_length(p_text) > pgmem._setting_num('max_query_chars', 4000) then
+    perform pgmem._check_args('time_window', jsonb_build_object('p_text', p_text));
+  end if;
   -- most questions name no time: one test of the words every phrase needs before the grammar
   if coalesce(p_text, '') !~* '\d|yesterday|today|tonight|tomorrow|morning|night|week|month|year|ago|recent|lately|day|spring|summer|autumn|fall|winter|christmas|xmas|easter|halloween|valentine|thanksgiving|july|\m(one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|couple|few|several|jan|feb|mar|apr|may|jun|aug|sep|sept|oct|nov|dec)' then
     return;
@@ -773,6 +781,9 @@ begin
   st := (select jsonb_object_agg(x.key, x.value)
            from (select distinct on (s.key) s.key, s.value from pgmem.settings s
                   where s.tenant in (q.tenant, '*') order by s.key, (s.tenant = '*')) x);
+  -- (issue 27, H2 and item 2) every argument bounded before any work, one comparison each, the
+  -- limits from st: a 5.5 MB location cost 3.37 GB of backend memory, split per candidate
+  perform pgmem._check_read_args(st, p_actor, p_location, p_profile, p_weights, p_filters);
   p := pgmem._profile(coalesce(p_profile, case p_ranking when 'search' then st->>'search_profile'
                                                           when 'activate' then 'shadow' else 'engram' end, 'jam'),
                       p_ranking);

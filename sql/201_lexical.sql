@@ -115,6 +115,7 @@ declare
   v_run bigint;
   n bigint;
 begin
+  perform pgmem._check_args('fold_lexicon', jsonb_build_object('tenant', tenant));  -- sizes first (issue 27)
   perform pgmem._check_between(batch, 'batch', 1, 10000000);
   if tenant = '*' and not pgmem._is_admin() then
     raise exception 'folding every tenant''s lexicon needs pgmem_admin' using errcode = '42501';
@@ -215,7 +216,8 @@ end;
 create or replace function pgmem.query_actors(p_text text) returns text[]
   language sql stable
   set search_path = pgmem, public, pg_temp
-  return (select a.named from pgmem._query_actors(pgmem._require_tenant(), p_text) a);
+  return (select a.named from pgmem._query_actors(pgmem._require_tenant(), p_text) a
+           where pgmem._check_args('query_actors', jsonb_build_object('p_text', p_text)));  -- sizes first (issue 27)
 comment on function pgmem.query_actors(text) is
   'The actors (who values of the tenant''s active memories) that a text names: each word of the name occurs in the text. search() matches them with the actor signal (profiles with params.actor_from_text).';
 
@@ -231,9 +233,12 @@ returns text
   set search_path = pgmem, public, pg_temp
 as $$
 declare
-  v_params jsonb := (pgmem._profile(coalesce(p_profile, pgmem._setting('search_profile') #>> '{}', 'jam'), 'search')).params;
+  v_params jsonb;
   v_names text[];
 begin
+  perform pgmem._check_args('query_embedding_text', jsonb_build_object('p_text', p_text, 'p_profile', p_profile,
+                                                                       'p_user_id', p_user_id));  -- sizes first (issue 27)
+  v_params := (pgmem._profile(coalesce(p_profile, pgmem._setting('search_profile') #>> '{}', 'jam'), 'search')).params;
   if p_text is null or not coalesce((v_params->>'actor_from_text')::boolean, false) then
     return p_text;
   end if;
@@ -314,6 +319,7 @@ declare
   v_df bigint[];
   v_docs bigint;
 begin
+  perform pgmem._check_args('lexical_probe', jsonb_build_object('p_text', p_text));  -- sizes first (issue 27)
   select array_agg(d.df order by d.lexeme) filter (where d.lexeme <> ''), max(d.df) filter (where d.lexeme = '')
     into v_df, v_docs
     from pgmem._lexicon_df(v_tenant, '', v_lexemes || ''::text) d;

@@ -8,7 +8,9 @@
 
 create or replace function pgmem.path_overlap(a text, b text) returns float8
   language sql immutable parallel safe
-  return case when a is null or b is null then 0 else coalesce((
+  return case when octet_length(a) > 1048576 then pgmem._over_limit('a', octet_length(a), 1048576, null::float8, 'bytes')  -- issue 27
+              when octet_length(b) > 1048576 then pgmem._over_limit('b', octet_length(b), 1048576, null::float8, 'bytes')
+              when a is null or b is null then 0 else coalesce((
     select count(*)::float8 / greatest(
              (select count(*) from regexp_split_to_table(a, '/') x where x <> ''),
              (select count(*) from regexp_split_to_table(b, '/') y where y <> ''), 1)

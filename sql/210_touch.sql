@@ -13,6 +13,9 @@ declare
   v_ids bigint[];
   v_dup bigint;
 begin
+  if (ids is null or cardinality(ids) = 0) and octet_length(kind) > 32 then  -- (issue 27: the check below comes after this return)
+    perform pgmem._too_big('kind', octet_length(kind), 32, 'bytes');
+  end if;
   if ids is null or cardinality(ids) = 0 then return 0; end if;
   -- scaleout (issue 19): on a hot standby, an error naming the primary (not "read-only transaction")
   perform pgmem._standby_refuses('pgmem.touch (search/activate/recall with touch => true)');

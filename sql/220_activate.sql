@@ -29,6 +29,7 @@ declare
   v_params jsonb := (pgmem._profile(coalesce(context_threshold.profile, 'shadow'), 'activate')).params;
   v float8;
 begin
+  perform pgmem._check_args('context_threshold', jsonb_build_object('context_type', context_type, 'profile', profile));  -- sizes first (issue 27)
   select t.threshold into v from pgmem.thresholds t
    where t.tenant = pgmem.current_tenant() and t.context_type = context_threshold.context_type;
   if v is null then
@@ -70,6 +71,7 @@ declare
   v_sup bigint[];
   v_kinds jsonb := pgmem._setting('relevance_thresholds');  -- Shadow's thresholds by relevance kind (430)
 begin
+  perform pgmem._check_activate_args(context_type, topics, entities, summary);  -- issue 27: sizes, naming the argument
   perform pgmem._check_unit(threshold, 'threshold');
   q.threshold := coalesce(threshold, pgmem.context_threshold(coalesce(context_type, 'conversation'), q.profile));
   q.keys := array(select distinct lower(x) from unnest(coalesce(topics, '{}') || coalesce(entities, '{}')) x where x <> '');

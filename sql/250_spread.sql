@@ -48,6 +48,7 @@ declare
   v_kinds text[];
   v_fanout integer := coalesce(fanout, pgmem._setting_num('spread_fanout', 20)::int);
 begin
+  perform pgmem._check_args('spread', jsonb_build_object('seed_ids', seed_ids, 'kinds', kinds, 'weights', weights, 'seed_levels', seed_levels));  -- sizes first (issue 27)
   if seed_ids is null then
     perform pgmem._bad_input('spread needs an array of seed memory ids');
   end if;
@@ -146,6 +147,7 @@ declare
   v_act jsonb;
   v_cand bigint[];
 begin
+  perform pgmem._check_args('search_spread', jsonb_build_object('query_text', query_text, 'kinds', kinds, 'weights', weights, 'filters', filters, 'profile', profile));  -- sizes first (issue 27)
   -- the session's tenant, checked first (42501 without one); search, spread and search_exact
   -- each resolve it and filter every statement on it
   perform pgmem._require_tenant();

@@ -51,6 +51,7 @@ declare
   n integer;
   v_var float8;
 begin
+  perform pgmem._check_args('certainty', jsonb_build_object('reconstructions', reconstructions));  -- sizes first (issue 27)
   if reconstructions is null or jsonb_typeof(reconstructions) <> 'array'
      or exists (select 1 from jsonb_array_elements(reconstructions) r where jsonb_typeof(r) <> 'array'
                    or exists (select 1 from jsonb_array_elements(r) x where jsonb_typeof(x) <> 'number')) then
@@ -78,8 +79,9 @@ create or replace function pgmem.reconstruction_hash(
   filters jsonb default '{}', kinds text[] default null, agent_id text default '')
 returns uuid
   language sql immutable parallel safe
-  return md5(concat_ws(chr(31), coalesce(pgmem._content_key(query_text), ''), coalesce(query_embedding::text, ''),
-                       k::text, coalesce(filters, '{}'::jsonb)::text, coalesce(kinds::text, ''), coalesce(agent_id, '')))::uuid;
+  return case when pgmem._check_args('reconstruction_hash', jsonb_build_object('query_text', query_text, 'filters', filters, 'kinds', kinds, 'agent_id', agent_id))  -- sizes first (issue 27)
+              then md5(concat_ws(chr(31), coalesce(pgmem._content_key(query_text), ''), coalesce(query_embedding::text, ''),
+                       k::text, coalesce(filters, '{}'::jsonb)::text, coalesce(kinds::text, ''), coalesce(agent_id, '')))::uuid end;
 comment on function pgmem.reconstruction_hash(text, vector, integer, jsonb, text[], text) is
   'The key of a query in the reconstruction log: its normalised text, embedding, k, filters, binding kinds and agent (not the noise, the seed or the time).';
 
@@ -156,6 +158,7 @@ declare
   v_q pgmem.query;  -- the read path's query record: its filters, tenant and as_of (pgmem._eligible)
   v_pool integer := coalesce(candidates, greatest(5 * k, 50));
 begin
+  perform pgmem._check_args('reconstruct', jsonb_build_object('query_text', query_text, 'kinds', kinds, 'weights', weights, 'filters', filters, 'temporal', temporal, 'identity', identity, 'agent_id', agent_id, 'seed_levels', seed_levels));  -- sizes first (issue 27)
   perform pgmem._check_between(k, 'k', 1, 200);
   perform pgmem._check_between(v_seeds, 'seeds', 1, 200);
   perform pgmem._check_between(v_pool, 'candidates', k, 10000);

@@ -16,7 +16,9 @@ returns table (memory_id bigint, score float8, weight float8)
   set search_path = pgmem, public, pg_temp
 as $$
   with q as (select pgmem._check_embedding(attention.query_embedding, 'query_embedding') as v,
-                    coalesce(attention.scale, 1.0 / sqrt(vector_dims(attention.query_embedding))) as s),
+                    coalesce(attention.scale, 1.0 / sqrt(vector_dims(attention.query_embedding))) as s
+              where pgmem._check_args('attention', jsonb_build_object('ids', attention.ids))  -- sizes first (issue 27)
+                and pgmem._check_positive(attention.scale, 'scale')),  -- issue 27, L3: 0 gave NaN weights
   s as (
     select m.id, -(m.embedding operator(public.<#>) q.v) * q.s as score
       from q, pgmem.memories m
@@ -44,6 +46,7 @@ returns table (id bigint, rank bigint, score float8, fused float8, attention flo
 as $$
 #variable_conflict use_column
 begin
+  perform pgmem._check_args('search_attention', jsonb_build_object('query_text', query_text, 'filters', filters, 'profile', profile));  -- sizes first (issue 27)
   perform pgmem._check_unit(weight, 'weight');
   perform pgmem._check_between(k, 'k', 1, 1000);
   perform pgmem._check_between(candidates, 'candidates', 1, 1000);

@@ -29,7 +29,8 @@ create or replace function pgmem.cluster_top_members(cluster_id bigint, n intege
   language sql stable security definer
   set search_path = pgmem, public, pg_temp
 as $$
-  select coalesce(jsonb_agg(jsonb_build_object('id', x.id, 'content', left(x.content, 200),
+  -- (content only for logins that may read it: pgmem_reader may not, SECURITY.md; issue 27, L2)
+  select coalesce(jsonb_agg(jsonb_build_object('id', x.id, 'content', case when pgmem._reads_content() then left(x.content, 200) end,
                                                'confidence', round((1.0 / (1.0 + x.d))::numeric, 4)) order by x.d, x.id), '[]')
     from (select m.id, m.content, m.embedding operator(public.<->) c.centroid as d
             from pgmem.clusters c
@@ -39,7 +40,7 @@ as $$
            order by 3, m.id limit greatest(0, least(coalesce(n, 5), 100))) x
 $$;
 comment on function pgmem.cluster_top_members(bigint, integer) is
-  'The n (at most 100) active members nearest a cluster''s centroid: id, the first 200 characters of the content, confidence.';
+  'The n (at most 100) active members nearest a cluster''s centroid: id, the first 200 characters of the content (NULL for a pgmem_reader login, which may not read content), confidence.';
 
 -- Each active memory with its cluster, label and confidence.
 create or replace view pgmem.cluster_members as

@@ -8,7 +8,9 @@
 create or replace function pgmem.precision_at_k(retrieved bigint[], relevant bigint[], k integer) returns float8
   language sql immutable parallel safe
   set search_path = pgmem, public, pg_temp
-  return case when k is null or k <= 0 then null
+  return case when cardinality(retrieved) > 10000 then pgmem._over_limit('retrieved', cardinality(retrieved), 10000, null::float8, 'items')
+              when cardinality(relevant) > 10000 then pgmem._over_limit('relevant', cardinality(relevant), 10000, null::float8, 'items')
+              when k is null or k <= 0 then null
               else (select count(distinct r)::float8 from unnest(retrieved[1:k]) r where r = any(relevant)) / k end;
 comment on function pgmem.precision_at_k(bigint[], bigint[], integer) is
   'JAM Precision@K: the share of the first k retrieved ids that are relevant, |retrieved[1:k] ∩ relevant| / k.';
@@ -21,7 +23,12 @@ comment on function pgmem.precision_at_k(bigint[], bigint[], integer) is
 create or replace function pgmem.ndcg(relevance float8[], k integer, ideal float8[] default null) returns float8
   language sql immutable parallel safe
   set search_path = pgmem, public, pg_temp
-  return (
+  return case when cardinality(relevance) > 10000 then pgmem._over_limit('relevance', cardinality(relevance), 10000, null::float8, 'items')
+              when cardinality(ideal) > 10000 then pgmem._over_limit('ideal', cardinality(ideal), 10000, null::float8, 'items')
+              -- (issue 27, L3: a NaN relevance gave NaN) graded relevances are finite numbers >= 0
+              when exists (select 1 from unnest(relevance || coalesce(ideal, '{}')) r where r < 0 or r in ('NaN', 'Infinity'))
+                then pgmem._invalid('relevance and ideal must hold finite numbers >= 0 (graded relevance, 0 = not relevant)', null::float8)
+              else (
     with dcg as (
       select coalesce(sum((power(2, r) - 1) / (ln((o + 1)::float8) / ln(2))), 0) as v
         from unnest(relevance[1:k]) with ordinality u(r, o)),
@@ -29,7 +36,7 @@ create or replace function pgmem.ndcg(relevance float8[], k integer, ideal float
       select coalesce(sum((power(2, r) - 1) / (ln((o + 1)::float8) / ln(2))), 0) as v
         from (select r, row_number() over (order by r desc) as o from unnest(coalesce(ideal, relevance)) r) s
        where o <= k)
-    select case when k is null or k <= 0 then null when idcg.v > 0 then dcg.v / idcg.v else 0 end from dcg, idcg);
+    select case when k is null or k <= 0 then null when idcg.v > 0 then dcg.v / idcg.v else 0 end from dcg, idcg) end;
 comment on function pgmem.ndcg(float8[], integer, float8[]) is
   'JAM NDCG@k: DCG of the graded relevances in rank order, Σ (2^rel - 1) / log2(i + 2), over the ideal DCG (of `ideal`, every judged relevance of the query, or else of the same list sorted, as JAM''s code does); 0 when nothing is relevant.';
 
@@ -37,11 +44,12 @@ comment on function pgmem.ndcg(float8[], integer, float8[]) is
 create or replace function pgmem.ild(embeddings vector[]) returns float8
   language sql immutable parallel safe
   set search_path = pgmem, public, pg_temp
-  return (
+  -- (at most 1,000 embeddings: the pairs grow with the square)
+  return case when cardinality(embeddings) > 1000 then pgmem._over_limit('embeddings', cardinality(embeddings), 1000, null::float8, 'items') else (
     select coalesce(avg(a.v operator(public.<=>) b.v), 0)
       from unnest(embeddings) with ordinality a(v, i)
       join unnest(embeddings) with ordinality b(v, j) on a.i < b.j
-     where a.v is not null and b.v is not null);
+     where a.v is not null and b.v is not null) end;
 comment on function pgmem.ild(vector[]) is
   'JAM Intra-List Diversity: the mean of 1 - cosine similarity over every pair of the given embeddings (0 with fewer than two).';
 
@@ -54,6 +62,7 @@ returns void
 as $$
 declare v_tenant text := pgmem._require_tenant();
 begin
+  perform pgmem._check_args('judge', jsonb_build_object('query', query));  -- sizes first (issue 27)
   if query is null or query !~ '\S' then
     perform pgmem._bad_input('a judgement needs the query text');
   end if;
@@ -89,6 +98,7 @@ declare
   v_rel float8[];
   v_ideal float8[];
 begin
+  perform pgmem._check_args('evaluate', jsonb_build_object('method', method, 'profile', profile, 'filters', filters));  -- sizes first (issue 27)
   perform pgmem._check_between(k, 'k', 1, 1000);
   if method is null or method not in ('search', 'search_exact', 'recall', 'activate', 'search_attention') then
     perform pgmem._bad_input(format('unknown method "%s"', method),

@@ -295,6 +295,7 @@ declare
   v_prev_tenant text := current_setting('pgmem.tenant', true);
   v_prev_path text := current_setting('search_path');
 begin
+  perform pgmem._check_args('run_job', jsonb_build_object('job', job, 'params', params));  -- sizes first (issue 27)
   if not pgmem._is_admin() then
     raise exception 'run_job needs the pgmem_admin role: jobs change or read every memory of a tenant'
       using errcode = '42501', hint = 'grant pgmem_admin to the login that runs jobs (pg_cron, `pgmem jobs run`)';
@@ -463,11 +464,14 @@ as $$
           select r.job, r.schedule from pgmem._jobs() r
            where r.job not in ('merge', 'prune', 'archive', 'tune', 'purge')) j(job, sched)
    where j.sched is not null
+     and pgmem._check_args('job_schedule_commands', jsonb_build_object('merge', merge, 'prune', prune, 'archive', archive,
+                                                                       'tune', tune, 'purge', purge, 'database', database))
   union all
   -- Shadow's compaction (issue 24, 425_compact.sql): VACUUM cannot run inside a function or a
   -- procedure, so pg_cron runs the statement itself, nightly after the compact job
   select format('pgmem-vacuum-%s', coalesce(database, current_database())), '10 4 * * *', pgmem.vacuum_command(),
          coalesce(database, current_database())
+   where pgmem._check_args('job_schedule_commands', jsonb_build_object('database', database))
 $$;
 comment on function pgmem.job_schedule_commands(text, text, text, text, text, text) is
   'The pg_cron entries pgmem installs (name, schedule, command, database): run them with cron.schedule_in_database() in the database pg_cron lives in when that is another one.';
@@ -481,6 +485,7 @@ returns table (job_name text, schedule text, command text, jobid bigint)
 as $$
 declare r record;
 begin
+  perform pgmem._check_args('schedule_jobs', jsonb_build_object('merge', merge, 'prune', prune, 'archive', archive, 'tune', tune, 'purge', purge));  -- sizes first (issue 27)
   if to_regnamespace('cron') is null then
     raise exception 'pg_cron is not installed in database "%" (it lives in the database named by cron.database_name: "%")',
       current_database(), coalesce(pgmem._cron_database(), 'unset')

@@ -117,6 +117,7 @@ declare
   v_deferred jsonb := '{}'::jsonb;  -- tenants over their budget this run -> memories left waiting
   v_err text;
 begin
+  perform pgmem._check_args('merge_duplicates', jsonb_build_object('tenant', tenant));  -- sizes first (issue 27)
   perform pgmem._check_unit(threshold, 'threshold'), pgmem._check_unit(cross_category_threshold, 'cross_category_threshold');
   perform pgmem._check_between(batch, 'batch', 1, 100000);
   v_run := pgmem._job_begin('merge', v_tenant, v_params);

@@ -42,6 +42,7 @@ declare
   v_changed bigint := 0;
   v_why text;
 begin
+  perform pgmem._check_args('prune', jsonb_build_object('mode', mode, 'tenant', tenant));  -- sizes first (issue 27)
   if mode is null or mode not in ('gentle', 'normal', 'aggressive') then
     perform pgmem._bad_input(format('unknown prune mode "%s": modes are gentle, normal, aggressive', mode));
   end if;
@@ -173,6 +174,7 @@ declare
   v_id bigint;
   v_prev_lock_timeout text := current_setting('lock_timeout');
 begin
+  perform pgmem._check_args('purge', jsonb_build_object('tenant', tenant));  -- sizes first (issue 27)
   if older_than is null or older_than < interval '0' then
     perform pgmem._bad_input('older_than must be a non-negative interval, e.g. ''30 days''');
   end if;
@@ -403,6 +405,7 @@ declare
   v_changed bigint := 0;
   v_why text;
 begin
+  perform pgmem._check_args('archive_stale', jsonb_build_object('tenant', tenant));  -- sizes first (issue 27)
   if retention < interval '0' then
     perform pgmem._bad_input('retention must be a non-negative interval, e.g. ''90 days''');
   end if;

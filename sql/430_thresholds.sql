@@ -48,6 +48,7 @@ declare
   a record;
   id bigint;
 begin
+  perform pgmem._check_args('feedback', jsonb_build_object('context_type', context_type));  -- sizes first (issue 27)
   if relevant is null then perform pgmem._bad_input('relevant must be true or false'); end if;
   if not exists (select 1 from pgmem.memories m where m.id = feedback.memory_id and m.tenant = v_tenant) then
     raise exception 'memory % does not exist for tenant "%"', memory_id, v_tenant using errcode = 'P0002';
@@ -94,6 +95,7 @@ declare
   q float8;
   c float8;
 begin
+  perform pgmem._check_args('tune_thresholds', jsonb_build_object('tenant', tenant));  -- sizes first (issue 27)
   v_run := pgmem._job_begin('tune', v_tenant, jsonb_build_object('min_feedback', min_feedback, 'step', step, 'max_rate', max_rate));
   if v_run is null then return; end if;
   for r in

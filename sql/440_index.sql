@@ -22,6 +22,7 @@ declare
   v_taken bigint;
   v_since timestamptz := now() - make_interval(days => coalesce(pgmem._setting_num('recent_vectors_days'), 30)::int);
 begin
+  perform pgmem._check_args('index_vectors', jsonb_build_object('tenant', tenant));  -- sizes first (issue 27)
   perform pgmem._check_between(batch, 'batch', 1, 100000);
   v_run := pgmem._job_begin('index', v_tenant, jsonb_build_object('batch', batch));
   if v_run is null then return; end if;

@@ -14,8 +14,9 @@
 
 create or replace function pgmem.work_priority(name text) returns smallint
   language sql immutable parallel safe
-  return case upper(name) when 'QUERY' then 0 when 'ENCODE' then 1 when 'REFLECT' then 2
-                          when 'MAINTENANCE' then 3 when 'IDLE' then 4 end;
+  return case when octet_length(name) > 256 then pgmem._over_limit('name', octet_length(name), 256, null::smallint, 'bytes')
+              else case upper(name) when 'QUERY' then 0 when 'ENCODE' then 1 when 'REFLECT' then 2
+                          when 'MAINTENANCE' then 3 when 'IDLE' then 4 end end;
 comment on function pgmem.work_priority(text) is
   'The priority of a kind of work (Fragment engine goal queue): QUERY 0, ENCODE 1, REFLECT 2, MAINTENANCE 3, IDLE 4 (lower runs first); NULL for another name.';
 
@@ -147,6 +148,13 @@ declare
   v_tenant text := pgmem._require_tenant();
   v_id bigint;
 begin
+  perform pgmem._check_args('enqueue', jsonb_build_object('task', task, 'memory_ids', memory_ids, 'params', params));  -- sizes first (issue 27)
+  -- (issue 27, L3: a bad touch kind was queued, and failed in work() later)
+  if task = 'touch' and ((params ? 'kind' and coalesce(params->>'kind', '') !~ '^[a-z][a-z0-9_]{0,31}$')
+                         or (params ? 'query_id' and coalesce(params->>'query_id', '') !~ '^[0-9a-fA-F-]{32,36}$')) then
+    perform pgmem._bad_input(format('params of a touch: kind must be a short lower-case name and query_id a uuid, got %s', params),
+      'e.g. {"kind": "search", "query_id": "6f1c..."}');
+  end if;
   if priority is not null then
     perform pgmem._check_between(priority, 'priority', 0, 4);
   end if;
@@ -356,6 +364,7 @@ declare
   v_used jsonb := '{}'::jsonb;  -- tenant -> ms its items took in this run
   v_share_ms float8 := greatest(0, pgmem._setting_num('work_tenant_seconds', 10)) * 1000;
 begin
+  perform pgmem._check_args('work', jsonb_build_object('tenant', tenant));  -- sizes first (issue 27)
   perform pgmem._check_between(max_items, 'max_items', 1, 100000);
   if max_seconds is null or max_seconds <= 0 then
     perform pgmem._bad_input(format('max_seconds must be > 0, got %s', coalesce(max_seconds::text, 'NULL')));

@@ -64,6 +64,7 @@ returns table (examined bigint, changed bigint, last_id bigint)
 as $$
 declare v_tenant text := pgmem._require_tenant();
 begin
+  perform pgmem._check_args('rescore_salience', jsonb_build_object('ids', ids));  -- sizes first (issue 27)
   perform pgmem._check_between(batch, 'batch', 1, 100000);
   if ids is not null and cardinality(ids) > 100000 then
     perform pgmem._bad_input(format('rescore_salience takes at most 100000 ids, got %s', cardinality(ids)));
@@ -95,6 +96,7 @@ declare
   v_ids bigint[];
   v_written bigint;
 begin
+  perform pgmem._check_args('reflect', jsonb_build_object('tenant', tenant));  -- sizes first (issue 27)
   perform pgmem._check_between(batch, 'batch', 1, 100000);
   v_run := pgmem._job_begin('reflect', v_tenant, jsonb_build_object('batch', batch, 'full_scan', full_scan));
   if v_run is null then

@@ -64,16 +64,18 @@ end $$;
 comment on function pgmem._py_source(text) is 'The source of an engine module (pgmem.py_modules), or an error naming the fix.';
 
 -- Loads an engine module into this session's GD["pgmem.<module>"] (PL/Python's dictionary shared
--- by every PL/Python function of the session); a new session loads the installed source again.
+-- by every PL/Python function of the session) through the engine's import hook
+-- (pgmem._engine_setup, 600_layered_engine.sql: engine modules import engine.guard, whose
+-- cancellation check the long steps run); a new session loads the installed source again.
 create or replace function pgmem._py_load(p_module text) returns void
   language plpython3u volatile
   set search_path = pgmem, public, pg_temp
 as $$
-import types
-mod = types.ModuleType("pgmem_" + p_module)
-src = plpy.execute(plpy.prepare("select pgmem._py_source($1) s", ["text"]), [p_module])[0]["s"]
-exec(src, mod.__dict__)
-GD["pgmem." + p_module] = mod
+import importlib
+plpy.execute(plpy.prepare("select pgmem._py_source($1) s", ["text"]), [p_module])  # a clear error when it is missing
+if "pgmem.engine_finder" not in GD:
+    plpy.execute("select pgmem._engine_setup()")
+GD["pgmem." + p_module] = importlib.import_module("pgmem.engine." + p_module)
 $$;
 
 -- Whether the current role may ANALYZE a table (its owner, or a member of the owner role).
@@ -609,6 +611,7 @@ declare
   v_budget float8 := pgmem._tenant_setting(v_tenant, 'cluster_run_seconds')::text::float8;
   v_paused text;
 begin
+  perform pgmem._check_args('cluster', jsonb_build_object('tenant', tenant));  -- sizes first (issue 27)
   perform pgmem._check_between(batch, 'batch', 100, 1000000);
   v_run := pgmem._job_begin('cluster', v_tenant, jsonb_build_object('batch', batch, 'refit', refit, 'as_of', as_of));
   if v_run is null then

@@ -39,9 +39,22 @@ create or replace function pgmem.project(method text default 'pca', max_points i
   language plpgsql volatile security definer
   set search_path = pgmem, public, pg_temp
 as $$
-declare v_tenant text := pgmem._require_tenant();
+declare
+  v_tenant text := pgmem._require_tenant();
+  v_max bigint;
 begin
-  perform pgmem._check_between(max_points, 'max_points', 1, 1000000);
+  perform pgmem._check_text(method, 'method', 16);
+  -- (issue 27, H1) the points are read into the backend's memory (about 4 KB each with their
+  -- embedding) and t-SNE's work grows with them; both limits are settings. The neighbour search
+  -- runs in chunks and t-SNE's iterations check for a cancel between them (engine/projection.py),
+  -- so statement_timeout and pg_cancel_backend end a projection at once.
+  v_max := case when method = 'tsne' then pgmem._limit('map_tsne_max_points', 5000) else pgmem._limit('map_max_points', 20000) end;
+  if max_points is null or max_points < 1 or max_points > v_max then
+    perform pgmem._bad_input(format('max_points must be between 1 and %s for a %s projection (setting %s), got %s', v_max,
+                                    coalesce(method, 'NULL'), case when method = 'tsne' then 'map_tsne_max_points' else 'map_max_points' end,
+                                    coalesce(max_points::text, 'NULL')),
+      'project the most recent memories (the map shows them), or an admin raises the setting');
+  end if;
   if method = 'umap' then
     perform pgmem._bad_input('UMAP is not computed in the database: Debian does not package umap-learn',
       'run `pgmem map --method umap` (the client computes it with umap-learn and stores it with pgmem.save_coords)');
@@ -49,13 +62,10 @@ begin
   if method is null or method not in ('pca', 'tsne') then
     perform pgmem._bad_input(format('unknown projection "%s"', method), 'in the database: pca (default) or tsne; umap in the client');
   end if;
-  if method = 'tsne' and max_points > 20000 then
-    perform pgmem._bad_input(format('t-SNE of %s points would take hours here; use at most 20000 (or pca)', max_points));
-  end if;
   return pgmem._project_coords(v_tenant, method, max_points);
 end $$;
 comment on function pgmem.project(text, integer) is
-  'Computes 3-D coordinates of the current tenant''s most recent active memories (at most max_points) for the map: pca (deterministic, default) or tsne (perplexity 30, max_iter 1000); replaces that method''s coordinates. Returns how many.';
+  'Computes 3-D coordinates of the current tenant''s most recent active memories (at most max_points: settings map_max_points, map_tsne_max_points) for the map: pca (deterministic, default) or tsne (perplexity 30, max_iter 1000; cancellable between iterations); replaces that method''s coordinates. Returns how many.';
 
 -- Coordinates computed elsewhere (UMAP in the client); replaces the tenant's coordinates of
 -- that method. Ids of other tenants' memories are ignored.
@@ -68,7 +78,12 @@ as $$
 declare
   v_tenant text := pgmem._require_tenant();
   n integer;
+  v_max bigint;
 begin
+  perform pgmem._check_text(method, 'method', 16);
+  v_max := pgmem._limit('map_max_points', 20000);
+  perform pgmem._check_items(ids, 'ids', v_max, 'map_max_points'), pgmem._check_items(xs, 'xs', v_max, 'map_max_points'),
+          pgmem._check_items(ys, 'ys', v_max, 'map_max_points'), pgmem._check_items(zs, 'zs', v_max, 'map_max_points');
   if method is null or method not in ('pca', 'tsne', 'umap') then
     perform pgmem._bad_input(format('unknown projection "%s"', method), 'pca, tsne or umap');
   end if;
@@ -103,9 +118,10 @@ as $$
     from pgmem.memory_coords c
     join pgmem.memories m on m.id = c.memory_id and m.tenant = c.tenant
     left join pgmem.clusters k on k.id = m.cluster_id and k.tenant = c.tenant
-   where c.tenant = (select pgmem._require_tenant()) and c.method = map_points.method and m.state = 'active'
+   where pgmem._fits(map_points.method, 'method', 16)
+     and c.tenant = (select pgmem._require_tenant()) and c.method = map_points.method and m.state = 'active'
    order by m.created_at desc, c.memory_id desc
-   limit greatest(1, least(coalesce(max_points, 5000), 1000000))
+   limit greatest(1, least(coalesce(max_points, 5000), pgmem._limit('map_max_points', 20000)))
 $$;
 comment on function pgmem.map_points(text, integer) is
   'The points of the memory map for the current tenant: stored 3-D coordinates of a method (pgmem.project / save_coords), with each memory''s cluster, label, energy, age in days, uses and content.';

@@ -42,6 +42,7 @@ declare
   v_provider text := pgmem._check_provider(provider);
   v_fingerprint text;
 begin
+  perform pgmem._check_args('set_api_key', jsonb_build_object('api_key', api_key, 'provider', provider));  -- sizes first (issue 27)
   if api_key is null or api_key !~ '^[\x21-\x7e]+$' or char_length(api_key) not between 8 and 512 then
     -- (the key itself is never part of a message)
     perform pgmem._bad_input(format('an API key is 8 to 512 printable ASCII characters without spaces; this one has %s characters%s',
@@ -68,6 +69,7 @@ as $$
 declare
   v_tenant text := pgmem._require_tenant();
 begin
+  perform pgmem._check_args('has_api_key', jsonb_build_object('provider', provider));  -- sizes first (issue 27)
   return exists (select 1 from pgmem.api_keys k where k.tenant = v_tenant and k.provider = pgmem._check_provider(provider));
 end $$;
 comment on function pgmem.has_api_key(text) is
@@ -82,6 +84,7 @@ declare
   v_tenant text := pgmem._require_tenant();
   n integer;
 begin
+  perform pgmem._check_args('clear_api_key', jsonb_build_object('provider', provider));  -- sizes first (issue 27)
   delete from pgmem.api_keys k where k.tenant = v_tenant and k.provider = pgmem._check_provider(provider);
   get diagnostics n = row_count;
   return n > 0;
@@ -148,6 +151,7 @@ declare
   v_high text;
   v_low text;
 begin
+  perform pgmem._check_args('format_context', jsonb_build_object('memories', memories));  -- sizes first (issue 27)
   perform pgmem._check_between(max_candidates, 'max_candidates', 0, 100);
   perform pgmem._check_between(max_chars, 'max_chars', 20, 10000);
   perform pgmem._check_unit(threshold, 'threshold');
@@ -235,6 +239,7 @@ declare
   v_qid uuid := gen_random_uuid();
   v_rows jsonb;
 begin
+  perform pgmem._check_args('memory_context', jsonb_build_object('query_text', query_text, 'context_type', context_type, 'filters', filters));  -- sizes first (issue 27)
   perform pgmem._require_tenant();
   perform pgmem._check_between(k, 'k', 1, 100);
   select coalesce(jsonb_agg(jsonb_build_object(
@@ -360,6 +365,7 @@ declare
   v_scheduled bigint;
   v_problems text[] := '{}'::text[];
 begin
+  perform pgmem._check_args('health', jsonb_build_object('expected_revision', expected_revision));  -- sizes first (issue 27)
   begin
     execute format('select version_num from %I.%I limit 1', 'public', 'pgmem_alembic_version') into v_installed;
   exception when insufficient_privilege or undefined_table then

@@ -8,6 +8,58 @@
 -- the client) and calls one of the functions the module lists in SQL_API with the keyword
 -- arguments of a JSON object; the result comes back as JSON.
 
+-- The engine's import machinery, once per session (PL/Python's GD): an import hook that serves
+-- pgmem.engine.<name> from pgmem.py_modules, and the cancellation check of engine/guard.py
+-- (issue 27, H1): a prepared `select 1`, whose executor raises a pending cancel, statement
+-- timeout or termination (PL/Python itself checks only between Python calls, and one regular
+-- expression or one scikit-learn step is one call). The engine calls it between windows of
+-- text and between the steps of t-SNE and k-means, at most every 20 ms.
+-- Every PL/Python function of pgmem loads engine modules through it (_engine, _py_load).
+create or replace function pgmem._engine_setup() returns void
+  language plpython3u volatile
+  set search_path = pgmem, pg_catalog, pg_temp
+as $$
+if "pgmem.engine_finder" in GD:
+    return None
+import importlib
+import importlib.abc
+import importlib.util
+import sys
+plan = plpy.prepare("select source from pgmem.py_modules where name = $1", ["text"])
+
+class EngineFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Serves pgmem.engine.<name> from pgmem.py_modules (PL/Python cannot see the client's venv)."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name in ("pgmem", "pgmem.engine"):
+            return importlib.util.spec_from_loader(name, self, is_package=True)
+        if name.startswith("pgmem.engine.") and name.count(".") == 2 and plpy.execute(plan, [name[13:]]):
+            return importlib.util.spec_from_loader(name, self)
+        return None
+
+    def create_module(self, spec):
+        return None
+
+    def exec_module(self, module):
+        if module.__name__ in ("pgmem", "pgmem.engine"):
+            module.__path__ = []
+            return
+        src = plpy.execute(plan, [module.__name__[13:]])[0]["source"]
+        exec(compile(src, "pgmem/engine/%s.py" % module.__name__[13:], "exec"), module.__dict__)
+
+sys.meta_path.insert(0, EngineFinder())
+try:
+    guard = importlib.import_module("pgmem.engine.guard")
+except ModuleNotFoundError:
+    plpy.error("engine module 'guard' is not installed in pgmem.py_modules",
+               hint="run pgmem migrate: it stores python/pgmem/engine/*.py in the database")
+check = plpy.prepare("select 1")
+guard.set_check(lambda: plpy.execute(check))
+GD["pgmem.engine_finder"] = True
+$$;
+comment on function pgmem._engine_setup() is
+  'Once per session: installs the import hook that serves pgmem.engine.<module> from pgmem.py_modules, and the cancellation check the engine runs between its steps (engine/guard.py).';
+
 create or replace function pgmem._engine(p_module text, p_fn text, p_args jsonb default '{}')
 returns jsonb
   language plpython3u stable
@@ -16,33 +68,7 @@ as $$
 import importlib
 import json
 if "pgmem.engine_finder" not in GD:
-    import importlib.abc
-    import importlib.util
-    import sys
-    plan = plpy.prepare("select source from pgmem.py_modules where name = $1", ["text"])
-
-    class EngineFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-        """Serves pgmem.engine.<name> from pgmem.py_modules (PL/Python cannot see the client's venv)."""
-
-        def find_spec(self, name, path=None, target=None):
-            if name in ("pgmem", "pgmem.engine"):
-                return importlib.util.spec_from_loader(name, self, is_package=True)
-            if name.startswith("pgmem.engine.") and name.count(".") == 2 and plpy.execute(plan, [name[13:]]):
-                return importlib.util.spec_from_loader(name, self)
-            return None
-
-        def create_module(self, spec):
-            return None
-
-        def exec_module(self, module):
-            if module.__name__ in ("pgmem", "pgmem.engine"):
-                module.__path__ = []
-                return
-            src = plpy.execute(plan, [module.__name__[13:]])[0]["source"]
-            exec(compile(src, "pgmem/engine/%s.py" % module.__name__[13:], "exec"), module.__dict__)
-
-    sys.meta_path.insert(0, EngineFinder())
-    GD["pgmem.engine_finder"] = True
+    plpy.execute("select pgmem._engine_setup()")
 try:
     mod = importlib.import_module("pgmem.engine." + p_module)
 except ModuleNotFoundError:

@@ -14,7 +14,8 @@
 create or replace function pgmem.detect_facts(content text, speaker text default null) returns jsonb
   language sql immutable security definer
   set search_path = pgmem, public, pg_temp
-  return pgmem._engine('profile_facts', 'detect_facts', jsonb_build_object('text', content, 'speaker', speaker));
+  return case when pgmem._check_args('detect_facts', jsonb_build_object('content', content, 'speaker', speaker))  -- sizes first (issue 27)
+              then pgmem._engine('profile_facts', 'detect_facts', jsonb_build_object('text', content, 'speaker', speaker)) end;
 comment on function pgmem.detect_facts(text, text) is
   'The profile facts a message states about its speaker (python/pgmem/engine/profile_facts.py, the extractor''s heuristic): a JSON array of {key, value, confidence, statement, previous?}. An assistant, tool or system speaker states none.';
 
@@ -75,6 +76,7 @@ declare
   v_new pgmem.profile_facts;
   v_retired bigint[] := '{}'::bigint[];
 begin
+  perform pgmem._check_args('set_fact', jsonb_build_object('user_id', user_id, 'key', key, 'value', value, 'source', source, 'statement', statement, 'metadata', metadata));  -- sizes first (issue 27)
   if user_id is null or user_id !~ '\S' then
     perform pgmem._bad_input('set_fact needs a user_id: profile facts belong to a user');
   end if;
@@ -169,6 +171,7 @@ declare
   v_old pgmem.profile_facts;
   v_new pgmem.profile_facts;
 begin
+  perform pgmem._check_args('end_fact', jsonb_build_object('user_id', user_id, 'key', key, 'statement', statement));  -- sizes first (issue 27)
   perform pgmem._lock_fact(v_tenant, user_id, v_key);
   update pgmem.profile_facts f set recorded_to = v_now
    where f.tenant = v_tenant and f.user_id = end_fact.user_id and f.key = v_key and f.recorded_to is null
@@ -201,7 +204,8 @@ as $$
   select f.key, f.value, f.confidence, f.valid_from, f.valid_to, f.recorded_from, f.source, f.source_memory_id,
          f.statement, f.id
     from pgmem.profile_facts f
-   where f.tenant = (select pgmem._require_tenant()) and f.user_id = profile.user_id
+   where pgmem._check_args('profile', jsonb_build_object('user_id', profile.user_id))
+     and f.tenant = (select pgmem._require_tenant()) and f.user_id = profile.user_id
      and f.valid_from <= coalesce(profile.as_of, now()) and (f.valid_to is null or f.valid_to > coalesce(profile.as_of, now()))
      and f.recorded_from <= coalesce(profile.known_at, clock_timestamp())
      and (f.recorded_to is null or f.recorded_to > coalesce(profile.known_at, clock_timestamp()))
@@ -221,7 +225,8 @@ as $$
   select h.fact_id, h.key, h.value, h.confidence, h.valid_from, h.valid_to, h.recorded_from, h.recorded_to, h.status,
          h.source, h.source_memory_id, h.statement, h.replaces
     from pgmem.profile_facts_history h
-   where h.tenant = (select pgmem._require_tenant()) and h.user_id = fact_history.user_id
+   where pgmem._check_args('fact_history', jsonb_build_object('user_id', fact_history.user_id, 'key', fact_history.key))
+     and h.tenant = (select pgmem._require_tenant()) and h.user_id = fact_history.user_id
      and (fact_history.key is null or h.key = lower(btrim(fact_history.key)))
    order by h.key, h.valid_from, h.recorded_from, h.fact_id
 $$;
@@ -245,6 +250,7 @@ declare
   v_key text;
   r record;
 begin
+  perform pgmem._check_args('apply_facts', jsonb_build_object('user_id', user_id, 'facts', facts, 'source', source));  -- sizes first (issue 27)
   if facts is null or jsonb_typeof(facts) <> 'array' then
     perform pgmem._bad_input('facts must be a JSON array of {"key", "value", ...} objects',
       'pgmem.detect_facts(text) returns one');

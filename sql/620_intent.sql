@@ -26,6 +26,7 @@ declare
   r jsonb;
   c pgmem.intent_cache;
 begin
+  perform pgmem._check_args('classify_intent', jsonb_build_object('query_text', query_text, 'conversation_id', conversation_id));  -- sizes first (issue 27)
   if query_text is null then
     perform pgmem._bad_input('classify_intent needs the message text');
   end if;
@@ -65,6 +66,7 @@ declare
   v_tenant text := pgmem._require_tenant();
   c pgmem.intent_cache;
 begin
+  perform pgmem._check_args('cache_intent', jsonb_build_object('query_text', query_text, 'intent', intent, 'model', model, 'user_id', user_id, 'source', source));  -- sizes first (issue 27)
   if query_text is null or query_text !~ '\S' then
     perform pgmem._bad_input('cache_intent needs the message text');
   end if;

@@ -101,7 +101,8 @@ create or replace function pgmem.behaviour_decision(features jsonb) returns json
 as $$
   with rules as (
     select distinct on (r.mode) r.* from pgmem.behaviour_rules r
-     where r.tenant in ((select pgmem._require_tenant()), '*')
+     where pgmem._check_args('behaviour_decision', jsonb_build_object('features', features))  -- sizes first (issue 27)
+       and r.tenant in ((select pgmem._require_tenant()), '*')
      order by r.mode, (r.tenant = '*'))
   select coalesce(
     (select jsonb_build_object('mode', r.mode, 'priority', r.priority, 'retrieval_depth', r.retrieval_depth,
@@ -127,7 +128,8 @@ create or replace function pgmem.resolve_policy(features jsonb) returns jsonb
 as $$
   with rules as (
     select distinct on (r.name) r.* from pgmem.policy_rules r
-     where r.tenant in ((select pgmem._require_tenant()), '*')
+     where pgmem._check_args('resolve_policy', jsonb_build_object('features', features))  -- sizes first (issue 27)
+       and r.tenant in ((select pgmem._require_tenant()), '*')
      order by r.name, (r.tenant = '*')),
   hits as (
     select r.name, r.priority, r.flags from rules r

@@ -117,6 +117,7 @@ declare
   v_behaviour jsonb;
   m pgmem.messages;
 begin
+  perform pgmem._check_args('observe_turn', jsonb_build_object('conversation_id', conversation_id, 'content', content, 'user_id', user_id, 'intent', intent, 'rule', rule));  -- sizes first (issue 27)
   if intent is not null and intent not in ('general', 'knowledge_base', 'continuation', 'profile', 'privacy') then
     perform pgmem._bad_input(format('unknown intent %L', intent), 'intents: general, knowledge_base, continuation, profile, privacy');
   end if;
@@ -185,7 +186,8 @@ as $$
            'behaviour_mode', c.behaviour_mode, 'last_topic_similarity', c.last_topic_similarity,
            'messages', (select count(*) from pgmem.messages m where m.tenant = c.tenant and m.conversation_id = c.conversation_id))
     from pgmem.conversations c
-   where c.tenant = (select pgmem._require_tenant()) and c.conversation_id = conversation_state.conversation_id
+   where pgmem._check_args('conversation_state', jsonb_build_object('conversation_id', conversation_state.conversation_id))  -- sizes first (issue 27)
+     and c.tenant = (select pgmem._require_tenant()) and c.conversation_id = conversation_state.conversation_id
 $$;
 comment on function pgmem.conversation_state(text) is
   'The 19 ConversationState fields of a conversation (and its behaviour mode, last topic similarity and message count), or NULL if it does not exist.';

@@ -55,6 +55,7 @@ declare
   v_text text;
   v_at timestamptz := now();
 begin
+  perform pgmem._check_args('resolve_thread', jsonb_build_object('conversation_id', conversation_id));  -- sizes first (issue 27)
   if embedding is null then
     perform pgmem._bad_input('resolve_thread needs the message embedding: threads are found by cosine to their centroids',
       'embed the message (the Python client does), or skip thread resolution for text-only messages');
@@ -124,6 +125,7 @@ as $$
 #variable_conflict use_variable
 declare t pgmem.threads;
 begin
+  perform pgmem._check_args('set_thread_summary', jsonb_build_object('summary', summary, 'label', label, 'source', source));  -- sizes first (issue 27)
   if summary is null or summary !~ '\S' then
     perform pgmem._bad_input('the summary is empty');
   end if;
@@ -151,7 +153,8 @@ returns table (thread_id bigint, label text, status text, message_count integer,
 as $$
   select t.id, t.label, t.status, t.message_count, t.summary, t.summary_source, t.created_at, t.last_message_at
     from pgmem.threads t
-   where t.tenant = (select pgmem._require_tenant()) and t.conversation_id = conversation_threads.conversation_id
+   where pgmem._check_args('conversation_threads', jsonb_build_object('conversation_id', conversation_threads.conversation_id))
+     and t.tenant = (select pgmem._require_tenant()) and t.conversation_id = conversation_threads.conversation_id
      and (include_archived or t.status = 'active')
    order by t.last_message_at desc, t.id desc
 $$;

@@ -11,14 +11,16 @@
 create or replace function pgmem.extract_insights(content text) returns jsonb
   language sql immutable security definer
   set search_path = pgmem, public, pg_temp
-  return pgmem._engine('insights', 'extract_insights', jsonb_build_object('text', content));
+  return case when pgmem._check_args('extract_insights', jsonb_build_object('content', content))  -- sizes first (issue 27)
+              then pgmem._engine('insights', 'extract_insights', jsonb_build_object('text', content)) end;
 comment on function pgmem.extract_insights(text) is
   'The insights a text states by cue phrases (python/pgmem/engine/insights.py): a JSON array of {type, content, confidence, cue}, one per sentence at most.';
 
 create or replace function pgmem.extract_concepts(content text) returns jsonb
   language sql immutable security definer
   set search_path = pgmem, public, pg_temp
-  return pgmem._engine('insights', 'concepts', jsonb_build_object('text', content));
+  return case when pgmem._check_args('extract_concepts', jsonb_build_object('content', content))  -- sizes first (issue 27)
+              then pgmem._engine('insights', 'concepts', jsonb_build_object('text', content)) end;
 comment on function pgmem.extract_concepts(text) is
   'The concepts of a text by the design''s heuristic (capitalised nouns, snake_case and camelCase terms, quoted and backtick terms, acronyms): a JSON array of {concept, term}.';
 
@@ -86,6 +88,15 @@ begin
     perform pgmem._bad_input('an insight needs a confidence between 0 and 1');
   end if;
   perform pgmem._check_unit(p_confidence, 'confidence');
+  -- (issue 27, L4: a bad thread or message id was a raw foreign-key error naming no argument)
+  if p_thread_id is not null and not exists (select 1 from pgmem.threads t where t.tenant = p_tenant and t.id = p_thread_id) then
+    perform pgmem._bad_input(format('thread_id %s is not a thread of tenant "%s"', p_thread_id, p_tenant),
+      'pgmem.conversation_threads(conversation_id) lists the threads of a conversation');
+  end if;
+  if p_message_id is not null and not exists (select 1 from pgmem.messages m where m.tenant = p_tenant and m.id = p_message_id) then
+    perform pgmem._bad_input(format('message_id %s is not a message of tenant "%s"', p_message_id, p_tenant),
+      'pgmem.observe_turn and observe_reply return the ids of the messages they store');
+  end if;
   if p_source not in ('cue', 'llm', 'api') then
     perform pgmem._bad_input(format('insight source must be cue, llm or api, got %L', p_source));
   end if;
@@ -126,8 +137,9 @@ create or replace function pgmem.add_insight(
 returns bigint
   language sql volatile security definer
   set search_path = pgmem, public, pg_temp
-  return pgmem._store_insight((select pgmem._require_tenant()), type, content, confidence, user_id, conversation_id,
-                              thread_id, message_id, embedding, source);
+  return case when pgmem._check_args('add_insight', jsonb_build_object('type', type, 'content', content, 'user_id', user_id, 'conversation_id', conversation_id, 'source', source))  -- sizes first (issue 27)
+              then pgmem._store_insight((select pgmem._require_tenant()), type, content, confidence, user_id, conversation_id,
+                                        thread_id, message_id, embedding, source) end;
 comment on function pgmem.add_insight(text, text, float8, text, text, bigint, bigint, vector, text) is
   'Stores a research insight (decision, conclusion, hypothesis, open_question, observation) with its confidence and thread; NULL when the confidence is below insight_min_confidence (.6). The same text of the same user returns the existing insight.';
 
@@ -188,6 +200,7 @@ declare
   r pgmem.remember_result;
   v_research jsonb;
 begin
+  perform pgmem._check_args('observe_reply', jsonb_build_object('conversation_id', conversation_id, 'content', content, 'insights', insights));  -- sizes first (issue 27)
   c := pgmem._locked_conversation(v_tenant, observe_reply.conversation_id);
   if insights is not null and jsonb_typeof(insights) <> 'array' then
     perform pgmem._bad_input('insights must be a JSON array of {"type", "content", "confidence"} objects');
@@ -296,6 +309,8 @@ returns table (id bigint, type text, content text, confidence real, score float8
 as $$
   select * from pgmem._search_insights((select pgmem._require_tenant()), query_text, query_embedding, user_id, k, types,
                                        current_thread_id, min_confidence)
+   where pgmem._check_args('search_insights', jsonb_build_object('query_text', query_text, 'user_id', user_id, 'types', types))
+     and pgmem._unit_ok(min_confidence, 'min_confidence')  -- issue 27: sizes first; a NaN confidence matched nothing
 $$;
 comment on function pgmem.search_insights(text, vector, text, integer, text[], bigint, float8) is
   'Research insights of the current tenant (a user''s, or all) across every thread and conversation, ranked by .6 semantic + .25 lexical + .15 concept overlap (weights of absent signals spread over the rest); same_thread marks those of current_thread_id.';
@@ -311,7 +326,8 @@ returns jsonb
   set search_path = pgmem, public, pg_temp
 as $$
   with q as (select (select pgmem._require_tenant()) as tenant,
-                    array(select c->>'concept' from jsonb_array_elements(pgmem.extract_concepts(query_text)) c) as concepts)
+                    array(select c->>'concept' from jsonb_array_elements(pgmem.extract_concepts(query_text)) c) as concepts
+              where pgmem._check_args('research_context', jsonb_build_object('query_text', query_text, 'user_id', research_context.user_id)))
   select jsonb_build_object(
     'insights', coalesce((select jsonb_agg(jsonb_build_object('id', s.id, 'type', s.type, 'content', s.content,
                                    'confidence', s.confidence, 'score', round(s.score::numeric, 4), 'thread_id', s.thread_id,

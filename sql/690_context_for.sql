@@ -17,7 +17,8 @@ create or replace function pgmem.user_data_summary(user_id text) returns jsonb
   language sql stable security definer
   set search_path = pgmem, public, pg_temp
 as $$
-  with t as (select pgmem._require_tenant() as tenant)
+  with t as (select pgmem._require_tenant() as tenant
+              where pgmem._check_args('user_data_summary', jsonb_build_object('user_id', user_data_summary.user_id)))  -- sizes first (issue 27)
   select jsonb_build_object(
     'tenant', t.tenant,
     'user_id', user_data_summary.user_id,
@@ -113,6 +114,7 @@ declare
   v_privacy jsonb;
   v_filters jsonb;
 begin
+  perform pgmem._check_args('context_for', jsonb_build_object('query_text', query_text, 'conversation_id', conversation_id, 'user_id', user_id, 'filters', filters, 'search_profile', search_profile));  -- sizes first (issue 27)
   if query_text is null or query_text !~ '\S' then
     perform pgmem._bad_input('context_for needs the user''s message (query_text)');
   end if;
@@ -213,7 +215,8 @@ begin
                                                  'who', h.who, 'category', h.category, 'created_at', h.created_at)
                               order by h.score desc, h.id), '[]')
       into v_memories
-      from (select * from pgmem.search(query_text => query_text, query_embedding => v_emb, k => v_depth + 1,
+      from (select * from pgmem.search(query_text => left(query_text, pgmem._limit('max_query_chars', 4000)::int),
+                                       query_embedding => v_emb, k => v_depth + 1,
                                        profile => search_profile, filters => v_filters) s
              where s.id is distinct from v_memory_id
              order by s.score desc, s.id limit v_depth) h;

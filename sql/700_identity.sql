@@ -49,6 +49,11 @@ begin
   if char_length(p_value) > p_max then
     perform pgmem._bad_input(format('%s is %s characters, more than %s', p_what, char_length(p_value), p_max));
   end if;
+  -- (names and statements are keys of b-tree indexes, whose rows hold at most 2704 bytes: four
+  -- bytes a character would pass the check above and fail there, naming no argument; issue 27, L4)
+  if octet_length(p_value) > 2 * p_max then
+    perform pgmem._bad_input(format('%s is %s bytes, more than %s', p_what, octet_length(p_value), 2 * p_max));
+  end if;
 end $$;
 
 -- The identity of an agent as one document (goal embeddings left out: see has_embedding).
@@ -95,6 +100,7 @@ declare
   v_inertia float8 := pgmem._identity_inertia('trait', inertia);
   r pgmem.identity_traits;
 begin
+  perform pgmem._check_args('identity_update_trait', jsonb_build_object('name', name, 'agent_id', agent_id));  -- sizes first (issue 27)
   perform pgmem._identity_check('trait name', name, 128);
   if observed is null then
     perform pgmem._bad_input('observed is NULL: a trait update needs a value between 0 and 1');
@@ -129,6 +135,7 @@ declare
   v_first boolean;
   v_bad bigint;
 begin
+  perform pgmem._check_args('identity_update_belief', jsonb_build_object('key', key, 'statement', statement, 'evidence', evidence, 'agent_id', agent_id));  -- sizes first (issue 27)
   perform pgmem._identity_check('belief key', key, 128);
   perform pgmem._identity_check('belief statement', statement, 1000);
   if confidence is null then
@@ -183,6 +190,7 @@ declare
   v_inertia float8 := pgmem._identity_inertia('goal', inertia);
   r pgmem.identity_goals;
 begin
+  perform pgmem._check_args('identity_set_goal', jsonb_build_object('key', key, 'goal', goal, 'agent_id', agent_id));  -- sizes first (issue 27)
   perform pgmem._identity_check('goal key', key, 128);
   perform pgmem._identity_check('goal', goal, 2000);
   embedding := pgmem._check_embedding(embedding, 'the goal''s embedding');
@@ -220,6 +228,7 @@ declare
   v_tenant text := pgmem._require_tenant();
   r pgmem.identity_goals;
 begin
+  perform pgmem._check_args('identity_end_goal', jsonb_build_object('key', key, 'state', state, 'agent_id', agent_id));  -- sizes first (issue 27)
   if state is null or state not in ('achieved', 'dropped', 'active') then
     perform pgmem._bad_input(format('a goal ends as achieved or dropped (or is made active again), not %s', coalesce(state, 'NULL')));
   end if;
@@ -245,6 +254,7 @@ create or replace function pgmem.identity(agent_id text default '') returns json
 as $$
 declare v_tenant text := pgmem._require_tenant();
 begin
+  perform pgmem._check_args('identity', jsonb_build_object('agent_id', agent_id));  -- sizes first (issue 27)
   return pgmem._identity_doc(v_tenant, coalesce(agent_id, ''));
 end $$;
 comment on function pgmem.identity(text) is
@@ -256,6 +266,7 @@ create or replace function pgmem.identity_snapshot(reason text default 'requeste
 as $$
 declare v_tenant text := pgmem._require_tenant();
 begin
+  perform pgmem._check_args('identity_snapshot', jsonb_build_object('reason', reason, 'agent_id', agent_id));  -- sizes first (issue 27)
   perform pgmem._identity_check('reason', reason, 1000);
   return pgmem._identity_snap(v_tenant, coalesce(agent_id, ''), reason);
 end $$;
@@ -271,6 +282,7 @@ declare
   v_tenant text := pgmem._require_tenant();
   r pgmem.identity_snapshots;
 begin
+  perform pgmem._check_args('identity_at', jsonb_build_object('agent_id', agent_id));  -- sizes first (issue 27)
   if as_of is null then
     perform pgmem._bad_input('identity_at needs a time (as_of)', 'the current identity is pgmem.identity()');
   end if;
@@ -298,7 +310,8 @@ create or replace function pgmem.goal_relevance(embedding vector, agent_id text 
 as $$
   select max(pgmem.cosine_sim(goal_relevance.embedding, g.embedding))
     from pgmem.identity_goals g
-   where g.tenant = (select pgmem.current_tenant()) and g.agent_id in ('', coalesce(goal_relevance.agent_id, ''))
+   where pgmem._check_args('goal_relevance', jsonb_build_object('agent_id', goal_relevance.agent_id))  -- sizes first (issue 27)
+     and g.tenant = (select pgmem.current_tenant()) and g.agent_id in ('', coalesce(goal_relevance.agent_id, ''))
      and g.state = 'active' and g.embedding is not null
 $$;
 comment on function pgmem.goal_relevance(vector, text) is

@@ -234,7 +234,11 @@ declare
     '_time_text', '_named_day', '_time_kinds', '_time_regex', '_time_kind_names', '_time_kind', '_time_period',
     '_time_window_first',
     -- integrations (issue 26, 128_integrations.sql): pure helpers of list_memories and the items
-    '_filter_strings', '_item_key', '_item_path', '_check_namespace', '_item_matches'];
+    '_filter_strings', '_item_key', '_item_path', '_check_namespace', '_item_matches',
+    -- reliability (issue 27): the argument limits (015): pure size checks, settings read, no writes
+    '_too_big', '_over_limit', '_limit', '_check_text', '_check_chars', '_check_json', '_check_items', '_fits',
+    '_check_args', '_argument_limits', '_check_read_args', '_check_activate_args', '_invalid', '_unit_ok', '_check_positive',
+    '_reads_content'];
 begin
   for r in select p.oid::regprocedure::text as sig, p.proname, p.prokind from pg_proc p
              join pg_namespace n on n.oid = p.pronamespace
@@ -301,6 +305,8 @@ end $$;
 --                                   pgmem_admin only (_require_admin); the keys are the owner's alone
 --   (grant_tenant, revoke_tenant and set_session_limits are SECURITY INVOKER: the admin's own rights)
 --   erase_user                      history is written by pgmem only (500_privacy.sql)
+--   export_user                     reads the queues and index copies the app may not read (vector_queue,
+--                                   memory_vectors, ...); every statement filters on the caller's tenant (500)
 --   remember, remember_many, surprise
 --                                   history rows of rejected/duplicate candidates; the read path's reason below
 --                                   (writejobs: all three run pgmem._remember_core, 100_remember.sql)

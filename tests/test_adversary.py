@@ -315,7 +315,11 @@ ALLOWED_HELPERS = [
     "_restore_from_history",
     # issue 29 (200): the time grammar's pure helpers (text and dates in, a window out), read by _query
     "_time_text", "_named_day", "_time_kinds", "_time_regex", "_time_kind_names", "_time_kind", "_time_period",
-    "_time_window_first"]
+    "_time_window_first",
+    # reliability (issue 27): the argument limits (sql/015_limits.sql): pure size checks, settings read, no writes
+    "_too_big", "_over_limit", "_limit", "_check_text", "_check_chars", "_check_json", "_check_items", "_fits",
+    "_check_args", "_argument_limits", "_check_read_args", "_check_activate_args", "_invalid", "_unit_ok", "_check_positive",
+    "_reads_content"]
 
 
 # ============================================================== attacker: the admin role
@@ -718,3 +722,114 @@ class TestHistory:
         assert rows(admin, "select state from pgmem.unmerge(%s)", (gone,))[0]["state"] == "active"
         assert scalar(env.su, "select access_count from pgmem.memories where id = %s", (keep,)) == survivor_count - 1
         assert scalar(env.su, "select count(*) from pgmem.links where weight > 50 or weight < 0") == 0
+
+
+# ============================================================== issue 27: the Lows (L1, L2)
+class TestClaimExpiry:
+    def test_an_expired_claim_stops_inside_an_open_transaction(self, env):
+        """L1: `exp` was compared with now(), the transaction's start: a claim that expired 3 s in
+        worked 77 s later inside the same transaction. clock_timestamp() now: the next statement
+        after the expiry is refused."""
+        key = bytes(scalar(env.su, "select pgmem.add_claim_key('default')"))
+        shared = env.login("shared", None)
+        token = sign(key, {"tenant": "a", "exp": int(time.time()) + 2})
+        with shared.transaction():
+            shared.execute("select set_config('pgmem.tenant_claim', %s, true)", (token,))
+            assert scalar(shared, "select pgmem.current_tenant()") == "a"
+            time.sleep(3.2)
+            with pytest.raises(psycopg.Error) as ei:
+                shared.execute("select count(*) from pgmem.memories").fetchall()
+            assert ei.value.sqlstate == "28000" and "expired" in str(ei.value)
+
+    def test_an_expired_key_stops_inside_an_open_transaction(self, env):
+        key = bytes(scalar(env.su, "select pgmem.add_claim_key('short', expires_at => clock_timestamp() + interval '2 seconds')"))
+        shared = env.login("shared", None)
+        token = sign(key, {"tenant": "a", "exp": int(time.time()) + 600}, {"alg": "HS256", "kid": "short"})
+        with shared.transaction():
+            shared.execute("select set_config('pgmem.tenant_claim', %s, true)", (token,))
+            assert scalar(shared, "select pgmem.current_tenant()") == "a"
+            time.sleep(2.5)
+            with pytest.raises(psycopg.Error) as ei:
+                shared.execute("select pgmem.current_tenant()").fetchall()
+            assert ei.value.sqlstate == "28000"
+
+
+CONTENT_MARK = "q7x9content"  # in every memory's content of the reader's tenant: a leak shows it
+
+# SECURITY DEFINER functions pgmem_reader may execute (through the functions its views call):
+# they run as the owner, past the column privileges that keep content from the reader, so each
+# is reviewed here and called by the test below with every id of the reader's tenant.
+READER_DEFINERS = {"current_tenant", "_setting", "_check_category", "cluster_confidence", "cluster_top_members"}
+
+
+@pytest.fixture
+def clusters_env(cluster, dsn, logins):
+    """Tenant a (the reader's) with embedded memories in clusters, their content marked."""
+    import numpy as np
+
+    su = connect(dsn, tenant=None)
+    su.execute("select pgmem.grant_tenant(%s, 'a')", (logins["reader"][0],))
+    su.execute("select pgmem.grant_tenant(%s, 'a')", (logins["app"][0],))
+    rng = np.random.default_rng(9)
+    with connect(dsn, tenant="a") as a:
+        for i in range(30):
+            v = rng.normal(size=384)
+            a.execute("select pgmem.remember(%s, %s::vector, force => true)",
+                      (f"{CONTENT_MARK} memory {i} about kites and boats", (v / np.linalg.norm(v)).astype(np.float32)))
+        a.execute("call pgmem.run_job('cluster', '{\"tenant\": \"a\"}')")
+        assert a.execute("select count(*) from pgmem.memories where cluster_id is not null").fetchone()[0] == 30
+    yield su
+    su.close()
+
+
+class TestReaderContent:
+    def test_cluster_top_members_gives_the_reader_no_content(self, cluster, dsn, logins, clusters_env):
+        """L2: pgmem_reader read 200 characters of 371 of 1,194 memories through
+        cluster_top_members(id, 100) (and the cluster_overview view)."""
+        reader = _reader(cluster, dsn, logins)
+        ids = [r[0] for r in reader.execute("select cluster_id from pgmem.cluster_overview where state = 'active'")]
+        assert ids
+        seen = 0
+        for cid in ids:
+            got = scalar(reader, "select pgmem.cluster_top_members(%s, 100)", (cid,))
+            assert all(set(m) == {"id", "content", "confidence"} and m["content"] is None for m in got), got[:2]
+            seen += len(got)
+        assert seen == 30  # every member was listed, none with its words
+        # (a cluster's label and top terms are the words its members share most: an aggregate the
+        # BI views show by design, SECURITY.md; the members themselves are not shown)
+        overview = json.dumps([r["top_members"] for r in rows(reader, "select top_members from pgmem.cluster_overview")])
+        assert CONTENT_MARK not in overview and "kites and boats" not in overview
+        # the app (and the explorer page, through list_clusters) still sees the members' words
+        name, pw = logins["app"]
+        with psycopg.connect(host="127.0.0.1", port=cluster.port, user=name, password=pw, autocommit=True,
+                             dbname=conninfo_to_dict(dsn)["dbname"], options="-c pgmem.tenant=a") as app:
+            assert CONTENT_MARK in json.dumps([scalar(app, "select pgmem.cluster_top_members(%s, 100)", (i,)) for i in ids])
+
+    def test_no_function_the_reader_may_execute_returns_content(self, cluster, dsn, logins, clusters_env):
+        """L2, the catalog's side: every function pgmem_reader may EXECUTE. A SECURITY INVOKER one
+        runs with the reader's column privileges (no content); each SECURITY DEFINER one is in
+        READER_DEFINERS and is called with every memory and cluster id of the reader's tenant."""
+        su = clusters_env
+        reader_role = logins["reader"][0]
+        can = rows(su, """select p.proname, p.prosecdef, p.oid::regprocedure::text as sig, pg_get_function_identity_arguments(p.oid) as args
+                            from pg_proc p where p.pronamespace = 'pgmem'::regnamespace
+                             and has_function_privilege(%s, p.oid, 'EXECUTE')""", (reader_role,))
+        definers = {r["proname"] for r in can if r["prosecdef"]}
+        assert definers <= READER_DEFINERS, f"review these SECURITY DEFINER functions the reader may run: {sorted(definers - READER_DEFINERS)}"
+        reader = _reader(cluster, dsn, logins)
+        memory_ids = [r[0] for r in su.execute("select id from pgmem.memories where tenant = 'a'")]
+        cluster_ids = [r[0] for r in su.execute("select id from pgmem.clusters where tenant = 'a'")]
+        out = []
+        for mid in memory_ids:
+            out.append(scalar(reader, "select pgmem.cluster_confidence(%s)", (mid,)))
+        for cid in cluster_ids:
+            out.append(scalar(reader, "select pgmem.cluster_top_members(%s, 100)", (cid,)))
+        if "_setting" in definers:
+            for key in ("embedding_dim", "search_profile", "max_content_bytes"):
+                out.append(scalar(reader, "select pgmem._setting(%s)", (key,)))
+        if "_check_category" in definers:
+            out.append(scalar(reader, "select pgmem._check_category('fact')"))
+        assert {"cluster_confidence", "cluster_top_members"} <= definers  # (the test called what the reader can)
+        assert CONTENT_MARK not in json.dumps(out, default=str)
+        # and the reader still reads no content column itself
+        refused(reader, "select content from pgmem.memories", match="permission denied")

@@ -145,7 +145,7 @@ def test_every_layered_function_is_isolated(world):
     assert doc["context"]["memories"] == [] or all(m["id"] not in ids["messages"] for m in doc["context"]["memories"])
     assert all(h["message_id"] not in ids["messages"] for h in doc["context"]["history"])
     # a thread id of b named in an insight of a: the (tenant, thread) foreign key refuses it
-    call("add_insight", "select pgmem.add_insight('decision', 'x', 0.9, thread_id => %s)", (ids["threads"][0],), expect="23503")
+    call("add_insight", "select pgmem.add_insight('decision', 'x', 0.9, thread_id => %s)", (ids["threads"][0],), expect="22023")  # issue 27, L4: named
     doc = call("context_for", "select pgmem.context_for('What do you know about me?', %s, 'a-2', %s) as d", (v, USER))[0]["d"]
     assert doc["context"]["privacy"]["tiers"]["conversational"]["conversations"] == 2  # a's two
 

@@ -169,10 +169,10 @@ def test_candidates_and_ids_filter_are_limited(conn):
 
 
 def test_an_unknown_lexical_mode_is_a_clear_error(conn):
-    conn.execute("insert into pgmem.profiles (tenant, name, method, weights, params) values "
-                 "('acme', 'jam_bm', 'search', %s, %s)", (Jsonb(JAM), Jsonb({"lexical": "bm99"})))
-    with pytest.raises(psycopg.errors.InvalidParameterValue, match='profile "jam_bm": params.lexical must be "coverage", "rank" or "bm25", got "bm99"'):
-        search(conn, query_text="kites", profile="jam_bm")
+    # (issue 27, L3: refused when the profile is written, not at every search that uses it)
+    with pytest.raises(psycopg.errors.InvalidParameterValue, match='profile "jam_bm" \\(tenant acme\\): params.lexical must be "coverage", "rank" or "bm25", got "bm99"'):
+        conn.execute("insert into pgmem.profiles (tenant, name, method, weights, params) values "
+                     "('acme', 'jam_bm', 'search', %s, %s)", (Jsonb(JAM), Jsonb({"lexical": "bm99"})))
 
 
 # ------------------------------------------------------------------ the same arguments as search

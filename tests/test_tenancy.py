@@ -1004,6 +1004,7 @@ def test_erase_user_with_colliding_user_ids(cluster, dsn, roles):
 
 
 DOCUMENTED_UNPINNED = {
+    "_argument_limits",  # issue 27: the list of limits, a VALUES list naming nothing, inlined into _check_args' query
     # SQL-standard bodies (parsed at CREATE: names resolved then, whatever the caller's search_path)
     "_lexeme_query", "_candidate_tsquery", "_content_key", "_is_admin", "_b64url", "_b64url_decode", "_hmac", "_tenant_name_ok", "_job_lock_key", "_op_details", "_scope_key", "_set_op",
     # the read path's query-record functions, inlined into the ranking statements (sql/202, 203)
@@ -1033,7 +1034,7 @@ RECONSTRUCTIVE_SECDEF = ["spread", "search_spread", "reconstruct", "reconstructi
 
 SECURITY_DEFINER_AUDITED = sorted([
     "current_tenant", "_claim_tenant", "add_claim_key", "drop_claim_key",
-    "sign_tenant_claim", "erase_user", "remember", "remember_many", "surprise", "build_context", "explain_search", "_search", "_activate", "recall",
+    "sign_tenant_claim", "erase_user", "export_user", "remember", "remember_many", "surprise", "build_context", "explain_search", "_search", "_activate", "recall",
     "_record_access",  # issue 24: one INSERT into the access log, for the caller's checked tenant
     "compact", "_restore_from_history", "memory_activation",  # issue 24
     "ingest_document", "set_chunk_embeddings", "search_documents", "list_documents", "delete_document", "restore_document",

@@ -85,7 +85,7 @@ def test_enqueue_rules(conn, dsn):
         conn.execute("select pgmem.enqueue('sleep')")
     with pytest.raises(psycopg.errors.InvalidParameterValue, match="priority must be between 0 and 4"):
         conn.execute("select pgmem.enqueue('reflect', priority => 7)")
-    with pytest.raises(psycopg.errors.InvalidParameterValue, match="at most 10000 memory ids"):
+    with pytest.raises(psycopg.errors.InvalidParameterValue, match="memory_ids is 10001 items, more than max_items"):  # issue 27
         conn.execute("select pgmem.enqueue('bind', array(select generate_series(1, 10001))::bigint[])")
 
 

@@ -36,6 +36,7 @@ import logging
 import os
 import secrets
 import sys
+import threading
 from datetime import date, datetime, timezone
 from decimal import Decimal
 from pathlib import Path
@@ -212,7 +213,12 @@ SQL_TOOLS: tuple[SqlTool, ...] = (
 
 
 class MemoryTools:
-    """The tools' implementation: one AsyncMemoryClient per tenant, one embedder for all."""
+    """The tools' implementation: one MemoryClient per tenant, one embedder for all.
+
+    Every call runs in a worker thread (``asyncio.to_thread``), as the web server runs its
+    routes: extraction and embedding are CPU work, and on the event loop one tenant's
+    ``remember`` held up every other tenant's calls (issue 27, H1: 7 s). The event loop only
+    passes messages."""
 
     def __init__(self, dsn: str | None = None, *, principal: Principal | None = None, embed: bool = True,
                  extractor: Any = None, max_connections: int = 4, sql_tools: tuple[SqlTool, ...] = SQL_TOOLS):
@@ -223,9 +229,11 @@ class MemoryTools:
         self.principal = principal
         self.embed = embed
         self._embedder: Any = None
+        self._embedder_lock = threading.Lock()
         self.extractor = extractor
         self.max_connections = max_connections
         self._clients: dict[str, Any] = {}
+        self._lock = threading.Lock()
         self.sql_arguments = self._sql_signatures()
 
     def _sql_signatures(self) -> dict[str, set[str]]:
@@ -242,6 +250,10 @@ class MemoryTools:
     def embedder(self):
         """The sentence-transformers embedder ([embed] extra), or None: then memories are stored
         for the embedding worker and questions are answered by lexical search."""
+        with self._embedder_lock:
+            return self._load_embedder()
+
+    def _load_embedder(self):
         if self.embed and self._embedder is None:
             try:
                 from .embedding import Embedder
@@ -253,19 +265,30 @@ class MemoryTools:
         return self._embedder
 
     def client(self, tenant: str):
-        c = self._clients.get(tenant)
-        if c is None:
-            from .client import AsyncMemoryClient
+        """The tenant's MemoryClient (thread-safe: its connections come from a pool)."""
+        with self._lock:
+            c = self._clients.get(tenant)
+            if c is None:
+                from .client import MemoryClient
 
-            c = AsyncMemoryClient(self.dsn, tenant=tenant, embedder=self.embedder, extractor=self.extractor,
-                                  min_size=0, max_size=self.max_connections)
-            self._clients[tenant] = c
-        return c
+                c = MemoryClient(self.dsn, tenant=tenant, embedder=self.embedder, extractor=self.extractor,
+                                 min_size=0, max_size=self.max_connections)
+                self._clients[tenant] = c
+            return c
+
+    @staticmethod
+    async def _off_loop(fn: Callable, *args, **kwargs):
+        """fn(*args, **kwargs) in a worker thread: the event loop stays free for other calls."""
+        import asyncio
+
+        return await asyncio.to_thread(fn, *args, **kwargs)
 
     async def close(self) -> None:
-        for c in self._clients.values():
-            await c.close()
-        self._clients.clear()
+        with self._lock:
+            clients = list(self._clients.values())
+            self._clients.clear()
+        for c in clients:
+            await self._off_loop(c.close)
 
     def _scope(self, p: Principal) -> dict[str, Any] | None:
         return {"user_id": p.user} if p.user else None
@@ -274,7 +297,7 @@ class MemoryTools:
         """The memory if it belongs to the caller (tenant, and user when one is configured)."""
         from .errors import NotFound
 
-        m = await self.client(p.tenant).get(memory_id)
+        m = await self._off_loop(self.client(p.tenant).get, memory_id)
         if m is None or (p.user and m.get("user_id") != p.user):
             who = f'user "{p.user}"' if p.user else f'tenant "{p.tenant}"'
             raise NotFound(f"memory {memory_id} does not exist for {who}",
@@ -285,18 +308,20 @@ class MemoryTools:
     async def remember(self, p: Principal, content: str, category: str | None = None,
                        importance: float | None = None, who: str | None = None,
                        session_id: str | None = None, metadata: dict | None = None) -> dict[str, Any]:
-        r = await self.client(p.tenant).remember(
+        r = await self._off_loop(
+            self.client(p.tenant).remember,
             content, who=who, category=category, importance=importance, session_id=session_id,
             user_id=p.user, metadata={**(metadata or {}), "via": "mcp"}, extract=True)
         return _plain({"id": r.id, "decision": r.decision, "surprise": r.surprise, "importance": r.importance,
                        "nearest_id": r.nearest_id, "nearest_similarity": r.nearest_similarity})
 
     async def search(self, p: Principal, query: str, k: int = 5) -> dict[str, Any]:
-        hits = await self.client(p.tenant).search(query, k=k, filters=self._scope(p))
+        hits = await self._off_loop(self.client(p.tenant).search, query, k=k, filters=self._scope(p))
         return {"memories": [_hit(h) for h in hits]}
 
     async def context(self, p: Principal, query: str, token_budget: int = 1000) -> dict[str, Any]:
-        rows = await self.client(p.tenant).build_context(query, token_budget=token_budget, filters=self._scope(p))
+        rows = await self._off_loop(self.client(p.tenant).build_context, query, token_budget=token_budget,
+                                    filters=self._scope(p))
         picked = [r for r in rows if r["selected"]]
         return _plain({"token_budget": token_budget, "tokens": sum(r["token_count"] for r in picked),
                        "memories": [{"id": r["id"], "content": r["content"], "who": r["who"],
@@ -304,12 +329,12 @@ class MemoryTools:
 
     async def forget(self, p: Principal, memory_id: int, reason: str | None = None) -> dict[str, Any]:
         await self._own(p, memory_id)
-        m = await self.client(p.tenant).forget(memory_id, reason=reason)
+        m = await self._off_loop(self.client(p.tenant).forget, memory_id, reason=reason)
         return _plain({"id": m["id"], "state": m["state"], "content": m["content"]})
 
     async def history(self, p: Principal, memory_id: int) -> dict[str, Any]:
         await self._own(p, memory_id)
-        return {"changes": _plain(await self.client(p.tenant).history(memory_id))}
+        return {"changes": _plain(await self._off_loop(self.client(p.tenant).history, memory_id))}
 
     async def sql_tool(self, p: Principal, tool: SqlTool, args: dict[str, Any]) -> dict[str, Any]:
         takes = self.sql_arguments[tool.function]
@@ -317,13 +342,13 @@ class MemoryTools:
         if "query" in args:
             call["query_text"] = args["query"]
             if "query_embedding" in takes and self.embedder is not None:
-                call["query_embedding"] = self.embedder.embed(args["query"])
+                call["query_embedding"] = await self._off_loop(self.embedder.embed, args["query"])
         if "user_id" in takes:
             if not p.user:
                 raise ConfigError(f"the tool {tool.name} needs a user: start the server with --user "
                                   "(stdio) or make the token with --user (HTTP)")
             call["user_id"] = p.user
-        rows = await self.client(p.tenant).call(tool.function, **call)
+        rows = await self._off_loop(self.client(p.tenant).call, tool.function, **call)
         if len(rows) == 1 and list(rows[0]) == [tool.function]:
             return _plain({"result": rows[0][tool.function]})  # a function returning one value
         return {"rows": _plain(rows)}

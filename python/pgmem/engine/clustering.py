@@ -15,6 +15,8 @@ import warnings
 
 import numpy as np
 
+from pgmem.engine.guard import cancellable, tick
+
 # jam-journalistic-agent-memory.md, Stage 4.1: MiniBatchKMeans(batch_size=100, n_init=3,
 # max_no_improvement=10). (k itself, JAM's Adaptive Clustering, is pgmem.cluster_k in SQL.)
 BATCH_SIZE = 100
@@ -64,7 +66,8 @@ def fit(X, k: int, seed: int = 0):
     max_no_improvement 10) on X. Returns (centers, counts): counts are the weights k-means
     has seen per centre, which partial_fit goes on from."""
     X = np.asarray(X, dtype=np.float64)
-    with warnings.catch_warnings():  # (duplicate points: fewer distinct clusters than k) -> not the server log
+    # (under guard.cancellable(): a cancel or timeout ends it between two of its mini-batch steps)
+    with warnings.catch_warnings(), cancellable():  # (duplicate points: fewer distinct clusters than k) -> not the server log
         warnings.simplefilter("ignore")
         km = _kmeans(k, seed).fit(X)
     return km.cluster_centers_.copy(), np.asarray(km._counts, dtype=np.float64).copy()
@@ -88,6 +91,7 @@ def partial_fit(centers, counts, batches):
     for X in batches:
         X = np.asarray(X, dtype=np.float64)
         for s in range(0, X.shape[0], BATCH_SIZE):
+            tick()
             B = X[s:s + BATCH_SIZE]
             if B.shape[0] == 0:
                 continue

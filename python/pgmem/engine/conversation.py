@@ -31,6 +31,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from pgmem.engine.guard import MAX_TEXT_CHARS, normalise, tick, windows
 from pgmem.engine.intent import is_greeting
 
 __all__ = ["update", "tokens", "jaccard", "keywords", "tone", "SQL_API"]
@@ -43,6 +44,7 @@ DEEP_DIVE_STABLE = 3
 DEEP_DIVE_WORDS = 8
 TESTING_STICKY_TURNS = 2
 RECENT_QUERIES = 5          # repetition compares with this many earlier user messages
+RECENT_QUERY_CHARS = 2000   # ...each kept to its first this many characters (the state stays small)
 INTENT_HISTORY = 10
 
 _STOP = frozenset("""
@@ -93,32 +95,54 @@ def jaccard(a: set[str], b: set[str]) -> float:
     return len(a & b) / len(a | b) if a or b else 0.0
 
 
+_KEYWORD = re.compile(r"[A-Za-z][A-Za-z0-9_+#.-]*[A-Za-z0-9+#]|[A-Za-z]")
+
+
 def keywords(text: str, limit: int = 3) -> list[str]:
     """The first ``limit`` distinct content words of a text, longest first on ties of order."""
     seen: list[str] = []
-    for w in re.findall(r"[A-Za-z][A-Za-z0-9_+#.-]*[A-Za-z0-9+#]|[A-Za-z]", text or ""):
-        lw = w.lower().strip(".")
+    # (the words one by one, stopping at ``limit``: a list of every distinct word of a long text,
+    # searched for each word, was quadratic; issue 27, H1)
+    for m in _KEYWORD.finditer((text or "")[:MAX_TEXT_CHARS]):
+        lw = m.group(0).lower().strip(".")
         if len(lw) > 2 and lw not in _STOP and lw not in seen:
             seen.append(lw)
-    return seen[:limit]
+            if len(seen) >= limit:
+                break
+    return seen
 
 
-def tone(text: str) -> str:
+def _parts(text: str | list[tuple[int, str]]) -> list[tuple[int, str]]:
+    return text if isinstance(text, list) else list(windows(normalise(text or "")))
+
+
+def _found(rx: re.Pattern[str], parts: list[tuple[int, str]]) -> bool:
+    """Whether ``rx`` matches in a window of the text (engine/guard.py, issue 27 H1)."""
+    for _, part in parts:
+        tick()
+        if rx.search(part):
+            return True
+    return False
+
+
+def tone(text: str | list[tuple[int, str]]) -> str:
     """The message's tone (precedence frustrated > anxious > confused > positive > curious)."""
-    caps = sum(1 for w in re.findall(r"\b[A-Z]{3,}\b", text or "") if w not in ("API", "SQL", "HTTP", "JSON", "HNSW", "CPU", "GPU", "URL"))
+    parts = _parts(text)
+    caps = sum(1 for _, part in parts for w in re.findall(r"\b[A-Z]{3,}\b", part)
+               if w not in ("API", "SQL", "HTTP", "JSON", "HNSW", "CPU", "GPU", "URL"))
     if caps >= 2:
         return "frustrated"
     for name, rx in _TONES:
-        if rx.search(text or ""):
+        if _found(rx, parts):
             return name
     return "neutral"
 
 
-def _precision(text: str, testing: bool, short: bool) -> str | None:
+def _precision(parts: list[tuple[int, str]], testing: bool, short: bool) -> str | None:
     if testing:
         return "adversarial"
     for name, rx in _PRECISION:
-        if rx.search(text):
+        if _found(rx, parts):
             return name
     return "concise" if short else None
 
@@ -133,6 +157,7 @@ def update(state: dict[str, Any], text: str, topic_similarity: float | None = No
     s = dict(state or {})
     tr = dict(s.get("tracker") or {})
     t = (text or "").strip()
+    parts = list(windows(normalise(t)))  # what the patterns see (engine/guard.py, issue 27 H1)
     words = re.findall(r"[\w'’]+", t)
     n = int(s.get("message_count") or 0) + 1
     short = len(words) <= SHORT_QUERY_WORDS
@@ -143,11 +168,11 @@ def update(state: dict[str, Any], text: str, topic_similarity: float | None = No
     best = max((jaccard(toks, tokens(q)) for q in recent), default=0.0)
     repetition = best >= repetition_threshold
 
-    testing_now = bool(_TESTING.search(t))
+    testing_now = _found(_TESTING, parts)
     left = TESTING_STICKY_TURNS if testing_now else max(0, int(tr.get("testing_turns_left") or 0) - 1)
     testing_flag = testing_now or (bool(s.get("testing_flag")) and int(tr.get("testing_turns_left") or 0) > 0)
-    meta = bool(_META.search(t))
-    turn_tone = tone(t)
+    meta = _found(_META, parts)
+    turn_tone = tone(parts)
     prev_tone = s.get("emotional_tone") or "neutral"
 
     # topic: stable / drift against the gate threshold
@@ -179,8 +204,8 @@ def update(state: dict[str, Any], text: str, topic_similarity: float | None = No
     avg = avg + (len(t) - avg) / n
 
     # the tracker's own mode persists in the tracker: the column may hold a behaviour rule's override
-    precision = _precision(t, testing_flag, short) or tr.get("precision") or s.get("precision_mode") or "analytical"
-    tr.update(recent_queries=(recent + [t])[-RECENT_QUERIES:], recent_drifts=recent_drifts, testing_turns_left=left,
+    precision = _precision(parts, testing_flag, short) or tr.get("precision") or s.get("precision_mode") or "analytical"
+    tr.update(recent_queries=(recent + [t[:RECENT_QUERY_CHARS]])[-RECENT_QUERIES:], recent_drifts=recent_drifts, testing_turns_left=left,
               precision=precision)
     new = {
         "current_topic": topic,
@@ -202,10 +227,10 @@ def update(state: dict[str, Any], text: str, topic_similarity: float | None = No
         "tracker": tr,
     }
     turn = {
-        "text_length": len(t), "word_count": len(words), "short_query": short, "question": bool(_QUESTION.search(t)),
+        "text_length": len(t), "word_count": len(words), "short_query": short, "question": _found(_QUESTION, parts),
         "tone": turn_tone, "repetition": repetition, "repetition_similarity": round(best, 4), "testing": testing_now,
         "meta_comment": meta, "drift": drift, "topic_similarity": topic_similarity,
-        "greeting": is_greeting(t), "personal_reference": bool(_PERSONAL.search(t)), "keywords": keywords(t, 5),
+        "greeting": is_greeting(t), "personal_reference": _found(_PERSONAL, parts), "keywords": keywords(t, 5),
     }
     return {"state": new, "turn": turn}
 

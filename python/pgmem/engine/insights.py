@@ -20,6 +20,7 @@ from collections import Counter
 from typing import Any
 
 from pgmem.engine.conversation import keywords
+from pgmem.engine.guard import normalise, tick, windows
 
 __all__ = ["INSIGHT_TYPES", "extract_insights", "concepts", "summarize", "label", "SQL_API"]
 
@@ -30,7 +31,7 @@ LABELLED = 0.9  # "Decision: ..." and the like
 # Cue phrases and the confidence pgmem gives them (checked in this order; first wins).
 CUES: list[tuple[str, float, re.Pattern[str]]] = [
     ("decision", 0.8, re.compile(
-        r"\b(?:(?:we|i)\s*(?:'ve|have)?\s*(?:decided|agreed|chose|chosen|settled\s+on)|(?:we|i)\s*(?:will|'ll)\s+(?:go\s+with|use|switch\s+to|stick\s+with)"
+        r"\b(?:(?:we|i)(?:\s*'ve|\s+have)?\s*(?:decided|agreed|chose|chosen|settled\s+on)|(?:we|i)\s*(?:will|'ll)\s+(?:go\s+with|use|switch\s+to|stick\s+with)"
         r"|(?:we|i)\s*(?:are|'re|am|'m)\s+going\s+(?:with|to\s+use)|let'?s\s+(?:go\s+with|use|pick|stick\s+with|switch\s+to)|the\s+plan\s+is)\b", re.I)),
     ("conclusion", 0.75, re.compile(
         r"(?:^|\b)(?:so|therefore|thus|hence)\b,?\s|\b(?:in\s+conclusion|to\s+conclude|it\s+turns\s+out|the\s+(?:answer|result|conclusion|bottom\s+line)\s+is"
@@ -52,9 +53,13 @@ _SENTENCE = re.compile(r"[^.!?\n]+[.!?]*", re.S)
 
 
 def sentences(text: str) -> list[str]:
-    """Sentences of a text (split at . ! ? and new lines; decimal points kept)."""
-    protected = re.sub(r"(\d)\.(\d)", "\\1\u2024\\2", text or "")
-    return [s.strip().replace("\u2024", ".") for s in _SENTENCE.findall(protected) if len(s.strip()) > 3]
+    """Sentences of a text (split at . ! ? and new lines; decimal points kept), from its
+    normalised windows (engine/guard.py: a sentence is at most guard.WINDOW_CHARS long)."""
+    out: list[str] = []
+    for _, part in windows(normalise(text)):
+        protected = re.sub(r"(\d)\.(\d)", "\\1\u2024\\2", part)
+        out.extend(s.strip().replace("\u2024", ".") for s in _SENTENCE.findall(protected) if len(s.strip()) > 3)
+    return out
 
 
 def _clip(text: str, limit: int) -> str:
@@ -70,6 +75,7 @@ def extract_insights(text: str, min_confidence: float = 0.0) -> list[dict[str, A
     "confidence", "cue"}``, those below ``min_confidence`` left out."""
     out: list[dict[str, Any]] = []
     for s in sentences(text):
+        tick()
         m = _LABEL.match(s)
         if m:
             kind = _LABEL_TYPE[re.sub(r"\s+", " ", m.group(1).lower())]
@@ -107,7 +113,18 @@ def concepts(text: str, limit: int = 12) -> list[dict[str, str]]:
     """Concepts of a text, in order of first appearance: ``{"concept": key, "term": as
     written}``; the key is the term lower-cased with spaces collapsed. Capitalised words
     that only start a sentence are not concepts."""
-    text = text or ""
+    out: list[dict[str, str]] = []
+    seen: set[str] = set()
+    # window by window (engine/guard.py): the concepts of a window come after those of the ones
+    # before it, so once ``limit`` are found the rest of the text cannot change them
+    for _, part in windows(normalise(text)):
+        _window_concepts(part, limit, out, seen)
+        if len(out) >= limit:
+            break
+    return out
+
+
+def _window_concepts(text: str, limit: int, out: list[dict[str, str]], seen: set[str]) -> None:
     found: list[tuple[int, str]] = []
     for rx in (_BACKTICK, _QUOTED):
         for m in rx.finditer(text):
@@ -125,8 +142,6 @@ def concepts(text: str, limit: int = 12) -> list[dict[str, str]]:
                 continue
             term = rest[1]
         found.append((m.start(), term))
-    out: list[dict[str, str]] = []
-    seen: set[str] = set()
     for _, term in sorted(found, key=lambda x: x[0]):
         key = re.sub(r"\s+", " ", term.strip(" .,;:!?")).lower()
         if not key or len(key) < 2 or key in _NOT_CONCEPTS or key in seen:
@@ -137,7 +152,6 @@ def concepts(text: str, limit: int = 12) -> list[dict[str, str]]:
         out.append({"concept": key, "term": term.strip(" .,;:!?")})
         if len(out) >= limit:
             break
-    return out
 
 
 # ---------------------------------------------------------------------------- summaries
@@ -146,6 +160,7 @@ def label(texts: list[str], limit: int = 3) -> str | None:
     counts: Counter[str] = Counter()
     order: dict[str, int] = {}
     for t in texts:
+        tick()
         for w in keywords(t, 50):
             counts[w] += 1
             order.setdefault(w, len(order))
@@ -162,6 +177,7 @@ def summarize(messages: list[dict[str, Any]], max_sentences: int = 3, max_chars:
     ``[{"content": str, "sim": float | None}]`` in order."""
     freq: Counter[str] = Counter()
     for m in messages:
+        tick()
         freq.update(set(keywords(m.get("content") or "", 50)))
     common = {w for w, c in freq.items() if c >= 2} or set(freq)
     scored: list[tuple[float, int, str]] = []

@@ -29,6 +29,7 @@ import json
 import re
 from typing import Any
 
+from pgmem.engine.guard import normalise, tick, windows
 from pgmem.engine.profile_facts import detect_facts
 
 __all__ = ["INTENTS", "FAST_PATHS", "classify", "fast_path", "is_greeting", "SYSTEM_PROMPT", "llm_payload", "parse_llm", "SQL_API"]
@@ -72,10 +73,25 @@ def _words(text: str) -> list[str]:
     return re.findall(r"[\w'’]+", text)
 
 
+#: A greeting is at most this many characters (and 8 words): longer text is never one, and the
+#: pattern is never tried on it (issue 27, H1).
+GREETING_MAX_CHARS = 200
+
+
 def is_greeting(text: str) -> bool:
     """The whole message is a greeting, thanks or goodbye (at most 8 words)."""
-    t = (text or "").strip()
-    return bool(t) and len(_words(t)) <= 8 and bool(_GREETING.match(t))
+    t = normalise((text or "").strip(), GREETING_MAX_CHARS + 1)
+    return bool(t) and len(t) <= GREETING_MAX_CHARS and len(_words(t)) <= 8 and bool(_GREETING.match(t))
+
+
+def _search(rx: re.Pattern[str], parts: list[tuple[int, str]]) -> re.Match[str] | None:
+    """The first match of ``rx`` in the windows of a text (engine/guard.py), or None."""
+    for _, part in parts:
+        tick()
+        m = rx.search(part)
+        if m:
+            return m
+    return None
 
 
 def fast_path(text: str, has_history: bool = False, facts: list | None = None) -> dict[str, Any] | None:
@@ -83,23 +99,27 @@ def fast_path(text: str, has_history: bool = False, facts: list | None = None) -
     continuation; privacy is tried before the profile statement so that "delete my name"
     is privacy). ``facts``: the profile facts the text states (engine.profile_facts), if the
     caller already has them. None when no fast path matches."""
-    t = (text or "").strip()
+    # (issue 27, H1: the patterns see the normalised text, window by window; engine/guard.py)
+    t = normalise((text or "").strip())
     if not t:
         return {"intent": "general", "confidence": FAST_PATHS["greeting"], "rule": "empty", "needs_llm": False}
     if is_greeting(t):
         return {"intent": "general", "confidence": FAST_PATHS["greeting"], "rule": "greeting", "needs_llm": False}
-    if _PRIVACY.search(t):
+    parts = list(windows(t))
+    if _search(_PRIVACY, parts):
         return {"intent": "privacy", "confidence": FAST_PATHS["privacy"], "rule": "privacy", "needs_llm": False}
     if facts is None:
         facts = detect_facts(t)
     if facts:
         return {"intent": "profile", "confidence": FAST_PATHS["profile_statement"], "rule": "profile_statement",
                 "needs_llm": False, "facts": facts}
+    if not has_history:
+        return None
     words = _words(t)
-    ref = _BACKREF.search(t)
+    ref = _BACKREF.search(t) if len(words) <= 25 else None
     # a back-reference counts in a short message, or near the start of a longer one (in "how does
     # pgvector build its index", "its" refers to the message's own subject)
-    if has_history and len(words) <= 25 and (_FOLLOW_UP.match(t) or (ref and (len(words) <= 12 or len(_words(t[:ref.start()])) < 4))):
+    if len(words) <= 25 and (_FOLLOW_UP.match(t) or (ref and (len(words) <= 12 or len(_words(t[:ref.start()])) < 4))):
         return {"intent": "continuation", "confidence": FAST_PATHS["continuation"], "rule": "continuation",
                 "needs_llm": False}
     return None
@@ -107,10 +127,13 @@ def fast_path(text: str, has_history: bool = False, facts: list | None = None) -
 
 def fallback(text: str) -> dict[str, Any]:
     """pgmem's offline guess when no fast path matched (needs_llm stays True)."""
-    t = (text or "").strip()
-    if _PERSONAL_Q.search(t) and (_QUESTION.search(t) or "?" in t):
+    t = normalise((text or "").strip())
+    parts = list(windows(t))
+    # _QUESTION is anchored at the text's start (its first window) or end ("?")
+    question = bool(parts) and (_QUESTION.search(parts[0][1]) or parts[-1][1].rstrip().endswith("?"))
+    if _search(_PERSONAL_Q, parts) and (question or "?" in t):
         return {"intent": "profile", "confidence": FALLBACK["personal_question"], "rule": "personal_question", "needs_llm": True}
-    if _QUESTION.search(t):
+    if question:
         return {"intent": "knowledge_base", "confidence": FALLBACK["question"], "rule": "question", "needs_llm": True}
     return {"intent": "general", "confidence": FALLBACK["default"], "rule": "default", "needs_llm": True}
 

@@ -23,6 +23,8 @@ from __future__ import annotations
 import re
 from typing import Any, Mapping
 
+from pgmem.engine.guard import normalise, tick, windows
+
 __all__ = ["detect_facts", "validate_facts", "merge_facts", "is_user_speaker", "fact_key", "LLM_FIELD", "SQL_API"]
 
 # Tool and place words that name the key of a "switched to"/"I use" statement.
@@ -68,18 +70,26 @@ _WORD = r"[A-Z][\w&'’-]*(?:\.[A-Za-z]+)*"   # a capitalised word; "Fly.io" kee
 _ORG = _WORD + r"(?:(?:\s+(?:of|de|for|and|&))?\s+" + _WORD + ")*"
 _PLACE = r"(?:(?:St|Ste|Ft|Mt)\.\s+)?[A-Z][\w'’-]+(?:\.[A-Za-z]+)*(?:(?:\s+(?:de|del|da|am|an|upon|sur|la|le))?\s+[A-Z][\w'’-]+)*"
 _END = r"(?=\s*(?:[.,;:!?)]|$|\s(?:and|but|because|since|for|last|this|now|recently|a\s+few|two|three|in\s+\d|when|where|with|after)\b))"
-_IM = r"\b(?:i\s*'?\s*a?m|i’m)\s+"
+_IM = r"\b(?:i(?:\s*['’]\s*|\s*)a?m|i’m)\s+"
+# (No two adjacent quantifiers below match the same characters, so a long run of spaces or
+# words is tried once, not split every way between them: issue 27, H1; engine/guard.py.)
+# "I've ", "I have ", "I ": the optional "'ve"/"have" is a literal between the spaces.
+_HAVE = r"(?:\s*['’]ve|\s+have)?\s*"
+# a tool or place as written in "switched from X to Y", "I use X": words, starting and ending
+# with a non-space (the spaces around it belong to the \s+ beside it), lazily as short as the
+# statement allows
+_TOOL = r"[\w.#+'’-](?:[\w .#+'’-]*?[\w.#+'’-])?"
 
 # Prefixes match in any case ((?i:...)); names, places and employers must be capitalised.
 RULES: list[tuple[str, re.Pattern[str]]] = [
     ("name", re.compile(r"(?i:\bmy\s+(?:full\s+|first\s+)?name\s+is)\s+(?P<v>" + _NAME + ")")),
     ("name", re.compile(r"(?i:\b(?:please\s+)?call\s+me)\s+(?P<v>" + _NAME + r")" + _END)),
-    ("name_im", re.compile(r"(?:^|[.!?]\s+|,\s*)(?i:(?:hi|hello|hey)?[,!\s]*(?:I'm|I’m|I am|Im))\s+(?P<v>[A-Z][a-z'’-]+(?:\s+[A-Z][a-z'’-]+){0,2})" + _END)),
-    ("switch", re.compile(r"(?i:\bi\s*(?:'ve|’ve|have)?\s*(?:just\s+|recently\s+|finally\s+)?(?:switched|moved|migrated|changed|went)\s+"
-                          r"(?:over\s+)?from)\s+(?P<prev>[\w .#+'’-]+?)\s+(?i:(?:over\s+)?to)\s+(?P<v>[\w .#+'’-]+?)" + _END)),
-    ("switch_to", re.compile(r"(?i:\bi\s*(?:'ve|’ve|have)?\s*(?:just\s+|recently\s+|finally\s+)?(?:switched|migrated|changed)\s+(?:over\s+)?to)\s+"
-                             r"(?P<v>[\w .#+'’-]+?)" + _END)),
-    ("location", re.compile(r"(?i:\bi\s*(?:'ve|’ve|have)?\s*(?:just\s+|recently\s+)?(?:moved|relocated)\s+(?:back\s+)?)"
+    ("name_im", re.compile(r"(?:^[,!\s]*|[.!?]\s+|,[,!\s]*)(?i:(?:(?:hi|hello|hey)[,!\s]*)?(?:I'm|I’m|I am|Im))\s+(?P<v>[A-Z][a-z'’-]+(?:\s+[A-Z][a-z'’-]+){0,2})" + _END)),
+    ("switch", re.compile(r"(?i:\bi" + _HAVE + r"(?:just\s+|recently\s+|finally\s+)?(?:switched|moved|migrated|changed|went)\s+"
+                          r"(?:over\s+)?from)\s+(?P<prev>" + _TOOL + r")\s+(?i:(?:over\s+)?to)\s+(?P<v>" + _TOOL + ")" + _END)),
+    ("switch_to", re.compile(r"(?i:\bi" + _HAVE + r"(?:just\s+|recently\s+|finally\s+)?(?:switched|migrated|changed)\s+(?:over\s+)?to)\s+"
+                             r"(?P<v>" + _TOOL + ")" + _END)),
+    ("location", re.compile(r"(?i:\bi" + _HAVE + r"(?:just\s+|recently\s+)?(?:moved|relocated)\s+(?:back\s+)?)"
                             r"(?:(?i:from)\s+(?P<prev>" + _PLACE + r")\s+)?(?i:to)\s+(?P<v>" + _PLACE + ")")),
     ("location", re.compile(r"(?i:\b(?:i\s+(?:now\s+)?live|i\s*'?m\s+living|i\s+am\s+living|i\s*'?m\s+based|i\s+am\s+based|i\s+reside)\s+in)\s+(?P<v>" + _PLACE + ")")),
     ("allergy", re.compile(r"\bi\s*(?:'m|’m|am)\s+(?P<neg>not\s+|no\s+longer\s+)?(?:\w+ly\s+|also\s+|very\s+)?allergic\s+to\s+(?P<v>[\w ,'’-]+?)(?:\s+(?:anymore|any\s+more))?(?=\s*(?:[.;:!?)]|$|\s(?:but|because|since|so)\b))", re.I)),
@@ -96,7 +106,7 @@ RULES: list[tuple[str, re.Pattern[str]]] = [
     ("age", re.compile(_IM + r"(?P<v>\d{1,3})\s*(?:years?\s+old|y/?o)\b", re.I)),
     ("languages", re.compile(r"(?i:\bi\s+(?:also\s+)?speak)\s+(?P<v>[A-Z][a-z]+(?:(?:\s*,\s*|\s+and\s+)[A-Z][a-z]+)*)")),
     ("uses", re.compile(r"\bi(?:\s+(?:mostly|mainly|now|always)|\s*'m|\s*’m|\s+am)?\s+(?:use|using|code\s+in|program\s+in)\s+"
-                        r"(?P<v>[\w .#+'’-]+?)" + _END, re.I)),
+                        r"(?P<v>" + _TOOL + ")" + _END, re.I)),
     ("my", re.compile(r"\bmy\s+(?P<k>(?:[a-z]+\s+){0,2}[a-z]+)\s+is\s+(?P<v>[^.;!?\n]{1,60}?)(?=\s*(?:[.;!?\n]|$|,\s|\sand\s|\sbut\s))", re.I)),
 ]
 CONFIDENCE = {"name": 0.95, "name_im": 0.85, "switch": 0.9, "switch_to": 0.85, "location": 0.9, "allergy": 0.95,
@@ -111,21 +121,23 @@ def fact_key(text: str) -> str:
     return k if k and k[0].isalpha() else ("x_" + k if k else "")
 
 
+# every known name, the longest first: one match finds the longest name a value starts with
+_KNOWN = re.compile("(?:" + "|".join(re.escape(n) for n in sorted(_CATEGORY_OF, key=len, reverse=True)) + r")\b", re.I)
+
+
 def _category(value: str) -> str | None:
     v = value.strip().lower()
     if v in _CATEGORY_OF:
         return _CATEGORY_OF[v]
-    for name, cat in _CATEGORY_OF.items():  # "Neovim with LazyVim": the first known name
-        if re.match(re.escape(name) + r"\b", v):
-            return cat
-    return None
+    m = _KNOWN.match(v)  # "Neovim with LazyVim": the known name it starts with
+    return _CATEGORY_OF[m.group(0)] if m else None
 
 
 def _known_prefix(value: str) -> str | None:
     """The known tool name a value starts with, as written ("VS Code with ..." -> "VS Code")."""
     v = value.strip()
-    best = max((n for n in _CATEGORY_OF if re.match(re.escape(n) + r"\b", v, re.I)), key=len, default=None)
-    return v[: len(best)] if best else None
+    m = _KNOWN.match(v)
+    return v[: m.end()] if m else None
 
 
 def _plural(word: str) -> str:
@@ -158,8 +170,12 @@ def detect_facts(text: str | None, speaker: str | None = None) -> list[dict[str,
         return []
     if not is_user_speaker(speaker):
         return []
+    # (issue 27, H1: the rules see the normalised text, at most guard.MAX_TEXT_CHARS, one window
+    # of whole sentences at a time; a pending cancel ends the call between two windows)
+    parts = list(windows(normalise(text)))
     out: dict[str, dict[str, Any]] = {}
     where: dict[str, int] = {}
+    offset = 0
 
     def add(key: str, value: Any, rule: str, m: re.Match[str], previous: str | None = None) -> None:
         if not key or key in out or value in (None, "", []):
@@ -168,61 +184,63 @@ def detect_facts(text: str | None, speaker: str | None = None) -> list[dict[str,
         if previous:
             f["previous"] = previous
         out[key] = f
-        where[key] = m.start()
+        where[key] = offset + m.start()
 
     for rule, rx in RULES:
-        for m in rx.finditer(text):
-            v = m.group("v")
-            if rule in ("name", "name_im"):
-                name = _clean(v)
-                if rule == "name_im" and name.split()[0].lower() in _NOT_NAMES:
-                    continue
-                add("name", name, rule, m)
-            elif rule in ("switch", "switch_to", "uses"):
-                new, prev = _clean(v), _clean(m.groupdict().get("prev") or "") or None
-                cat = _category(new) or (_category(prev) if prev else None)
-                if cat:
-                    add(cat, new, rule, m, prev)
-                elif rule == "switch" and prev and new[:1].isupper() and prev[:1].isupper() and "moved" in m.group(0).lower():
-                    add("location", new, "location", m, prev)  # "I moved from Lisbon to Berlin"
-                elif rule == "switch" and prev:
-                    add("switched." + fact_key(prev), new, rule, m, prev)
-            elif rule == "location":
-                add("location", _clean(v), rule, m, _clean(m.groupdict().get("prev") or "") or None)
-            elif rule == "allergy":
-                neg = bool(m.group("neg"))
-                for item in _split_list(v):
-                    add("allergies." + fact_key(item), not neg, rule, m)
-            elif rule == "allergy_noun":  # "I have a peanut allergy"
-                add("allergies." + fact_key(_plural(v)), True, rule, m)
-            elif rule == "intolerance":
-                add("intolerances." + fact_key(v), not m.group("neg"), rule, m)
-            elif rule == "diet":
-                add("diet", v.lower(), rule, m)
-            elif rule == "employer":
-                add("employer", _clean(v), rule, m)
-            elif rule == "occupation":
-                add("occupation", _clean(v).lower(), rule, m)
-            elif rule == "age":
-                age = int(v)
-                if 0 < age < 130:
-                    add("age", age, rule, m)
-            elif rule == "languages":
-                for item in _split_list(v):
-                    add("languages." + fact_key(item), True, rule, m)
-            elif rule == "my":
-                k = re.sub(r"\bfavourite\b", "favorite", m.group("k").lower())
-                words = k.split()
-                value = re.sub(r"(?i)^(?:on|in|at)\s+", "", _clean(v))  # "my birthday is on 14 October"
-                if k in CATEGORIES:  # "my editor is VS Code with the Vim keybindings": the known name
-                    known = _known_prefix(value)
-                    if known:
-                        add(k, known, rule, m)
+        for offset, part in parts:
+            tick()
+            for m in rx.finditer(part):
+                v = m.group("v")
+                if rule in ("name", "name_im"):
+                    name = _clean(v)
+                    if rule == "name_im" and name.split()[0].lower() in _NOT_NAMES:
                         continue
-                if (words[0] in _NOT_KEYS or words[-1] in _NOT_KEYS or len(value.split()) > 6
-                        or re.match(r"(?i)(?:what|how|why|when|where|who|which|that|not|this|it)\b", value)):
-                    continue
-                add(fact_key(k), value, rule, m)
+                    add("name", name, rule, m)
+                elif rule in ("switch", "switch_to", "uses"):
+                    new, prev = _clean(v), _clean(m.groupdict().get("prev") or "") or None
+                    cat = _category(new) or (_category(prev) if prev else None)
+                    if cat:
+                        add(cat, new, rule, m, prev)
+                    elif rule == "switch" and prev and new[:1].isupper() and prev[:1].isupper() and "moved" in m.group(0).lower():
+                        add("location", new, "location", m, prev)  # "I moved from Lisbon to Berlin"
+                    elif rule == "switch" and prev:
+                        add("switched." + fact_key(prev), new, rule, m, prev)
+                elif rule == "location":
+                    add("location", _clean(v), rule, m, _clean(m.groupdict().get("prev") or "") or None)
+                elif rule == "allergy":
+                    neg = bool(m.group("neg"))
+                    for item in _split_list(v):
+                        add("allergies." + fact_key(item), not neg, rule, m)
+                elif rule == "allergy_noun":  # "I have a peanut allergy"
+                    add("allergies." + fact_key(_plural(v)), True, rule, m)
+                elif rule == "intolerance":
+                    add("intolerances." + fact_key(v), not m.group("neg"), rule, m)
+                elif rule == "diet":
+                    add("diet", v.lower(), rule, m)
+                elif rule == "employer":
+                    add("employer", _clean(v), rule, m)
+                elif rule == "occupation":
+                    add("occupation", _clean(v).lower(), rule, m)
+                elif rule == "age":
+                    age = int(v)
+                    if 0 < age < 130:
+                        add("age", age, rule, m)
+                elif rule == "languages":
+                    for item in _split_list(v):
+                        add("languages." + fact_key(item), True, rule, m)
+                elif rule == "my":
+                    k = re.sub(r"\bfavourite\b", "favorite", m.group("k").lower())
+                    words = k.split()
+                    value = re.sub(r"(?i)^(?:on|in|at)\s+", "", _clean(v))  # "my birthday is on 14 October"
+                    if k in CATEGORIES:  # "my editor is VS Code with the Vim keybindings": the known name
+                        known = _known_prefix(value)
+                        if known:
+                            add(k, known, rule, m)
+                            continue
+                    if (words[0] in _NOT_KEYS or words[-1] in _NOT_KEYS or len(value.split()) > 6
+                            or re.match(r"(?i)(?:what|how|why|when|where|who|which|that|not|this|it)\b", value)):
+                        continue
+                    add(fact_key(k), value, rule, m)
     return sorted(out.values(), key=lambda f: where[f["key"]])  # in the order the text states them
 
 

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from pgmem.engine.guard import cancellable, tick
+
 
 def project(X, method: str = "pca", seed: int = 0):
     """JAM, 3D Visualization Pipeline: 3-D coordinates of the rows of X by PCA (default,
@@ -28,14 +30,26 @@ def project(X, method: str = "pca", seed: int = 0):
     if method == "tsne":
         import inspect
 
+        from sklearn.decomposition import PCA
         from sklearn.manifold import TSNE
 
         if n < 4:
             return project(X, "pca")
         iters = "max_iter" if "max_iter" in inspect.signature(TSNE).parameters else "n_iter"
         kw = {iters: 1000}
-        return TSNE(n_components=3, perplexity=min(30.0, (n - 1) / 3.0), random_state=seed, init="pca",
-                    **kw).fit_transform(X)
+        perplexity = min(30.0, (n - 1) / 3.0)
+        # (issue 27, H1: every long step can be cancelled.) The neighbours t-SNE needs (3 x
+        # perplexity, as scikit-learn takes them) are found here chunk by chunk, with a
+        # cancellation check between chunks, and handed over as a sparse graph of squared
+        # distances (what TSNE computes itself for metric="euclidean"); the PCA start is
+        # scikit-learn's own (randomized PCA scaled to a first-axis std of 1e-4). The gradient
+        # descent runs under guard.cancellable(): a check between iterations.
+        graph = knn_graph(X, min(n - 1, int(3.0 * perplexity + 1)))
+        init = PCA(n_components=3, svd_solver="randomized", random_state=seed).fit_transform(X).astype(np.float32)
+        init = init / np.std(init[:, 0]) * 1e-4
+        with cancellable():
+            return TSNE(n_components=3, perplexity=perplexity, random_state=seed, init=init, metric="precomputed",
+                        **kw).fit_transform(graph)
     if method == "umap":
         try:
             import umap
@@ -45,6 +59,33 @@ def project(X, method: str = "pca", seed: int = 0):
             return project(X, "pca")
         return umap.UMAP(n_components=3, n_neighbors=min(15, n - 1), random_state=seed).fit_transform(X)
     raise ValueError(f"unknown projection {method!r}: use pca, tsne or umap")
+
+
+def knn_graph(X, k: int, chunk: int = 256):
+    """Each row of X and its ``k`` nearest other rows by Euclidean distance, as a sparse n x n
+    matrix of squared distances (each row holds itself at 0 first, as scikit-learn's
+    neighbour graphs do), computed ``chunk`` rows at a time (guard.tick() between chunks;
+    memory O(chunk x n)). A distance of 0 to another row (a duplicate) is stored as 1e-12."""
+    from scipy.sparse import csr_matrix
+
+    X = np.asarray(X, dtype=np.float64)
+    n = X.shape[0]
+    sq = (X * X).sum(1)
+    indices = np.empty((n, k + 1), dtype=np.int64)
+    values = np.zeros((n, k + 1), dtype=np.float64)
+    indices[:, 0] = np.arange(n)
+    for s in range(0, n, chunk):
+        tick()
+        B = X[s:s + chunk]
+        m = B.shape[0]
+        d2 = sq[s:s + m, None] - 2.0 * (B @ X.T) + sq[None, :]
+        d2[np.arange(m), np.arange(s, s + m)] = np.inf  # not its own neighbour
+        idx = np.argpartition(d2, k - 1, axis=1)[:, :k]
+        near = np.take_along_axis(d2, idx, axis=1)
+        order = np.argsort(near, axis=1, kind="stable")  # each row by distance, as scikit-learn wants it
+        indices[s:s + m, 1:] = np.take_along_axis(idx, order, axis=1)
+        values[s:s + m, 1:] = np.maximum(np.take_along_axis(near, order, axis=1), 1e-12)
+    return csr_matrix((values.ravel(), indices.ravel(), np.arange(0, n * (k + 1) + 1, k + 1)), shape=(n, n))
 
 
 def _orient(P):

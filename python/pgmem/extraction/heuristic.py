@@ -104,8 +104,10 @@ def _day_start(moment: datetime) -> datetime:
     return datetime.combine(moment.astimezone(UTC).date(), dtime(0), tzinfo=UTC)
 
 
-_SENTENCE_BREAK = re.compile(r"[.!?]+(?=\s|$)|\n")
-_CLAUSE_BREAK = re.compile(r"[.!?]+(?=\s|$)|[;\n]")
+# (a run of marks is tried from its first mark only: tried from each mark of "....x" it was
+# quadratic; issue 27, H1)
+_SENTENCE_BREAK = re.compile(r"(?<![.!?])[.!?]+(?=\s|$)|\n")
+_CLAUSE_BREAK = re.compile(r"(?<![.!?])[.!?]+(?=\s|$)|[;\n]")
 
 
 def _sentence_end(text: str, start: int = 0, *, clause: bool = False) -> int:
@@ -113,8 +115,10 @@ def _sentence_end(text: str, start: int = 0, *, clause: bool = False) -> int:
     newline; with ``clause=True`` a ``;`` ends it too)."""
     for m in (_CLAUSE_BREAK if clause else _SENTENCE_BREAK).finditer(text, start):
         if m.group()[0] == ".":
-            prev = re.search(r"(\S+)$", text[start:m.start()])
-            word = prev.group(1).lower() if prev else ""
+            j = m.start()  # the word before the mark (a scan back over it, not a search of the text)
+            while j > start and not text[j - 1].isspace():
+                j -= 1
+            word = text[j:m.start()].lower()
             if word in _ABBREVIATIONS or re.fullmatch(r"(?:[a-z]\.)+[a-z]", word):
                 continue  # "Dr. Smith", "e.g. this"
         return m.end()
@@ -177,7 +181,9 @@ def _when_from_text(text: str, now: datetime) -> datetime | None:
 
 # ------------------------------------------------------------------------------ where
 _URL = re.compile(r"\b(?:https?|ftp|file)://[^\s<>\"'`]+", re.IGNORECASE)
-_EMAIL = re.compile(r"\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b")
+# (starts only where the local part starts: tried at every letter of "x.x.x.x..." it was
+# quadratic; issue 27, H1)
+_EMAIL = re.compile(r"(?<![\w.+-])[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b")
 _WIN_PATH = re.compile(r"\b[A-Za-z]:\\(?:[^\\\s/:*?\"<>|]+\\)*[^\\\s/:*?\"<>|]*")
 _ABS_PATH = re.compile(r"(?<![\w/:.~@-])(?:~|\.{1,2})?/[\w.@+-]+(?:/[\w.@+-]+)*/?")
 _REL_PATH = re.compile(r"(?<![\w/:.~@-])[\w.@+-]+(?:/[\w.@+-]+)+")
@@ -363,13 +369,19 @@ def _ordinary(word: str) -> bool:
 def _sentence_initial(text: str, pos: int) -> bool:
     """Whether ``pos`` starts a sentence (text start, or after .!?: or a newline, but not
     after an abbreviation such as "Dr.")."""
-    before = text[:pos].rstrip(" \t\"'“(*-•>")
-    if not before:
+    # (scans back from pos over what it needs, not over the whole text before it: called for
+    # every capitalised word, a copy or a search of the text before each was quadratic; issue 27, H1)
+    j = pos
+    while j > 0 and text[j - 1] in " \t\"'“(*-•>":
+        j -= 1
+    if j == 0:
         return True
-    if before[-1] == ".":
-        word = re.search(r"(\S*)\.$", before)
-        return not (word and word.group(1).lower() in _ABBREVIATIONS)
-    return before[-1] in "!?:\n"
+    if text[j - 1] == ".":
+        i = j - 1
+        while i > 0 and not text[i - 1].isspace():
+            i -= 1
+        return text[i:j - 1].lower() not in _ABBREVIATIONS
+    return text[j - 1] in "!?:\n"
 
 
 def _cap_runs(text: str) -> list[tuple[int, int, str]]:
@@ -438,9 +450,11 @@ def extract_entities(text: str, limit: int = MAX_ENTITIES) -> list[str]:
                 spans.append((m.start(), m.end(), word))
     spans.extend(_cap_runs(masked))
     kept: list[tuple[int, int, str]] = []
+    kept_end = 0  # in start order, a span overlaps a kept one exactly when it starts before the last kept end
     for start, end, value in sorted(spans, key=lambda s: (s[0], -(s[1] - s[0]))):
-        if value and all(end <= k_start or start >= k_end for k_start, k_end, _ in kept):
+        if value and end > start and start >= kept_end:
             kept.append((start, end, value))
+            kept_end = end
     seen: set[str] = set()
     out: list[str] = []
     for _, _, value in sorted(kept):
@@ -470,8 +484,17 @@ _FACT = re.compile(
 )
 # A number or date stated in the present tense ("the deadline is 2024-06-01", "the box has
 # 64 GB") is a fact; the same in the past tense is an episode.
-_STATED_NUMBER = re.compile(r"\b(?:is|are|has|have|costs?|equals?|weighs?)\b[^.!?;\n]*\d",
-                            re.IGNORECASE)
+# (one pass per sentence: the verb before the sentence's last digit. The pattern verb, then
+# anything up to a digit, scanned from every verb to the sentence's end: quadratic; issue 27, H1)
+_STATED_VERB = re.compile(r"\b(?:is|are|has|have|costs?|equals?|weighs?)\b", re.IGNORECASE)
+
+
+def _states_number(text: str) -> bool:
+    for sentence in re.split(r"[.!?;\n]", text):
+        last = max(sentence.rfind(d) for d in "0123456789")
+        if last > 0 and _STATED_VERB.search(sentence, 0, last):
+            return True
+    return False
 
 
 def _category(text: str, *, is_context: bool) -> str:
@@ -483,7 +506,7 @@ def _category(text: str, *, is_context: bool) -> str:
         return "preference"
     if _SKILL.search(text):
         return "skill"
-    if _FACT.search(text) or _STATED_NUMBER.search(text):
+    if _FACT.search(text) or _states_number(text):
         return "fact"
     return "episode"
 
