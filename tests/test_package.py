@@ -304,28 +304,40 @@ def test_without_an_extra_the_command_says_what_to_install(wheel, tmp_path):
 
 # ----------------------------------------------------------------------------- async types
 def _api_methods() -> list[str]:
-    """The public methods of _Base that talk to the database (their body calls self._do, _run
-    or _rows); the others (e.g. setting a claim) do no I/O and stay plain methods."""
+    """The methods of _Base that talk to the database: they return a plan (a Call or a
+    Pipeline of pgmem._transport) that each client runs; the others (e.g. setting a claim) do
+    no I/O and stay plain methods."""
     from pgmem.client import _Base
 
-    return sorted(n for n, v in vars(_Base).items() if not n.startswith("_") and inspect.isfunction(v)
-                  and re.search(r"self\._(do|run|rows)\(", inspect.getsource(v)))
+    return sorted(n for n, v in vars(_Base).items() if inspect.isfunction(v) and (not n.startswith("_") or n in (
+        "_remember_prepared",)) and re.match(r"(Plan|Call|Pipeline)\[", str(inspect.signature(v).return_annotation)))
 
 
-def test_every_async_method_is_a_coroutine_function_with_the_sync_signature():
+def test_every_api_method_runs_in_both_clients_with_one_signature():
+    """One line per method in each client (pgmem.client: _sync, _coroutine): a method of _Base
+    that one of them lacks would hand its caller a plan instead of a result."""
     from pgmem.client import _Base
 
     names = _api_methods()
-    assert {"remember", "search", "build_context", "forget", "history"} <= set(names)
-    for name in names + ["call", "remember_many", "close"]:
-        method = getattr(AsyncMemoryClient, name)
-        assert inspect.iscoroutinefunction(method), f"AsyncMemoryClient.{name} is not a coroutine function"
+    assert {"remember", "remember_many", "search", "build_context", "forget", "history", "call",
+            "context_for"} <= set(names)
+    public = {n for n in vars(_Base) if not n.startswith("_") and inspect.isfunction(vars(_Base)[n])}
+    assert public - set(names) == {"set_tenant_claim"}, "a public _Base method that is neither a plan nor I/O-free"
     for name in names:
-        assert inspect.signature(getattr(AsyncMemoryClient, name)) == inspect.signature(getattr(_Base, name))
-        assert getattr(AsyncMemoryClient, name).__doc__ == getattr(_Base, name).__doc__
-        # the annotation of an async def is the awaited type: the sync method's return type
-        assert inspect.signature(getattr(AsyncMemoryClient, name)).return_annotation == \
-            inspect.signature(getattr(MemoryClient, name)).return_annotation
+        sync, coro = vars(MemoryClient).get(name), vars(AsyncMemoryClient).get(name)
+        assert sync is not None and coro is not None, f"{name}: add `{name} = _sync(_Base.{name})` to MemoryClient " \
+            f"and `{name} = _coroutine(_Base.{name})` to AsyncMemoryClient"
+        assert not inspect.iscoroutinefunction(sync), f"MemoryClient.{name} is a coroutine function"
+        assert inspect.iscoroutinefunction(coro), f"AsyncMemoryClient.{name} is not a coroutine function"
+        base = inspect.signature(getattr(_Base, name))
+        for method in (sync, coro):
+            sig = inspect.signature(method)
+            assert sig.parameters == base.parameters and method.__doc__ == getattr(_Base, name).__doc__
+            # the annotation of the run method is the plan's result: list[Hit], not Plan[list[Hit]]
+            ret = sig.return_annotation
+            assert base.return_annotation in (f"Plan[{ret}]", f"Call[{ret}]", f"Pipeline[{ret}]"), (name, ret)
+    for name in ("close", "__aenter__", "__aexit__"):
+        assert inspect.iscoroutinefunction(getattr(AsyncMemoryClient, name)), f"AsyncMemoryClient.{name}"
 
 
 def test_async_client_end_to_end(dsn):
