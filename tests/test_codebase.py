@@ -76,3 +76,24 @@ def test_ruff_passes_on_the_package():
     out = subprocess.run([ruff, "check", "python/pgmem"], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stdout + out.stderr
 
+
+
+def test_no_test_module_imports_another():
+    """Shared fixtures and helpers live in tests/conftest.py and the helper modules beside it
+    (sqlhelpers, searchhelpers, registry, ...): a test module that imports another runs the
+    other's module-level code, drags its fixtures along, and can make a cycle (test_tenancy and
+    test_layered_tenancy imported each other)."""
+    import ast
+
+    tests = ROOT / "tests"
+    modules = {p.stem for p in tests.glob("test_*.py")}
+    found = []
+    for path in sorted(tests.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else []
+            for name in names:
+                if name.split(".")[0] in modules or name.startswith("tests.test_"):
+                    found.append(f"tests/{path.name}:{node.lineno} imports {name}")
+    assert not found, ("test modules import test modules: move what they share to tests/conftest.py (fixtures) or a "
+                       "helper module (tests/sqlhelpers.py, searchhelpers.py, registry.py, ...):\n" + "\n".join(found))

@@ -13,7 +13,6 @@ import json
 import os
 import re
 import secrets
-import shutil
 import subprocess
 import sys
 import uuid
@@ -25,7 +24,7 @@ import pytest
 from psycopg import sql
 from psycopg.conninfo import make_conninfo
 
-from conftest import connect
+from conftest import connect, run_checked as _run
 from pgmem import db
 from pgmem.client import AsyncMemoryClient, MemoryClient
 from pgmem.errors import (
@@ -191,7 +190,6 @@ def test_async_client_raises_mapped_errors(dsn):
 
 # ----------------------------------------------------------------------------- the wheel
 REPO = Path(__file__).resolve().parent.parent
-WHEEL_TREE = ("pyproject.toml", "README.md", "python", "sql", "migrations")
 
 USE_THE_WHEEL = r"""
 import json, sys
@@ -218,24 +216,6 @@ print(json.dumps({"file": pgmem.__file__, "decisions": [r.decision for r in stor
                   "by_vector": [h.id for h in by_vector], "by_text": [h.id for h in by_text],
                   "lexical": [h.signals.get("lexical") for h in by_text]}))
 """
-
-
-def _run(cmd: list[str], **kw) -> subprocess.CompletedProcess:
-    out = subprocess.run(cmd, capture_output=True, text=True, timeout=kw.pop("timeout", 600), **kw)
-    assert out.returncode == 0, f"{' '.join(map(str, cmd))} failed:\n{out.stdout[-3000:]}\n{out.stderr[-3000:]}"
-    return out
-
-
-@pytest.fixture(scope="module")
-def wheel(tmp_path_factory) -> Path:
-    """pgmem's wheel, built from a copy of the tree it is made of (the checkout stays clean)."""
-    src = tmp_path_factory.mktemp("src")
-    for item in WHEEL_TREE:
-        (shutil.copytree if (REPO / item).is_dir() else shutil.copy)(REPO / item, src / item)
-    out = tmp_path_factory.mktemp("dist")
-    _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(out), str(src)])
-    (whl,) = out.glob("pgmem_agent-*.whl")
-    return whl
 
 
 def test_wheel_carries_the_package_and_both_sql_lanes(wheel):
