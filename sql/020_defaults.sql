@@ -35,7 +35,9 @@ insert into pgmem.settings (tenant, key, value, description) values
   ('*', 'record_retrievals', 'true', 'search(), activate(), recall() append what they return to pgmem.access_log (folded by the job access into the access log: Fragment rehearsal, cluster energy); false: only uses are recorded'),
   ('*', 'exact_knn_factor', '200', 'search(), activate(), recall(): a tenant (or filtered user) of d memories takes its nearest exactly (b-tree on its vectors and a sort) instead of from the shared HNSW graph while d^2 < this x all indexed vectors (0 = never)'),
   ('*', 'recent_vectors_days', '30', 'pgmem.recent_vectors (the recent candidate branch''s own HNSW index) holds the memories created in the last this many days; an older recent window falls back to a filtered scan of the global index'),
-  ('*', 'hnsw_max_scan_tuples', '10000', 'most index tuples a filtered (iterative) HNSW scan of search, activate or recall visits (pgvector hnsw.max_scan_tuples)')
+  ('*', 'hnsw_max_scan_tuples', '10000', 'most index tuples a filtered (iterative) HNSW scan of search, activate or recall visits (pgvector hnsw.max_scan_tuples)'),
+  -- web (issue 25): pgmem.health()
+  ('*', 'worker_stall_seconds', '300', 'pgmem.health(): the embedding worker counts as stalled (status degraded) when a queued item has waited longer than this many seconds')
 on conflict (tenant, key) do nothing;
 
 -- Write-path limits and job locks (concern: write path and jobs, issue 14 "No time limits" and
@@ -83,12 +85,16 @@ insert into pgmem.profiles (tenant, name, method, weights, params, description, 
   -- weight) and summed to 1. JAM's recency, usage and spatial keep a small weight. (params.recent_window
   -- 0 would switch the recent candidate branch off: 2x faster, overlap@10 with search_exact .93
   -- instead of .98 at 100,000; bench/README.md R2.)
+  -- Round 3 (issue 29; bench/EVAL.md, "Round 3"): a context signal (the memory read with the
+  -- turn before it, sql/202_signals.sql _jam_context), the second neighbour at .9 of its score
+  -- (params.neighbour_far), and the weights re-fitted with them on the dev file (rounded):
+  -- R@10 .806 -> .818 in the prototype.
   ('*', 'pgmem', 'search',
-   '{"semantic": 0.36, "lexical": 0.08, "recency": 0.04, "actor": 0.10, "spatial": 0.01, "usage": 0.02,
-     "time": 0.05, "session": 0.16, "neighbour": 0.18}',
+   '{"semantic": 0.27, "lexical": 0.06, "recency": 0.02, "actor": 0.10, "spatial": 0.01, "usage": 0.01,
+     "time": 0.05, "session": 0.125, "neighbour": 0.195, "context": 0.16}',
    '{"recency_half_life_days": 30, "actor_mismatch": 0.3, "usage_half_life_days": 30, "lexical": "bm25",
      "bm25_k1": 1.2, "bm25_b": 0.4, "actor_from_text": true, "neighbour_links": ["temporal"],
-     "usage": "log"}',
+     "neighbour_far": 0.9, "usage": "log"}',
    'pgmem''s default search: JAM''s signals with BM25, the actors a question names, its time window, and conversation context (session, neighbours); measured on LoCoMo', true),
   -- shadow-memory-system.md, Activation Score Formula and Default Thresholds by Context Type
   ('*', 'shadow', 'activate',

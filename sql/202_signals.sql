@@ -31,6 +31,23 @@ create or replace function pgmem._jam_semantic(m pgmem.memories, p_indexed vecto
   language sql immutable parallel safe
   return 1 - (coalesce(p_indexed, m.embedding) operator(public.<=>) q.embedding) / 2;
 
+-- context (issue 29; pgmem's, none of the designs has it): the semantic signal of a memory read
+-- together with the turn before it in its session (its temporal binding's src), i.e. of the sum
+-- of the two vectors: "I've had them for 3 years now" answers "How long have you had the
+-- turtles?" asked just before it, and alone shares no meaning with "how long has Nate had his
+-- turtles?". Cosine distance normalises the sum, so this is the cosine of the question to the
+-- two turns' mean direction, on the scale of _jam_semantic. A memory without a previous turn
+-- among the candidates gets its own semantic signal. (On LoCoMo's dev file a second embedding
+-- of "previous turn + turn" measured R@10 +.005 at weight .2 of the fusion, this sum of stored
+-- vectors the same, without a second vector per memory; bench/EVAL.md, round 3.)
+create or replace function pgmem._jam_context(p_vec vector, p_prev vector, q pgmem.query) returns float8
+  language sql immutable parallel safe
+  return case when p_vec is null then null
+              when p_prev is null then 1 - (p_vec operator(public.<=>) q.embedding) / 2
+              else 1 - ((p_vec operator(public.+) p_prev) operator(public.<=>) q.embedding) / 2 end;
+comment on function pgmem._jam_context(vector, vector, pgmem.query) is
+  'search''s context signal: (1 + cos(question, memory vector + its previous turn''s vector)) / 2; the memory''s own semantic signal when it has no previous turn. NULL without a vector.';
+
 -- lexical (profile param lexical = coverage, the default): the share of the query's lexemes the
 -- memory contains. JAM asks for "a normalised full-text score"; an absolute share keeps a
 -- one-word match of a long question low (bench/EVAL.md). The lexemes the memory contains are

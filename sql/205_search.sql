@@ -55,6 +55,8 @@ begin
     -- candidate (not materialized, the planner folded c into s and evaluated the lexical signal
     -- once for each of its five uses there: 19 us a candidate; R6)
     select m.id, m.session_id,
+           -- (the vector, for the context signal of this memory and of the turn after it)
+           case when q.w_context > 0 then coalesce(v.embedding, m.embedding) end as vec,
            pgmem._jam_semantic(m, v.embedding, q) as semantic,
            pgmem._jam_lexical(m, q) as lexical,
            pgmem._jam_recency(m, q) as recency,
@@ -65,37 +67,65 @@ begin
       from pgmem.memories m left join pgmem.memory_vectors v on v.memory_id = m.id
      where m.id = any(v_ids) and m.tenant = q.tenant and m.state = any(q.states) and pgmem._eligible(m, q)
        and not (q.current_only and m.id = any(v_sup))),
+  e as (
+    -- the links of q.neighbour_links at each candidate, either direction: (memory, its neighbour,
+    -- whether the neighbour is the link's src, i.e. for a temporal link the previous turn)
+    select l.src_id as id, l.dst_id as other, false as prev from pgmem.links l
+     where (q.w_neighbour > 0 or q.w_context > 0) and l.tenant = q.tenant and l.kind = any(q.neighbour_links)
+       and l.src_id = any(v_ids)
+    union all
+    select l.dst_id, l.src_id, l.kind = 'temporal' from pgmem.links l
+     where (q.w_neighbour > 0 or q.w_context > 0) and l.tenant = q.tenant and l.kind = any(q.neighbour_links)
+       and l.dst_id = any(v_ids)),
+  cu as (
+    -- the candidates, and for the context signal (sql/202_signals.sql, _jam_context; issue 29)
+    -- each one's link to its previous turn, keyed by the previous turn's id
+    select c.id as key, c.*, true as self from c
+    union all
+    select e.other, e.id, null, null, null, null, null, null, null, null, null, false from e
+     where e.prev and q.w_context > 0),
+  cp as (
+    -- a link row gets the previous turn's vector: windows over (candidates ∪ links), one sort
+    -- each, as nb below (a join of c to itself or to the links is a nested loop in a generic
+    -- plan, which cannot know how many candidates come: 150 ms for 400 candidates)
+    select cu.*, case when not cu.self then first_value(cu.vec) over (partition by cu.key order by cu.self desc) end as pvec
+      from cu),
   s as (
     -- lexical = rank (JAM's literal reading) or bm25: divided by the largest among the candidates
-    select c.*, case when c.lexical is null or q.lexical_mode = 'coverage' then c.lexical
-                     when max(c.lexical) over () > 0 then c.lexical / max(c.lexical) over () else 0 end as lex
-      from c),
+    select z.id, z.session_id, z.semantic, z.lexical, z.recency, z.actor, z.spatial, z.usage, z.time,
+           case when z.lexical is null or q.lexical_mode = 'coverage' then z.lexical
+                when max(z.lexical) over () > 0 then z.lexical / max(z.lexical) over () else 0 end as lex,
+           case when q.w_context > 0 then pgmem._jam_context(z.vec, z.prev_vec, q) end as context
+      from (select cp.*, first_value(cp.pvec) over (partition by cp.id order by cp.self) as prev_vec from cp) z
+     where z.self),
   b as (
     -- JAM Stage 2.3, Score Fusion: Σ weight · signal over the memory's own signals; a signal the
     -- memory does not have (no embedding yet) shares its weight out like one the query lacks
     select s.*,
            coalesce(q.w_semantic * s.semantic, 0) + coalesce(q.w_lexical * s.lex, 0) + coalesce(q.w_recency * s.recency, 0)
          + coalesce(q.w_actor * s.actor, 0) + coalesce(q.w_spatial * s.spatial, 0) + coalesce(q.w_usage * s.usage, 0)
-         + coalesce(q.w_time * s.time, 0) as own,
-           pgmem._jam_present(q, s.semantic, s.lex, s.recency, s.actor, s.spatial, s.usage, s.time, null, null) as own_w
+         + coalesce(q.w_time * s.time, 0) + coalesce(q.w_context * s.context, 0) as own,
+           pgmem._jam_present(q, s.semantic, s.lex, s.recency, s.actor, s.spatial, s.usage, s.time, null, null)
+         + case when s.context is null then 0 else q.w_context end as own_w
       from s),
-  e as (
-    -- the links of q.neighbour_links at each candidate, either direction: (memory, its neighbour)
-    select l.src_id as id, l.dst_id as other from pgmem.links l
-     where q.w_neighbour > 0 and l.tenant = q.tenant and l.kind = any(q.neighbour_links) and l.src_id = any(v_ids)
-    union all
-    select l.dst_id, l.src_id from pgmem.links l
-     where q.w_neighbour > 0 and l.tenant = q.tenant and l.kind = any(q.neighbour_links) and l.dst_id = any(v_ids)),
+  e2 as (
+    -- the second neighbours (a neighbour's other neighbour), when params.neighbour_far > 0: the
+    -- answer to "what did Nate think of the ice cream he made?" is often two turns after the
+    -- turn that names it ("How was it?" between them; issue 29)
+    select e.id, f.other from e join e f on f.id = e.other
+     where q.neighbour_far > 0 and f.other <> e.id),
   nb as (
-    -- the best own score among each memory's neighbours: the neighbours' scores are looked up
-    -- by a window over (candidates ∪ links) keyed by the neighbour's id, one sort, instead of a
-    -- join the planner would make a nested loop of (a generic plan cannot know how many
-    -- candidates come: it plans for one)
-    select w.id, max(w.best) as best
-      from (select u.id, max(u.own) over (partition by u.key) as best
-              from (select b.id as key, null::bigint as id, b.own / nullif(b.own_w, 0) as own from b
+    -- the best own score among each memory's neighbours (a second neighbour's times
+    -- neighbour_far): the neighbours' scores are looked up by a window over (candidates ∪ links)
+    -- keyed by the neighbour's id, one sort, instead of a join the planner would make a nested
+    -- loop of (a generic plan cannot know how many candidates come: it plans for one)
+    select w.id, max(w.best * w.f) as best
+      from (select u.id, u.f, max(u.own) over (partition by u.key) as best
+              from (select b.id as key, null::bigint as id, b.own / nullif(b.own_w, 0) as own, null::float8 as f from b
                     union all
-                    select e.other, e.id, null from e) u) w
+                    select e.other, e.id, null, 1.0::float8 from e
+                    union all
+                    select e2.other, e2.id, null, q.neighbour_far from e2) u) w
      where w.id is not null
      group by w.id),
   x as (
@@ -111,7 +141,8 @@ begin
     select x.*,
            coalesce((x.own + coalesce(q.w_session * x.session, 0) + coalesce(q.w_neighbour * x.neighbour, 0))
                     / nullif(pgmem._jam_present(q, x.semantic, x.lex, x.recency, x.actor, x.spatial, x.usage, x.time,
-                                                x.session, x.neighbour), 0), 0)
+                                                x.session, x.neighbour)
+                             + case when x.context is null then 0 else q.w_context end, 0), 0)
          * case when x.id = any(v_sup) then q.superseded_factor else 1 end as score
       from x
      order by score desc, x.id
@@ -125,7 +156,7 @@ begin
   -- the memories' fields, for the k returned only
   select t.id, t.score, t.semantic, t.lex, t.recency, t.actor, t.spatial, t.usage, t.time, t.session, t.neighbour,
          m.content, m.summary, m.who, m.what, m.happened_at, m.location, m.why, m.how, m.category, m.tier,
-         m.user_id, m.agent_id, m.session_id, m.created_at, m.access_count, m.importance, m.metadata
+         m.user_id, m.agent_id, m.session_id, m.created_at, m.access_count, m.importance, m.metadata, t.context
     from top t join pgmem.memories m on m.id = t.id cross join rec
    order by t.score desc, t.id;
 end $$;
@@ -164,7 +195,7 @@ begin
   return query select * from unnest(hits);
 end $$;
 comment on function pgmem.search(text, vector, integer, text, text, text, jsonb, jsonb, timestamptz, boolean, integer) is
-  'Fused search over the current tenant''s memories: candidates from the HNSW and full-text indexes, each signal in [0,1] per row (semantic, lexical, recency, actor, spatial, usage, time, session, neighbour), weights from a profile (default: the setting search_profile, pgmem; jam is JAM''s .55/.20/.10/.07/.03/.05) or an explicit jsonb. touch => true records the access.';
+  'Fused search over the current tenant''s memories: candidates from the HNSW and full-text indexes, each signal in [0,1] per row (semantic, lexical, recency, actor, spatial, usage, time, session, neighbour, context), weights from a profile (default: the setting search_profile, pgmem; jam is JAM''s .55/.20/.10/.07/.03/.05) or an explicit jsonb. touch => true records the access.';
 
 create or replace function pgmem.search_exact(
   query_text text default null,
@@ -211,7 +242,7 @@ begin
   h as (
     select x0.*,
            pgmem._jam_present(q, x0.semantic, x0.lexical, x0.recency, x0.actor, x0.spatial, x0.usage, x0.time, x0.session,
-                              x0.neighbour) as present,
+                              x0.neighbour) + case when x0.context is null then 0 else q.w_context end as present,
            -- current beats stale: a superseded memory's every contribution keeps superseded_factor
            case when x0.id = any(pgmem._superseded(array(select y.id from x0 y), q.tenant, q.as_of)) then q.superseded_factor else 1 end as cur
       from x0)
@@ -226,7 +257,7 @@ begin
            ('semantic', h.semantic, q.w_semantic), ('lexical', h.lexical, q.w_lexical),
            ('recency', h.recency, q.w_recency), ('actor', h.actor, q.w_actor), ('spatial', h.spatial, q.w_spatial),
            ('usage', h.usage, q.w_usage), ('time', h.time, q.w_time), ('session', h.session, q.w_session),
-           ('neighbour', h.neighbour, q.w_neighbour)) s(name, val, w)
+           ('neighbour', h.neighbour, q.w_neighbour), ('context', h.context, q.w_context)) s(name, val, w)
    union all
   -- a superseded memory: one more row, its step (value: superseded_factor; no weight, no contribution)
   select h.rk, h.id, h.score, 'superseded', h.cur, null, 0, h.content from h where h.cur <> 1

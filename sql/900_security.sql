@@ -230,6 +230,9 @@ declare
     '_standby_refuses', '_primary_address',
     -- read path's lexical statistics (201): bounded by their arguments, the caller's tenant only, no writes
     '_lexicon_df', '_lexical_probe', '_query_actors', '_month',
+    -- the time grammar of time_window (200, issue 29): pure functions of the question and its day
+    '_time_text', '_named_day', '_time_kinds', '_time_regex', '_time_kind_names', '_time_kind', '_time_period',
+    '_time_window_first',
     -- integrations (issue 26, 128_integrations.sql): pure helpers of list_memories and the items
     '_filter_strings', '_item_key', '_item_path', '_check_namespace', '_item_matches'];
 begin

@@ -312,7 +312,10 @@ ALLOWED_HELPERS = [
     # integrations (issue 26): pure helpers of list_memories and the items
     "_filter_strings", "_item_key", "_item_path", "_check_namespace", "_item_matches",
     # issue 24 (110): restore of a purged memory, SECURITY DEFINER, the caller's tenant's history only
-    "_restore_from_history"]
+    "_restore_from_history",
+    # issue 29 (200): the time grammar's pure helpers (text and dates in, a window out), read by _query
+    "_time_text", "_named_day", "_time_kinds", "_time_regex", "_time_kind_names", "_time_kind", "_time_period",
+    "_time_window_first"]
 
 
 # ============================================================== attacker: the admin role

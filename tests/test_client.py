@@ -301,7 +301,7 @@ def test_async_client(dsn, embedder):
             assert isinstance(r, RememberResult) and r.decision == "stored"
             hits = await amem.search("which food intolerance does priya have", actor="priya")
             assert hits and hits[0].id == r.id and isinstance(hits[0], Hit)
-            assert set(hits[0].signals) == {"semantic", "lexical", "recency", "actor", "usage"}
+            assert set(hits[0].signals) == {"semantic", "lexical", "recency", "actor", "usage", "context"}
             many = await amem.remember_many([{"event_id": "a-1", "content": "Priya owns the on-call rotation"},
                                              {"event_id": "a-2", "content": "Priya writes runbooks in Markdown"}])
             assert [m.decision for m in many] == ["stored", "stored"]
@@ -354,8 +354,8 @@ def test_cli_search_prints_the_signal_table(mem, dsn):
     assert lines[4].split() == ["id", "rank", "signal", "value", "weight", "contribution"]
     ex = [line.split() for line in lines[6:]]
     # every signal of the default profile (pgmem), those it lacks for this query with weight 0
-    assert len(ex) == 9 and {e[2] for e in ex} == {"semantic", "lexical", "recency", "actor", "spatial", "usage",
-                                                   "time", "session", "neighbour"}
+    assert len(ex) == 10 and {e[2] for e in ex} == {"semantic", "lexical", "recency", "actor", "spatial", "usage",
+                                                    "time", "session", "neighbour", "context"}
     assert sum(float(e[-1]) for e in ex) == pytest.approx(float(row[1]), abs=6e-3)
     # another tenant sees an empty table
     p = cli(dsn, "search", "what is maya allergic to", "--tenant", "other")

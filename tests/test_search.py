@@ -348,13 +348,13 @@ def test_explain_search_contributions_add_up(conn, fx):
     base = dict(query_text=Q_TEXT, query_embedding=Q_VEC, location=Q_LOC, as_of=T)
     hits = search(conn, **base)
     ex = call(conn, "explain_search", **base)
-    assert len(ex) == 9 * len(hits)  # JAM's six, and time, session, neighbour (weight 0 in jam)
+    assert len(ex) == 10 * len(hits)  # JAM's six, and time, session, neighbour, context (weight 0 in jam)
     by_id: dict[int, list[dict]] = {}
     for r in ex:
         by_id.setdefault(r["id"], []).append(r)
     for rank, h in enumerate(hits, start=1):
         rows = by_id[h["id"]]
-        assert {r["signal"] for r in rows} == set(SIGNALS) | {"time", "session", "neighbour"}
+        assert {r["signal"] for r in rows} == set(SIGNALS) | {"time", "session", "neighbour", "context"}
         assert all(r["rank"] == rank and r["score"] == pytest.approx(h["score"]) for r in rows)
         assert sum(r["contribution"] for r in rows) == pytest.approx(h["score"], abs=1e-9)
         for r in rows:

@@ -14,7 +14,7 @@ import psycopg
 import pytest
 
 from conftest import connect
-from searchhelpers import call, ids, remember, scalar, unit
+from searchhelpers import call, cos, ids, remember, scalar, unit
 
 T = datetime(2025, 6, 1, 12, 0, tzinfo=timezone.utc)
 K1, B = 1.2, 0.4
@@ -230,7 +230,7 @@ AS_OF = datetime(2023, 8, 10, 15, 0, tzinfo=timezone.utc)
 @pytest.mark.parametrize("text, lo, hi, tau, month", [
     ("What painting did Melanie show on October 13, 2023?", "2023-10-13", "2023-10-14", 3.5, None),
     ("What did Gina find on 1 February, 2023?", "2023-02-01", "2023-02-02", 3.5, None),
-    ("the week before August 3, 2023", "2023-07-27", "2023-08-03", 3.5, None),
+    ("the week before August 3, 2023", "2023-07-27", "2023-08-04", 3.5, None),  # through the anchor
     ("What did Maria donate in December 2023?", "2023-12-01", "2024-01-01", 7.0, None),
     ("What state did Joanna visit in summer 2021?", "2021-06-01", "2021-09-01", 14.0, None),
     ("How many times in 2023?", "2023-01-01", "2024-01-01", 30.0, None),
@@ -277,32 +277,47 @@ def test_the_time_signal_boosts_the_window_and_never_filters(conn):
 def test_session_and_neighbour_context_by_hand(conn):
     """A session of three turns (temporal links 1-2-3) and an unrelated memory. The second turn
     answers the first's question without sharing its words: its neighbour signal is the first
-    turn's own score."""
+    turn's own score; the first turn's second neighbour (the third) passes on neighbour_far
+    (.9) of its own score; each turn's context signal is the question's (1 + cos) / 2 to the
+    sum of its vector and its previous turn's (issue 29)."""
     q = unit((0, 1.0))
+    vecs = (unit((0, 0.9), (1, math.sqrt(0.19))), unit((2, 1.0)), unit((0, 0.2), (3, math.sqrt(0.96))))
     s = [remember(conn, text, embedding=v, session_id="s1", who=who, created_at=T - timedelta(days=2))
-         for text, v, who in (("Where is the conference this year?", unit((0, 0.9), (1, math.sqrt(0.19))), "maya"),
-                              ("Yes, in Lisbon, in May", unit((2, 1.0)), "tom"),
-                              ("Great, I will book a flight", unit((0, 0.2), (3, math.sqrt(0.96))), "maya"))]
+         for text, v, who in (("Where is the conference this year?", vecs[0], "maya"),
+                              ("Yes, in Lisbon, in May", vecs[1], "tom"),
+                              ("Great, I will book a flight", vecs[2], "maya"))]
     other = remember(conn, "The conference badge is in the drawer", embedding=unit((4, 1.0)),
                      created_at=T - timedelta(days=2))
     assert scalar(conn, "select count(*) from pgmem.links where kind = 'temporal'") == 2
     w = pgmem_weights(conn)
+    far = conn.execute("select (params->>'neighbour_far')::float8 from pgmem.profiles where tenant = '*' "
+                       "and name = 'pgmem'").fetchone()[0]
+    assert far == 0.9
     rows = {r["id"]: r for r in search(conn, query_text="where is the conference", query_embedding=q, as_of=T, k=10)}
     # no actor named, no location, no time: those weights are shared out
-    present = ("semantic", "lexical", "recency", "usage", "session", "neighbour")
+    present = ("semantic", "lexical", "recency", "usage", "context", "session", "neighbour")
+    own_signals = ("semantic", "lexical", "recency", "usage", "context")
     total = sum(w[x] for x in present)
     ew = {x: w[x] / total for x in present}
-    own_w = sum(ew[x] for x in ("semantic", "lexical", "recency", "usage"))
+    own_w = sum(ew[x] for x in own_signals)
 
     def own(r):
-        return sum(ew[x] * r[x] for x in ("semantic", "lexical", "recency", "usage")) / own_w
+        return sum(ew[x] * r[x] for x in own_signals) / own_w
 
     s1, s2, s3 = (rows[i] for i in s)
+    # context: the first turn has no previous turn (its own semantic signal); the others read
+    # with the turn before them
+    assert s1["context"] == pytest.approx(s1["semantic"], abs=1e-9)
+    assert s2["context"] == pytest.approx((1 + cos(vecs[0] + vecs[1], q)) / 2, abs=1e-6)
+    assert s3["context"] == pytest.approx((1 + cos(vecs[1] + vecs[2], q)) / 2, abs=1e-6)
+    assert s2["context"] > s2["semantic"] + 0.3  # the answer, read with its question
     assert s1["session"] == pytest.approx(max(own(s1), own(s2), own(s3)), abs=1e-9)
     assert s2["neighbour"] == pytest.approx(max(own(s1), own(s3)), abs=1e-9)
-    assert s1["neighbour"] == pytest.approx(own(s2), abs=1e-9)
+    assert s1["neighbour"] == pytest.approx(max(own(s2), far * own(s3)), abs=1e-9)
+    assert s3["neighbour"] == pytest.approx(max(own(s2), far * own(s1)), abs=1e-9)
     o = rows[other]
     assert o["session"] is None and o["neighbour"] is None  # no session, no links: rescaled without them
+    assert o["context"] == pytest.approx(o["semantic"], abs=1e-9)
     for r in rows.values():
         have = [x for x in present if r[x] is not None]
         want = sum(ew[x] * r[x] for x in have) / sum(ew[x] for x in have)
@@ -314,6 +329,10 @@ def test_session_and_neighbour_context_by_hand(conn):
     ex = call(conn, "explain_search", query_text="where is the conference", query_embedding=q, as_of=T, profile="pgmem")
     for mid in rows:
         assert sum(r["contribution"] for r in ex if r["id"] == mid) == pytest.approx(rows[mid]["score"], abs=1e-12)
+    assert {r["signal"] for r in ex} >= {"context", "session", "neighbour"}
+    # the jam profile has neither: its fusion is JAM's six signals
+    assert all(r["context"] is None for r in call(conn, "search", query_text="where is the conference",
+                                                 query_embedding=q, as_of=T, k=10, profile="jam"))
 
 
 def test_a_neighbour_outside_the_candidates_is_brought_in(conn):

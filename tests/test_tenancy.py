@@ -947,6 +947,7 @@ DOCUMENTED_UNPINNED = {
     # the read path's query-record functions, inlined into the ranking statements (sql/202, 203)
     "_eligible", "_lexicon_df", "_query_actors", "_jam_semantic", "_jam_coverage", "_jam_lexical_rank", "_jam_recency", "_jam_actor",
     "_jam_spatial", "_jam_usage", "_jam_prior", "_jam_bm25", "_jam_lexical", "_jam_present", "_jam_time", "_month",
+    "_jam_context",  # issue 29: inlined like the other signals
     "event_time", "_shadow_embedding", "_shared_items", "_token_items", "_tag_items", "_shadow_jaccard", "_superseded",
     "_shadow_temporal", "_engram_relevance", "_engram_importance", "_engram_recency", "_engram_access",
     "_setting_bool", "_setting_num", "_snapshot", "_words", "access_boost", "access_frequency", "age_days",

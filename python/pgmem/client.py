@@ -217,16 +217,18 @@ class _Base(Transport):
         more round trip, a fraction of the embedding's cost."""
         if embedding is not None or not query or self.embedder is None:
             return Call(fn, {**args, "query_embedding": embedding}, post, conn)
-        return Pipeline(self._search_steps(fn, args, post, query, profile, filters), conn, replica=True)
+        return Pipeline(self._search_steps(fn, args, post, query, embedding, profile, filters), conn, replica=True)
 
-    def _search_steps(self, fn: str, args: dict[str, Any], post: Callable[[list[dict]], R], query: str,
-                      profile: str | None, filters: dict | None) -> Generator[Any, Any, R]:
-        user = (filters or {}).get("user_id")
-        text = yield Call("query_embedding_text", dict(p_text=query, p_profile=profile,
-                                                       p_user_id=user if isinstance(user, str) else None),
-                          lambda rows: rows[0]["query_embedding_text"], setof=False)
-        vec = _query_vector(self.embedder, text or query)
-        return (yield Call(fn, {**args, "query_embedding": vec}, post))
+    def _search_steps(self, fn: str, args: dict[str, Any], post: Callable[[list[dict]], R], query: str | None,
+                      embedding: Any, profile: str | None, filters: dict | None) -> Generator[Any, Any, R]:
+        """_searching's calls, as pipeline steps (also one query of search(rewrite=True))."""
+        if embedding is None and query and self.embedder is not None:
+            user = (filters or {}).get("user_id")
+            text = yield Call("query_embedding_text", dict(p_text=query, p_profile=profile,
+                                                           p_user_id=user if isinstance(user, str) else None),
+                              lambda rows: rows[0]["query_embedding_text"], setof=False)
+            embedding = _query_vector(self.embedder, text or query)
+        return (yield Call(fn, {**args, "query_embedding": embedding}, post))
 
     def _remember_args(self, content: str, kw: dict) -> dict:
         args = {"content": content}
@@ -395,12 +397,67 @@ class _Base(Transport):
     # read path -------------------------------------------------------------------
     def search(self, query: str | None = None, *, embedding: Any = None, k: int = 10, actor: str | None = None,
                location: str | None = None, profile: str | None = None, weights: dict | None = None,
-               filters: dict | None = None, as_of: Any = None, touch: bool = False, conn=None) -> Plan[list[Hit]]:
-        """Fused search (pgmem.search; default profile: the setting search_profile)."""
-        return self._searching("search", dict(query_text=query, k=k, actor=actor, location=location, profile=profile,
-                                              weights=_json(weights), filters=_json(filters), as_of=as_of,
-                                              touch=touch),
-                               _hits(SEARCH_SIGNALS), query, embedding, profile, filters, conn)
+               filters: dict | None = None, as_of: Any = None, touch: bool = False, rewrite: bool = False,
+               conn=None) -> Plan[list[Hit]]:
+        """Fused search (pgmem.search; default profile: the setting search_profile).
+
+        ``rewrite=True`` (off by default; issue 29) asks the configured OpenAI-compatible LLM
+        (``mem.llm``: PGMEM_LLM_BASE_URL) for up to three search queries, one per fact the
+        question needs, and searches with the question and each of them (one pgmem.search call
+        each): a memory keeps its best score, and ``hit.extra["query"]`` says which query found
+        it. Without an LLM, or when it fails, it is the plain search."""
+        args = dict(k=k, actor=actor, location=location, profile=profile, weights=_json(weights),
+                    filters=_json(filters), as_of=as_of)
+        if rewrite and query:
+            return Pipeline(self._search_rewritten_steps(query, embedding, args, filters, touch), conn)
+        return self._searching("search", dict(query_text=query, touch=touch, **args), _hits(SEARCH_SIGNALS), query,
+                               embedding, profile, filters, conn)
+
+    #: The LLM round of search(rewrite=True): the instruction the model gets with the question.
+    REWRITE_PROMPT = (
+        "You turn a question about what a person said in earlier conversations into search queries for a "
+        "memory store. Answer with a JSON object {\"queries\": [...]}: one to three short queries, one per fact "
+        "the answer needs (a question about several things or people: one query per thing or person), keeping "
+        "names and dates, in the question's language.")
+
+    def _rewrite_queries(self, query: str) -> list[str]:
+        """The LLM's search queries for a question (at most three, none equal to it), or []
+        when no LLM is configured or its answer is unusable (the LLM's failure is logged)."""
+        llm = self.llm
+        if llm is None:
+            return []
+        obj = llm._ask({"model": llm.model, "temperature": 0, "response_format": {"type": "json_object"},
+                        "messages": [{"role": "system", "content": self.REWRITE_PROMPT},
+                                     {"role": "user", "content": query}]}, "query rewriting")
+        got = obj.get("queries") if isinstance(obj, dict) else None
+        if not isinstance(got, list):
+            if obj is not None:
+                log.warning("LLM query rewriting answer unusable: %.200s", json.dumps(obj))
+            return []
+        out: list[str] = []
+        for q in got:
+            q = " ".join(q.split())[:500] if isinstance(q, str) else ""
+            if q and q.casefold() != query.strip().casefold() and q.casefold() not in {x.casefold() for x in out}:
+                out.append(q)
+        return out[:3]
+
+    def _search_rewritten_steps(self, query: str, embedding: Any, args: dict[str, Any], filters: dict | None,
+                                touch: bool) -> Generator[Any, Any, list[Hit]]:
+        """search(rewrite=True) as pipeline steps: each query searched (its text to embed first),
+        a memory's best score kept, and what is returned touched once."""
+        best: dict[int, Hit] = {}
+        for i, text in enumerate([query, *self._rewrite_queries(query)]):
+            hits = yield from self._search_steps("search", dict(query_text=text, **args), _hits(SEARCH_SIGNALS), text,
+                                                 embedding if i == 0 else None, args["profile"], filters)
+            for h in hits:
+                if h.id not in best or h.score > best[h.id].score:
+                    h.extra["query"] = text
+                    best[h.id] = h
+        out = sorted(best.values(), key=lambda h: (-h.score, h.id))[:args["k"]]
+        if touch and out:  # what is returned is a use, once
+            yield Call("touch", dict(ids=[h.id for h in out], kind="search"), lambda rows: rows[0]["touch"],
+                       setof=False)
+        return out
 
     def search_exact(self, query: str | None = None, *, embedding: Any = None, k: int = 10, actor: str | None = None,
                      location: str | None = None, profile: str | None = None, weights: dict | None = None,

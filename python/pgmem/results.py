@@ -53,7 +53,8 @@ class Hit:
 
 
 #: the signal columns of each ranking's rows (sql/205_search.sql, 220_activate.sql, 230_recall.sql)
-SEARCH_SIGNALS = ("semantic", "lexical", "recency", "actor", "spatial", "usage", "time", "session", "neighbour")
+SEARCH_SIGNALS = ("semantic", "lexical", "recency", "actor", "spatial", "usage", "time", "session", "neighbour",
+                  "context")
 ACTIVATE_SIGNALS = ("embedding_sim", "metadata_sim", "summary_sim", "temporal")
 RECALL_SIGNALS = ("relevance", "decayed_importance", "recency", "access_frequency")
 
