@@ -284,35 +284,38 @@ def test_without_an_extra_the_command_says_what_to_install(wheel, tmp_path):
 
 # ----------------------------------------------------------------------------- async types
 def _api_methods() -> list[str]:
-    """The methods of _Base that talk to the database: they return a plan (a Call or a
-    Pipeline of pgmem._transport) that each client runs; the others (e.g. setting a claim) do
-    no I/O and stay plain methods."""
-    from pgmem.client import _Base
+    """The methods of pgmem.client._Api: each returns a plan (a Call or a Pipeline of
+    pgmem._transport) that each client runs."""
+    from pgmem.client import _Api
 
-    return sorted(n for n, v in vars(_Base).items() if inspect.isfunction(v) and (not n.startswith("_") or n in (
-        "_remember_prepared",)) and re.match(r"(Plan|Call|Pipeline)\[", str(inspect.signature(v).return_annotation)))
+    return sorted(n for n, v in vars(_Api).items() if inspect.isfunction(v))
 
 
 def test_every_api_method_runs_in_both_clients_with_one_signature():
-    """One line per method in each client (pgmem.client: _sync, _coroutine): a method of _Base
-    that one of them lacks would hand its caller a plan instead of a result."""
-    from pgmem.client import _Base
+    """One line per method in each client (pgmem.client: _sync, _coroutine): a method of _Api
+    that one of them lacks would be missing from that client."""
+    from pgmem.client import _Api, _Base
 
     names = _api_methods()
     assert {"remember", "remember_many", "search", "build_context", "forget", "history", "call",
             "context_for"} <= set(names)
-    public = {n for n in vars(_Base) if not n.startswith("_") and inspect.isfunction(vars(_Base)[n])}
-    assert public - set(names) == {"set_tenant_claim"}, "a public _Base method that is neither a plan nor I/O-free"
+    for name in names:
+        assert re.match(r"(Plan|Call|Pipeline)\[", str(inspect.signature(getattr(_Api, name)).return_annotation)), \
+            f"_Api.{name} must return a plan (Call, Pipeline or Plan), annotated"
+    # the clients get the API from _Api's wrapped methods only, and _Base has no public method of I/O
+    assert not issubclass(MemoryClient, _Api) and not issubclass(AsyncMemoryClient, _Api)
+    assert {n for n in vars(_Base) if not n.startswith("_") and inspect.isfunction(vars(_Base)[n])} == \
+        {"set_tenant_claim"}
     for name in names:
         sync, coro = vars(MemoryClient).get(name), vars(AsyncMemoryClient).get(name)
-        assert sync is not None and coro is not None, f"{name}: add `{name} = _sync(_Base.{name})` to MemoryClient " \
-            f"and `{name} = _coroutine(_Base.{name})` to AsyncMemoryClient"
+        assert sync is not None and coro is not None, f"{name}: add `{name} = _sync(_Api.{name})` to MemoryClient " \
+            f"and `{name} = _coroutine(_Api.{name})` to AsyncMemoryClient"
         assert not inspect.iscoroutinefunction(sync), f"MemoryClient.{name} is a coroutine function"
         assert inspect.iscoroutinefunction(coro), f"AsyncMemoryClient.{name} is not a coroutine function"
-        base = inspect.signature(getattr(_Base, name))
+        base = inspect.signature(getattr(_Api, name))
         for method in (sync, coro):
             sig = inspect.signature(method)
-            assert sig.parameters == base.parameters and method.__doc__ == getattr(_Base, name).__doc__
+            assert sig.parameters == base.parameters and method.__doc__ == getattr(_Api, name).__doc__
             # the annotation of the run method is the plan's result: list[Hit], not Plan[list[Hit]]
             ret = sig.return_annotation
             assert base.return_annotation in (f"Plan[{ret}]", f"Call[{ret}]", f"Pipeline[{ret}]"), (name, ret)

@@ -96,8 +96,8 @@ def _json(v: Any) -> str | None:
 
 
 class _Base(Transport):
-    """The API of both clients. A method returns a plan (``Call`` / ``Pipeline``, pgmem._transport)
-    and does no I/O; the clients run it (MemoryClient: blocking, AsyncMemoryClient: awaited)."""
+    """What both clients are made of: the settings, the embedder and the LLM, and the pipelines'
+    steps; the API is ``_Api``'s (plans), run by each client's transport."""
 
     _ARG_NAMES_SQL = ARG_NAMES_SQL  # the catalog query (web/app.py reads it once for every tenant's client)
 
@@ -230,8 +230,8 @@ class _Base(Transport):
             embedding = _query_vector(self.embedder, text or query)
         return (yield Call(fn, {**args, "query_embedding": embedding}, post))
 
-    def _remember_args(self, content: str, kw: dict) -> dict:
-        args = {"content": content}
+    def _remember_args(self, content: str, kw: dict) -> dict[str, Any]:
+        args: dict[str, Any] = {"content": content}
         for k, v in kw.items():
             if k in ("when",):
                 k = "happened_at"
@@ -246,56 +246,6 @@ class _Base(Transport):
             if k in args:
                 args[k] = list(args[k])
         return args
-
-    # any function ------------------------------------------------------------------
-    def call(self, fn: str, conn=None, **args) -> Call[list[dict]]:
-        """Call any pgmem SQL function by name with named arguments (None = SQL default)."""
-        return Call(fn, args, list, conn)
-
-    # write path ------------------------------------------------------------------
-    def remember(self, content: str, *, who: str | None = None, what: str | None = None, when: Any = None,
-                 where: str | None = None, why: str | None = None, how: str | None = None,
-                 category: str | None = None, importance: float | None = None, metadata: dict | None = None,
-                 session_id: str | None = None, user_id: str | None = None, agent_id: str | None = None,
-                 extract: bool = False, embedding: Any = None, embed: bool = True, conn=None,
-                 **more) -> Call[RememberResult]:
-        """Store one memory behind the surprise gate (pgmem.remember). ``extract=True`` fills
-        the 5W1H fields with the extractor; ``embed=False`` leaves the embedding to the worker."""
-        if extract:
-            ev = {"content": content, "who": who, "what": what, "when": when, "where": where, "why": why,
-                  "how": how, "category": category, "importance": importance, "metadata": metadata or {},
-                  "session_id": session_id, "user_id": user_id, "agent_id": agent_id}
-            args = event_to_args(ev, self.extractor or _default_extractor())
-            args.update({k: v for k, v in more.items() if v is not None})
-        else:
-            args = self._remember_args(content, dict(who=who, what=what, when=when, where=where, why=why, how=how,
-                                                     category=category, importance=importance, metadata=metadata,
-                                                     session_id=session_id, user_id=user_id, agent_id=agent_id, **more))
-        if embedding is not None:
-            args["embedding"] = embedding
-        elif embed:
-            self._embed_args(args)
-        for k in ("metadata", "motor", "sensory"):
-            if k in args and not isinstance(args[k], str):
-                args[k] = json.dumps(args[k])
-        return Call("remember", args, lambda rows: remember_result(rows[0]), conn)
-
-    def remember_many(self, events: Iterable[Mapping[str, Any] | str], *, batch_size: int = 256,
-                      progress: bool | None = None, extract: bool = True, embed: bool = True,
-                      on_error: Callable[[int, Any, Exception], Any] | None = None,
-                      conn=None) -> Pipeline[list[RememberResult]]:
-        """Store many events (dicts in the JSONL event format, or texts): embeds each batch at
-        once and sends it in one pgmem.remember_many call. A progress bar shows on a terminal
-        (``progress``). Without ``on_error`` the first bad event, or a batch the database
-        refuses, raises. With ``on_error(index, event, error)``: an event without content is
-        reported and left out, and a batch the database refuses for its content (InvalidInput,
-        LimitExceeded, ...) is sent again one event at a time with the same vectors, each
-        refused event reported; the results are then those of the events stored, in order.
-        (In the caller's open transaction the first refusal aborts it: use on_error with
-        autocommit or the client's own connections.)"""
-        if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1:
-            raise ConfigError(f"batch_size must be a positive integer, got {batch_size!r}")
-        return Pipeline(self._remember_many_steps(list(events), batch_size, progress, extract, embed, on_error), conn)
 
     def _remember_many_steps(self, events: list[Any], batch_size: int, progress: bool | None, extract: bool,
                              embed: bool, on_error: Callable[[int, Any, Exception], Any] | None
@@ -363,6 +313,191 @@ class _Base(Transport):
                 on_error(i, events[i], e)
         return out
 
+    #: The LLM round of search(rewrite=True): the instruction the model gets with the question.
+    REWRITE_PROMPT = (
+        "You turn a question about what a person said in earlier conversations into search queries for a "
+        "memory store. Answer with a JSON object {\"queries\": [...]}: one to three short queries, one per fact "
+        "the answer needs (a question about several things or people: one query per thing or person), keeping "
+        "names and dates, in the question's language.")
+
+    def _rewrite_queries(self, query: str) -> list[str]:
+        """The LLM's search queries for a question (at most three, none equal to it), or []
+        when no LLM is configured or its answer is unusable (the LLM's failure is logged)."""
+        llm = self.llm
+        if llm is None:
+            return []
+        obj = llm._ask({"model": llm.model, "temperature": 0, "response_format": {"type": "json_object"},
+                        "messages": [{"role": "system", "content": self.REWRITE_PROMPT},
+                                     {"role": "user", "content": query}]}, "query rewriting")
+        got = obj.get("queries") if isinstance(obj, dict) else None
+        if not isinstance(got, list):
+            if obj is not None:
+                log.warning("LLM query rewriting answer unusable: %.200s", json.dumps(obj))
+            return []
+        out: list[str] = []
+        for q in got:
+            q = " ".join(q.split())[:500] if isinstance(q, str) else ""
+            if q and q.casefold() != query.strip().casefold() and q.casefold() not in {x.casefold() for x in out}:
+                out.append(q)
+        return out[:3]
+
+    def _search_rewritten_steps(self, query: str, embedding: Any, args: dict[str, Any], filters: dict | None,
+                                touch: bool) -> Generator[Any, Any, list[Hit]]:
+        """search(rewrite=True) as pipeline steps: each query searched (its text to embed first),
+        a memory's best score kept, and what is returned touched once."""
+        best: dict[int, Hit] = {}
+        for i, text in enumerate([query, *self._rewrite_queries(query)]):
+            hits = yield from self._search_steps("search", dict(query_text=text, **args), _hits(SEARCH_SIGNALS), text,
+                                                 embedding if i == 0 else None, args["profile"], filters)
+            for h in hits:
+                if h.id not in best or h.score > best[h.id].score:
+                    h.extra["query"] = text
+                    best[h.id] = h
+        out = sorted(best.values(), key=lambda h: (-h.score, h.id))[:args["k"]]
+        if touch and out:  # what is returned is a use, once
+            yield Call("touch", dict(ids=[h.id for h in out], kind="search"), lambda rows: rows[0]["touch"],
+                       setof=False)
+        return out
+
+    def _ingest_document_steps(self, title: str, content: str, source: str | None, user_id: str | None,
+                               metadata: dict | None, max_tokens: int | None,
+                               embed: bool) -> Generator[Any, Any, dict]:
+        chunks = yield Call("chunk_document", dict(content=content, max_tokens=max_tokens), list)
+        vecs = None
+        if embed and self.embedder is not None and chunks:
+            vecs = list(self.embedder.embed_many([c["chunk"] for c in chunks]))
+        return (yield Call("ingest_document", dict(
+            title=title, content=content, source=source, user_id=user_id, metadata=_json(metadata),
+            max_tokens=max_tokens, embeddings=vecs, embedding_model=self.embedder.model_name if vecs else None),
+            _first))
+
+    # layered tiers (issue 15, layered-memory-architecture.md): profile facts, intent,
+    # conversation state, threads, insights, and context_for. The methods that may ask the
+    # LLM (context_for, classify_intent, observe_reply) are pipelines: the LLM
+    # (PGMEM_LLM_BASE_URL) answers, between two SQL calls, what SQL cannot.
+    @property
+    def llm(self) -> Any:
+        """The LayeredLLM for the intent fallback, thread summaries and insights: from
+        PGMEM_LLM_BASE_URL unless set (``mem.llm = None`` turns it off)."""
+        if not hasattr(self, "_llm"):
+            from .layered import LayeredLLM
+
+            self._llm = LayeredLLM.from_env()
+        return self._llm
+
+    @llm.setter
+    def llm(self, value: Any) -> None:
+        self._llm = value
+
+    def _context_for_steps(self, query: str, conversation_id: str, user_id: str | None, embedding: Any,
+                           k: int | None, remember: bool, filters: dict | None, search_profile: str | None,
+                           created_at: Any) -> Generator[Any, Any, ContextResult]:
+        from .layered import ContextResult
+
+        emb = self._embed_query(query, embedding)
+        llm = self.llm
+        if llm is not None:
+            yield from self._llm_intent_steps(query, conversation_id, user_id, llm)
+        doc = yield Call("context_for", dict(query_text=query, query_embedding=emb, conversation_id=conversation_id,
+                                             user_id=user_id, k=k, remember=remember, filters=_json(filters),
+                                             search_profile=search_profile, created_at=created_at), _scalar,
+                         setof=False)
+        result = ContextResult(doc)
+        thread = result.stage("thread")
+        if llm is not None and thread.get("summary_due"):
+            msgs = yield Call("thread_messages", dict(thread_id=thread["thread_id"]), list)
+            summary, label = llm.summarize(msgs)
+            if summary:
+                t = yield Call("set_thread_summary", dict(thread_id=thread["thread_id"], summary=summary, label=label,
+                                                          source="llm"), _first)
+                thread.update(summary=t["summary"], summary_source=t["summary_source"], label=t["label"])
+                result.context["thread"] = {"id": t["id"], "label": t["label"], "summary": t["summary"]}
+        return result
+
+    def _llm_intent_steps(self, query: str, conversation_id: str | None, user_id: str | None,
+                          llm: Any) -> Generator[Any, Any, IntentResult]:
+        """classify_intent in SQL; when it needs the LLM, ask it and cache the answer."""
+        from .layered import IntentResult
+
+        got = yield Call("classify_intent", dict(query_text=query, conversation_id=conversation_id), _first)
+        res = IntentResult(**{k: got[k] for k in ("intent", "confidence", "source", "rule", "needs_llm")},
+                           facts=got.get("facts") or [])
+        if got["needs_llm"] and llm is not None:
+            ans = llm.classify(query)
+            if ans:
+                yield Call("cache_intent", dict(query_text=query, intent=ans["intent"], confidence=ans["confidence"],
+                                                model=llm.model, user_id=user_id), _first)
+                res = IntentResult(intent=ans["intent"], confidence=ans["confidence"], source="llm", rule="llm")
+        return res
+
+    def _observe_reply_steps(self, conversation_id: str, content: str, embedding: Any, insights: list | None,
+                             remember: bool, created_at: Any) -> Generator[Any, Any, dict]:
+        emb = self._embed_doc(content, embedding)  # the reply is remembered: a document
+        if insights is None and self.llm is not None:
+            insights = self.llm.insights(content, "assistant")  # the LLM's, between no two calls: before the one
+        return (yield Call("observe_reply", dict(conversation_id=conversation_id, content=content, embedding=emb,
+                                                 insights=json.dumps(insights) if insights is not None else None,
+                                                 remember=remember, created_at=created_at), _scalar, setof=False))
+
+
+class _Api(_Base):
+    """The API of both clients: each method returns a plan (``Call`` / ``Pipeline``, pgmem._transport)
+    and does no I/O. The clients do not inherit it: each wraps every method once (``_sync`` /
+    ``_coroutine`` below), so that ``MemoryClient.search`` returns hits and ``AsyncMemoryClient.search``
+    a coroutine of them, and a type checker sees both. A method here may use what ``_Base`` has, never
+    another method of ``_Api`` (on a client that name is the run method, not the plan).
+    """
+
+    # any function ------------------------------------------------------------------
+    def call(self, fn: str, conn=None, **args) -> Call[list[dict]]:
+        """Call any pgmem SQL function by name with named arguments (None = SQL default)."""
+        return Call(fn, args, list, conn)
+
+    # write path ------------------------------------------------------------------
+    def remember(self, content: str, *, who: str | None = None, what: str | None = None, when: Any = None,
+                 where: str | None = None, why: str | None = None, how: str | None = None,
+                 category: str | None = None, importance: float | None = None, metadata: dict | None = None,
+                 session_id: str | None = None, user_id: str | None = None, agent_id: str | None = None,
+                 extract: bool = False, embedding: Any = None, embed: bool = True, conn=None,
+                 **more) -> Call[RememberResult]:
+        """Store one memory behind the surprise gate (pgmem.remember). ``extract=True`` fills
+        the 5W1H fields with the extractor; ``embed=False`` leaves the embedding to the worker."""
+        if extract:
+            ev = {"content": content, "who": who, "what": what, "when": when, "where": where, "why": why,
+                  "how": how, "category": category, "importance": importance, "metadata": metadata or {},
+                  "session_id": session_id, "user_id": user_id, "agent_id": agent_id}
+            args = event_to_args(ev, self.extractor or _default_extractor())
+            args.update({k: v for k, v in more.items() if v is not None})
+        else:
+            args = self._remember_args(content, dict(who=who, what=what, when=when, where=where, why=why, how=how,
+                                                     category=category, importance=importance, metadata=metadata,
+                                                     session_id=session_id, user_id=user_id, agent_id=agent_id, **more))
+        if embedding is not None:
+            args["embedding"] = embedding
+        elif embed:
+            self._embed_args(args)
+        for k in ("metadata", "motor", "sensory"):
+            if k in args and not isinstance(args[k], str):
+                args[k] = json.dumps(args[k])
+        return Call("remember", args, lambda rows: remember_result(rows[0]), conn)
+
+    def remember_many(self, events: Iterable[Mapping[str, Any] | str], *, batch_size: int = 256,
+                      progress: bool | None = None, extract: bool = True, embed: bool = True,
+                      on_error: Callable[[int, Any, Exception], Any] | None = None,
+                      conn=None) -> Pipeline[list[RememberResult]]:
+        """Store many events (dicts in the JSONL event format, or texts): embeds each batch at
+        once and sends it in one pgmem.remember_many call. A progress bar shows on a terminal
+        (``progress``). Without ``on_error`` the first bad event, or a batch the database
+        refuses, raises. With ``on_error(index, event, error)``: an event without content is
+        reported and left out, and a batch the database refuses for its content (InvalidInput,
+        LimitExceeded, ...) is sent again one event at a time with the same vectors, each
+        refused event reported; the results are then those of the events stored, in order.
+        (In the caller's open transaction the first refusal aborts it: use on_error with
+        autocommit or the client's own connections.)"""
+        if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1:
+            raise ConfigError(f"batch_size must be a positive integer, got {batch_size!r}")
+        return Pipeline(self._remember_many_steps(list(events), batch_size, progress, extract, embed, on_error), conn)
+
     def _remember_prepared(self, items: list[dict], conn=None) -> Call[list[RememberResult]]:
         """pgmem.remember_many for remember() arguments already extracted and embedded (the
         CLI's ingest: a batch the database refuses is sent again item by item, never embedded twice)."""
@@ -412,52 +547,6 @@ class _Base(Transport):
             return Pipeline(self._search_rewritten_steps(query, embedding, args, filters, touch), conn)
         return self._searching("search", dict(query_text=query, touch=touch, **args), _hits(SEARCH_SIGNALS), query,
                                embedding, profile, filters, conn)
-
-    #: The LLM round of search(rewrite=True): the instruction the model gets with the question.
-    REWRITE_PROMPT = (
-        "You turn a question about what a person said in earlier conversations into search queries for a "
-        "memory store. Answer with a JSON object {\"queries\": [...]}: one to three short queries, one per fact "
-        "the answer needs (a question about several things or people: one query per thing or person), keeping "
-        "names and dates, in the question's language.")
-
-    def _rewrite_queries(self, query: str) -> list[str]:
-        """The LLM's search queries for a question (at most three, none equal to it), or []
-        when no LLM is configured or its answer is unusable (the LLM's failure is logged)."""
-        llm = self.llm
-        if llm is None:
-            return []
-        obj = llm._ask({"model": llm.model, "temperature": 0, "response_format": {"type": "json_object"},
-                        "messages": [{"role": "system", "content": self.REWRITE_PROMPT},
-                                     {"role": "user", "content": query}]}, "query rewriting")
-        got = obj.get("queries") if isinstance(obj, dict) else None
-        if not isinstance(got, list):
-            if obj is not None:
-                log.warning("LLM query rewriting answer unusable: %.200s", json.dumps(obj))
-            return []
-        out: list[str] = []
-        for q in got:
-            q = " ".join(q.split())[:500] if isinstance(q, str) else ""
-            if q and q.casefold() != query.strip().casefold() and q.casefold() not in {x.casefold() for x in out}:
-                out.append(q)
-        return out[:3]
-
-    def _search_rewritten_steps(self, query: str, embedding: Any, args: dict[str, Any], filters: dict | None,
-                                touch: bool) -> Generator[Any, Any, list[Hit]]:
-        """search(rewrite=True) as pipeline steps: each query searched (its text to embed first),
-        a memory's best score kept, and what is returned touched once."""
-        best: dict[int, Hit] = {}
-        for i, text in enumerate([query, *self._rewrite_queries(query)]):
-            hits = yield from self._search_steps("search", dict(query_text=text, **args), _hits(SEARCH_SIGNALS), text,
-                                                 embedding if i == 0 else None, args["profile"], filters)
-            for h in hits:
-                if h.id not in best or h.score > best[h.id].score:
-                    h.extra["query"] = text
-                    best[h.id] = h
-        out = sorted(best.values(), key=lambda h: (-h.score, h.id))[:args["k"]]
-        if touch and out:  # what is returned is a use, once
-            yield Call("touch", dict(ids=[h.id for h in out], kind="search"), lambda rows: rows[0]["touch"],
-                       setof=False)
-        return out
 
     def search_exact(self, query: str | None = None, *, embedding: Any = None, k: int = 10, actor: str | None = None,
                      location: str | None = None, profile: str | None = None, weights: dict | None = None,
@@ -537,18 +626,6 @@ class _Base(Transport):
         return Pipeline(self._ingest_document_steps(title, content, source, user_id, metadata, max_tokens, embed),
                         conn)
 
-    def _ingest_document_steps(self, title: str, content: str, source: str | None, user_id: str | None,
-                               metadata: dict | None, max_tokens: int | None,
-                               embed: bool) -> Generator[Any, Any, dict]:
-        chunks = yield Call("chunk_document", dict(content=content, max_tokens=max_tokens), list)
-        vecs = None
-        if embed and self.embedder is not None and chunks:
-            vecs = list(self.embedder.embed_many([c["chunk"] for c in chunks]))
-        return (yield Call("ingest_document", dict(
-            title=title, content=content, source=source, user_id=user_id, metadata=_json(metadata),
-            max_tokens=max_tokens, embeddings=vecs, embedding_model=self.embedder.model_name if vecs else None),
-            _first))
-
     def search_documents(self, query: str | None = None, *, embedding: Any = None, k: int = 5,
                          user_id: str | None = None, conn=None) -> Call[list[dict]]:
         """The knowledge-base chunks nearest a question (pgmem.search_documents)."""
@@ -565,24 +642,6 @@ class _Base(Transport):
     def restore_document(self, document_id: int, conn=None) -> Call[dict]:
         return Call("restore_document", dict(document_id=document_id), _first, conn)
 
-    # layered tiers (issue 15, layered-memory-architecture.md): profile facts, intent,
-    # conversation state, threads, insights, and context_for. The methods that may ask the
-    # LLM (context_for, classify_intent, observe_reply) are pipelines: the LLM
-    # (PGMEM_LLM_BASE_URL) answers, between two SQL calls, what SQL cannot.
-    @property
-    def llm(self) -> Any:
-        """The LayeredLLM for the intent fallback, thread summaries and insights: from
-        PGMEM_LLM_BASE_URL unless set (``mem.llm = None`` turns it off)."""
-        if not hasattr(self, "_llm"):
-            from .layered import LayeredLLM
-
-            self._llm = LayeredLLM.from_env()
-        return self._llm
-
-    @llm.setter
-    def llm(self, value: Any) -> None:
-        self._llm = value
-
     def context_for(self, query: str, *, conversation_id: str, user_id: str | None = None, embedding: Any = None,
                     k: int | None = None, remember: bool = True, filters: dict | None = None,
                     search_profile: str | None = None, created_at: Any = None, conn=None) -> Pipeline[ContextResult]:
@@ -593,47 +652,6 @@ class _Base(Transport):
         stream before the first token."""
         return Pipeline(self._context_for_steps(query, conversation_id, user_id, embedding, k, remember, filters,
                                                 search_profile, created_at), conn)
-
-    def _context_for_steps(self, query: str, conversation_id: str, user_id: str | None, embedding: Any,
-                           k: int | None, remember: bool, filters: dict | None, search_profile: str | None,
-                           created_at: Any) -> Generator[Any, Any, ContextResult]:
-        from .layered import ContextResult
-
-        emb = self._embed_query(query, embedding)
-        llm = self.llm
-        if llm is not None:
-            yield from self._llm_intent_steps(query, conversation_id, user_id, llm)
-        doc = yield Call("context_for", dict(query_text=query, query_embedding=emb, conversation_id=conversation_id,
-                                             user_id=user_id, k=k, remember=remember, filters=_json(filters),
-                                             search_profile=search_profile, created_at=created_at), _scalar,
-                         setof=False)
-        result = ContextResult(doc)
-        thread = result.stage("thread")
-        if llm is not None and thread.get("summary_due"):
-            msgs = yield Call("thread_messages", dict(thread_id=thread["thread_id"]), list)
-            summary, label = llm.summarize(msgs)
-            if summary:
-                t = yield Call("set_thread_summary", dict(thread_id=thread["thread_id"], summary=summary, label=label,
-                                                          source="llm"), _first)
-                thread.update(summary=t["summary"], summary_source=t["summary_source"], label=t["label"])
-                result.context["thread"] = {"id": t["id"], "label": t["label"], "summary": t["summary"]}
-        return result
-
-    def _llm_intent_steps(self, query: str, conversation_id: str | None, user_id: str | None,
-                          llm: Any) -> Generator[Any, Any, IntentResult]:
-        """classify_intent in SQL; when it needs the LLM, ask it and cache the answer."""
-        from .layered import IntentResult
-
-        got = yield Call("classify_intent", dict(query_text=query, conversation_id=conversation_id), _first)
-        res = IntentResult(**{k: got[k] for k in ("intent", "confidence", "source", "rule", "needs_llm")},
-                           facts=got.get("facts") or [])
-        if got["needs_llm"] and llm is not None:
-            ans = llm.classify(query)
-            if ans:
-                yield Call("cache_intent", dict(query_text=query, intent=ans["intent"], confidence=ans["confidence"],
-                                                model=llm.model, user_id=user_id), _first)
-                res = IntentResult(intent=ans["intent"], confidence=ans["confidence"], source="llm", rule="llm")
-        return res
 
     def classify_intent(self, text: str, conversation_id: str | None = None, *, user_id: str | None = None,
                         conn=None) -> Pipeline[IntentResult]:
@@ -648,15 +666,6 @@ class _Base(Transport):
         and concepts are stored. Returns the JSON document of observe_reply."""
         return Pipeline(self._observe_reply_steps(conversation_id, content, embedding, insights, remember, created_at),
                         conn)
-
-    def _observe_reply_steps(self, conversation_id: str, content: str, embedding: Any, insights: list | None,
-                             remember: bool, created_at: Any) -> Generator[Any, Any, dict]:
-        emb = self._embed_doc(content, embedding)  # the reply is remembered: a document
-        if insights is None and self.llm is not None:
-            insights = self.llm.insights(content, "assistant")  # the LLM's, between no two calls: before the one
-        return (yield Call("observe_reply", dict(conversation_id=conversation_id, content=content, embedding=emb,
-                                                 insights=json.dumps(insights) if insights is not None else None,
-                                                 remember=remember, created_at=created_at), _scalar, setof=False))
 
     def set_fact(self, user_id: str, key: str, value: Any, *, valid_from: Any = None, valid_to: Any = None,
                  confidence: float = 1.0, source: str = "api", statement: str | None = None,
@@ -852,59 +861,59 @@ class MemoryClient(_Base, SyncTransport):
     def __exit__(self, *exc: Any) -> None:
         self.close()
 
-    # _Base's API, run (one line each, the same list as AsyncMemoryClient's: tests/test_package.py)
-    call = _sync(_Base.call)
-    remember = _sync(_Base.remember)
-    remember_many = _sync(_Base.remember_many)
-    _remember_prepared = _sync(_Base._remember_prepared)
-    forget = _sync(_Base.forget)
-    restore = _sync(_Base.restore)
-    archive = _sync(_Base.archive)
-    memory_activation = _sync(_Base.memory_activation)
-    update_memory = _sync(_Base.update_memory)
-    get = _sync(_Base.get)
-    history = _sync(_Base.history)
-    search = _sync(_Base.search)
-    search_exact = _sync(_Base.search_exact)
-    explain_search = _sync(_Base.explain_search)
-    activate = _sync(_Base.activate)
-    recall = _sync(_Base.recall)
-    build_context = _sync(_Base.build_context)
-    touch = _sync(_Base.touch)
-    run_job = _sync(_Base.run_job)
-    ingest_document = _sync(_Base.ingest_document)
-    search_documents = _sync(_Base.search_documents)
-    list_documents = _sync(_Base.list_documents)
-    delete_document = _sync(_Base.delete_document)
-    restore_document = _sync(_Base.restore_document)
-    context_for = _sync(_Base.context_for)
-    classify_intent = _sync(_Base.classify_intent)
-    observe_reply = _sync(_Base.observe_reply)
-    set_fact = _sync(_Base.set_fact)
-    end_fact = _sync(_Base.end_fact)
-    profile = _sync(_Base.profile)
-    fact_history = _sync(_Base.fact_history)
-    conversation_state = _sync(_Base.conversation_state)
-    conversation_threads = _sync(_Base.conversation_threads)
-    search_insights = _sync(_Base.search_insights)
-    write_limits = _sync(_Base.write_limits)
-    known_event_keys = _sync(_Base.known_event_keys)
-    reembed = _sync(_Base.reembed)
-    reembed_status = _sync(_Base.reembed_status)
-    cancel_reembed = _sync(_Base.cancel_reembed)
-    list_memories = _sync(_Base.list_memories)
-    put_item = _sync(_Base.put_item)
-    get_item = _sync(_Base.get_item)
-    delete_item = _sync(_Base.delete_item)
-    search_items = _sync(_Base.search_items)
-    list_item_namespaces = _sync(_Base.list_item_namespaces)
-    session_add_items = _sync(_Base.session_add_items)
-    session_get_items = _sync(_Base.session_get_items)
-    session_pop_item = _sync(_Base.session_pop_item)
-    session_clear = _sync(_Base.session_clear)
-    user_data = _sync(_Base.user_data)
-    export_user = _sync(_Base.export_user)
-    erase_user = _sync(_Base.erase_user)
+    # _Api's methods, run (one line each, the same list as AsyncMemoryClient's: tests/test_package.py)
+    call = _sync(_Api.call)
+    remember = _sync(_Api.remember)
+    remember_many = _sync(_Api.remember_many)
+    _remember_prepared = _sync(_Api._remember_prepared)
+    forget = _sync(_Api.forget)
+    restore = _sync(_Api.restore)
+    archive = _sync(_Api.archive)
+    memory_activation = _sync(_Api.memory_activation)
+    update_memory = _sync(_Api.update_memory)
+    get = _sync(_Api.get)
+    history = _sync(_Api.history)
+    search = _sync(_Api.search)
+    search_exact = _sync(_Api.search_exact)
+    explain_search = _sync(_Api.explain_search)
+    activate = _sync(_Api.activate)
+    recall = _sync(_Api.recall)
+    build_context = _sync(_Api.build_context)
+    touch = _sync(_Api.touch)
+    run_job = _sync(_Api.run_job)
+    ingest_document = _sync(_Api.ingest_document)
+    search_documents = _sync(_Api.search_documents)
+    list_documents = _sync(_Api.list_documents)
+    delete_document = _sync(_Api.delete_document)
+    restore_document = _sync(_Api.restore_document)
+    context_for = _sync(_Api.context_for)
+    classify_intent = _sync(_Api.classify_intent)
+    observe_reply = _sync(_Api.observe_reply)
+    set_fact = _sync(_Api.set_fact)
+    end_fact = _sync(_Api.end_fact)
+    profile = _sync(_Api.profile)
+    fact_history = _sync(_Api.fact_history)
+    conversation_state = _sync(_Api.conversation_state)
+    conversation_threads = _sync(_Api.conversation_threads)
+    search_insights = _sync(_Api.search_insights)
+    write_limits = _sync(_Api.write_limits)
+    known_event_keys = _sync(_Api.known_event_keys)
+    reembed = _sync(_Api.reembed)
+    reembed_status = _sync(_Api.reembed_status)
+    cancel_reembed = _sync(_Api.cancel_reembed)
+    list_memories = _sync(_Api.list_memories)
+    put_item = _sync(_Api.put_item)
+    get_item = _sync(_Api.get_item)
+    delete_item = _sync(_Api.delete_item)
+    search_items = _sync(_Api.search_items)
+    list_item_namespaces = _sync(_Api.list_item_namespaces)
+    session_add_items = _sync(_Api.session_add_items)
+    session_get_items = _sync(_Api.session_get_items)
+    session_pop_item = _sync(_Api.session_pop_item)
+    session_clear = _sync(_Api.session_clear)
+    user_data = _sync(_Api.user_data)
+    export_user = _sync(_Api.export_user)
+    erase_user = _sync(_Api.erase_user)
 
 
 class AsyncMemoryClient(_Base, AsyncTransport):
@@ -918,59 +927,59 @@ class AsyncMemoryClient(_Base, AsyncTransport):
     async def __aexit__(self, *exc: Any) -> None:
         await self.close()
 
-    # _Base's API as coroutines (one line each, the same list as MemoryClient's: tests/test_package.py)
-    call = _coroutine(_Base.call)
-    remember = _coroutine(_Base.remember)
-    remember_many = _coroutine(_Base.remember_many)
-    _remember_prepared = _coroutine(_Base._remember_prepared)
-    forget = _coroutine(_Base.forget)
-    restore = _coroutine(_Base.restore)
-    archive = _coroutine(_Base.archive)
-    memory_activation = _coroutine(_Base.memory_activation)
-    update_memory = _coroutine(_Base.update_memory)
-    get = _coroutine(_Base.get)
-    history = _coroutine(_Base.history)
-    search = _coroutine(_Base.search)
-    search_exact = _coroutine(_Base.search_exact)
-    explain_search = _coroutine(_Base.explain_search)
-    activate = _coroutine(_Base.activate)
-    recall = _coroutine(_Base.recall)
-    build_context = _coroutine(_Base.build_context)
-    touch = _coroutine(_Base.touch)
-    run_job = _coroutine(_Base.run_job)
-    ingest_document = _coroutine(_Base.ingest_document)
-    search_documents = _coroutine(_Base.search_documents)
-    list_documents = _coroutine(_Base.list_documents)
-    delete_document = _coroutine(_Base.delete_document)
-    restore_document = _coroutine(_Base.restore_document)
-    context_for = _coroutine(_Base.context_for)
-    classify_intent = _coroutine(_Base.classify_intent)
-    observe_reply = _coroutine(_Base.observe_reply)
-    set_fact = _coroutine(_Base.set_fact)
-    end_fact = _coroutine(_Base.end_fact)
-    profile = _coroutine(_Base.profile)
-    fact_history = _coroutine(_Base.fact_history)
-    conversation_state = _coroutine(_Base.conversation_state)
-    conversation_threads = _coroutine(_Base.conversation_threads)
-    search_insights = _coroutine(_Base.search_insights)
-    write_limits = _coroutine(_Base.write_limits)
-    known_event_keys = _coroutine(_Base.known_event_keys)
-    reembed = _coroutine(_Base.reembed)
-    reembed_status = _coroutine(_Base.reembed_status)
-    cancel_reembed = _coroutine(_Base.cancel_reembed)
-    list_memories = _coroutine(_Base.list_memories)
-    put_item = _coroutine(_Base.put_item)
-    get_item = _coroutine(_Base.get_item)
-    delete_item = _coroutine(_Base.delete_item)
-    search_items = _coroutine(_Base.search_items)
-    list_item_namespaces = _coroutine(_Base.list_item_namespaces)
-    session_add_items = _coroutine(_Base.session_add_items)
-    session_get_items = _coroutine(_Base.session_get_items)
-    session_pop_item = _coroutine(_Base.session_pop_item)
-    session_clear = _coroutine(_Base.session_clear)
-    user_data = _coroutine(_Base.user_data)
-    export_user = _coroutine(_Base.export_user)
-    erase_user = _coroutine(_Base.erase_user)
+    # _Api's methods as coroutines (one line each, the same list as MemoryClient's: tests/test_package.py)
+    call = _coroutine(_Api.call)
+    remember = _coroutine(_Api.remember)
+    remember_many = _coroutine(_Api.remember_many)
+    _remember_prepared = _coroutine(_Api._remember_prepared)
+    forget = _coroutine(_Api.forget)
+    restore = _coroutine(_Api.restore)
+    archive = _coroutine(_Api.archive)
+    memory_activation = _coroutine(_Api.memory_activation)
+    update_memory = _coroutine(_Api.update_memory)
+    get = _coroutine(_Api.get)
+    history = _coroutine(_Api.history)
+    search = _coroutine(_Api.search)
+    search_exact = _coroutine(_Api.search_exact)
+    explain_search = _coroutine(_Api.explain_search)
+    activate = _coroutine(_Api.activate)
+    recall = _coroutine(_Api.recall)
+    build_context = _coroutine(_Api.build_context)
+    touch = _coroutine(_Api.touch)
+    run_job = _coroutine(_Api.run_job)
+    ingest_document = _coroutine(_Api.ingest_document)
+    search_documents = _coroutine(_Api.search_documents)
+    list_documents = _coroutine(_Api.list_documents)
+    delete_document = _coroutine(_Api.delete_document)
+    restore_document = _coroutine(_Api.restore_document)
+    context_for = _coroutine(_Api.context_for)
+    classify_intent = _coroutine(_Api.classify_intent)
+    observe_reply = _coroutine(_Api.observe_reply)
+    set_fact = _coroutine(_Api.set_fact)
+    end_fact = _coroutine(_Api.end_fact)
+    profile = _coroutine(_Api.profile)
+    fact_history = _coroutine(_Api.fact_history)
+    conversation_state = _coroutine(_Api.conversation_state)
+    conversation_threads = _coroutine(_Api.conversation_threads)
+    search_insights = _coroutine(_Api.search_insights)
+    write_limits = _coroutine(_Api.write_limits)
+    known_event_keys = _coroutine(_Api.known_event_keys)
+    reembed = _coroutine(_Api.reembed)
+    reembed_status = _coroutine(_Api.reembed_status)
+    cancel_reembed = _coroutine(_Api.cancel_reembed)
+    list_memories = _coroutine(_Api.list_memories)
+    put_item = _coroutine(_Api.put_item)
+    get_item = _coroutine(_Api.get_item)
+    delete_item = _coroutine(_Api.delete_item)
+    search_items = _coroutine(_Api.search_items)
+    list_item_namespaces = _coroutine(_Api.list_item_namespaces)
+    session_add_items = _coroutine(_Api.session_add_items)
+    session_get_items = _coroutine(_Api.session_get_items)
+    session_pop_item = _coroutine(_Api.session_pop_item)
+    session_clear = _coroutine(_Api.session_clear)
+    user_data = _coroutine(_Api.user_data)
+    export_user = _coroutine(_Api.export_user)
+    erase_user = _coroutine(_Api.erase_user)
 
 
 # ------------------------------------------------------------------------ embedders, extractors

@@ -68,7 +68,7 @@ def hit_from_row(row: Mapping[str, Any], signal_names: Sequence[str]) -> Hit:
     every other column in ``extra``."""
     signals = {s: float(row[s]) for s in signal_names if s in row and row[s] is not None}
     extra = {k: v for k, v in row.items() if k not in _HIT_FIELDS and k not in signals}
-    return Hit(id=row["id"], score=float(row["score"]), signals=signals, content=row.get("content"),
+    return Hit(id=row["id"], score=float(row["score"]), signals=signals, content=row["content"],
                summary=row.get("summary", row.get("memory_summary")), who=row.get("who"), what=row.get("what"),
                when=row.get("happened_at"), where=row.get("location"), why=row.get("why"), how=row.get("how"),
                category=row.get("category"), created_at=row.get("created_at"), metadata=row.get("metadata") or {},

@@ -311,8 +311,8 @@ def _agg(f: Fn) -> str:
 
 def proxy_sql(cat: Catalog) -> str:
     out = [PROXY_BASE]
-    for name, cols in cat.types:
-        out.append(f"do $$ begin create type pgmem.{_q(name)} as ({', '.join(f'{_q(a)} {t}' for a, t in cols)}); "
+    for name, fields in cat.types:
+        out.append(f"do $$ begin create type pgmem.{_q(name)} as ({', '.join(f'{_q(a)} {t}' for a, t in fields)}); "
                        f"exception when duplicate_object then null; end $$;")
     for f in cat.functions:
         n = len(f.argtypes)

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .cluster import Cluster
+from .db import scalar
 from .errors import ClusterError, PgmemError
 from .shard_sql import (APP_ROLES, CLUSTER_NAME, KEEP_ON_SPLIT, PROXY_SCHEMA, RUN_ON_ALL, SESSION_ARGS,  # noqa: F401
                         SHARD_SCHEMA, Catalog, Fn, View, proxy_sql, read_catalog, shard_sql)
@@ -43,7 +44,7 @@ def install_shard(dsn: str, cat: Catalog | None = None) -> Catalog:
     import psycopg
 
     with psycopg.connect(dsn, autocommit=True) as conn:
-        if conn.execute("select to_regnamespace('pgmem') is null").fetchone()[0]:
+        if scalar(conn, "select to_regnamespace('pgmem') is null"):
             raise PgmemError("pgmem is not installed in the shard database: run 'pgmem migrate' on it first")
         cat = cat or read_catalog(conn)
         conn.execute(shard_sql(cat))
@@ -140,10 +141,12 @@ def shards_up(home: Path, n: int, ports: list[int], settings: dict | None = None
         proxy = _cluster_of(str(home / "proxy"), ports[0], settings)
         parts = [Partition(i, _cluster_of(str(home / f"shard{i}"), ports[1 + i], settings)) for i in range(n)]
     home.mkdir(parents=True, exist_ok=True)
-    cat = None
+    cat: Catalog | None = None
     for p in parts:
         _start(p.cluster, install=True)
         cat = install_shard(p.cluster.dsn(p.dbname), cat)
+    if cat is None:
+        raise PgmemError(f"{home} holds no partition: remove it (pgmem db shards down --remove) and run up again")
     _start(proxy, install=False)
     with psycopg.connect(proxy.dsn(), autocommit=True) as conn:
         # the proxy's owner login: what `pgmem db shards status` shows as the DSN to use
@@ -213,10 +216,10 @@ def split(home: Path, ports: list[int], settings: dict | None = None, *, log=pri
     # 2. cut-over: the copies catch up with their sources, then are promoted
     for p, q in zip(parts, new_parts):
         with psycopg.connect(p.cluster.dsn(), autocommit=True) as src:
-            lsn = src.execute("select pg_current_wal_lsn()").fetchone()[0]
+            lsn = scalar(src, "select pg_current_wal_lsn()")
         with psycopg.connect(q.cluster.dsn(), autocommit=True) as dst:
             deadline = time.monotonic() + 120
-            while dst.execute("select pg_last_wal_replay_lsn() >= %s::pg_lsn", (lsn,)).fetchone()[0] is not True:
+            while scalar(dst, "select pg_last_wal_replay_lsn() >= %s::pg_lsn", (lsn,)) is not True:
                 if time.monotonic() > deadline:
                     raise ClusterError(f"partition {q.part} did not catch up with partition {p.part}")
                 time.sleep(0.05)
