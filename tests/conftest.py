@@ -11,12 +11,18 @@ from __future__ import annotations
 import fcntl
 import math
 import os
+import secrets
+import shutil
+import subprocess
+import sys
 import uuid
 from pathlib import Path
 
 import numpy as np
 import psycopg
 import pytest
+from psycopg import sql
+from psycopg.conninfo import conninfo_to_dict
 from pytest_postgresql.janitor import DatabaseJanitor
 
 from pgmem import migrate
@@ -128,6 +134,84 @@ def connect(dsn: str, tenant: str | None = "acme", **kw) -> psycopg.Connection:
     if c.execute("select to_regtype('vector')").fetchone()[0] is not None:
         register_vector(c)
     return c
+
+
+# ------------------------------------------------------------------------------ login roles
+# Real login roles over TCP, for the tests of tenancy and least privilege (test_tenancy.py and
+# every module that runs its functions as another tenant): the module-scoped ``roles`` fixture
+# gives app/bi/admin logins; ``role_connect`` connects as one of them.
+def login_roles(cluster, prefix: str, grants: dict[str, str]):
+    """Login roles (cluster-wide, so with unique names) granted pgmem's roles, kind -> pgmem
+    role; yields {kind: (name, password)} and drops them afterwards (a fixture body)."""
+    suffix = uuid.uuid4().hex[:10]
+    made: dict[str, tuple[str, str]] = {}
+    with connect(cluster.dsn("postgres"), tenant=None) as su:
+        for kind, grant in grants.items():
+            name, pw = f"{prefix}{kind}_{suffix}", secrets.token_urlsafe(18)
+            su.execute(sql.SQL("create role {} login password {}").format(sql.Identifier(name), sql.Literal(pw)))
+            su.execute(sql.SQL("grant {} to {}").format(sql.Identifier(grant), sql.Identifier(name)))
+            made[kind] = (name, pw)
+    yield made
+    with connect(cluster.dsn("postgres"), tenant=None) as su:
+        for name, _ in made.values():
+            # sessions of the role in databases the test left behind would block the drop
+            su.execute("select pg_terminate_backend(pid) from pg_stat_activity where usename = %s", (name,))
+            su.execute(sql.SQL("drop role if exists {}").format(sql.Identifier(name)))
+
+
+@pytest.fixture(scope="module")
+def roles(cluster):
+    """Login roles app/bi/admin (unique names), granted pgmem_app/pgmem_reader/pgmem_admin."""
+    yield from login_roles(cluster, "user_", {"app": "pgmem_app", "bi": "pgmem_reader", "admin": "pgmem_admin"})
+
+
+def grant_tenant(dsn: str, role: str, *tenants: str) -> None:
+    """Bind a login to tenants in the database of ``dsn`` (pgmem.tenant_grants)."""
+    with connect(dsn, tenant=None) as su:
+        for t in tenants:
+            su.execute("select pgmem.grant_tenant(%s, %s)", (role, t))
+
+
+def role_connect(cluster, dsn: str, roles, kind: str, tenant: str | None, *, grant: bool = True) -> psycopg.Connection:
+    """A TCP connection as one of the test's login roles to the database of ``dsn``; with
+    ``grant``, the login is first granted the tenant it connects with."""
+    from pgvector.psycopg import register_vector
+
+    name, pw = roles[kind]
+    dbname = conninfo_to_dict(dsn)["dbname"]
+    if grant and tenant and kind != "admin":
+        grant_tenant(dsn, name, tenant)
+    # app and reader sessions must run with both timeouts on (015_limits.sql)
+    opts = "-c statement_timeout=30s -c idle_in_transaction_session_timeout=60s"
+    c = psycopg.connect(host="127.0.0.1", port=cluster.port, user=name, password=pw, dbname=dbname,
+                        autocommit=True, options=opts + (f" -c pgmem.tenant={tenant}" if tenant else ""))
+    register_vector(c)
+    assert c.execute("select current_user").fetchone()[0] == name
+    return c
+
+
+
+# ------------------------------------------------------------------------------ the wheel
+WHEEL_TREE = ("pyproject.toml", "README.md", "python", "sql", "migrations")
+
+
+def run_checked(cmd: list, **kw) -> subprocess.CompletedProcess:
+    """Run a command; its output is the assertion's message when it fails."""
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=kw.pop("timeout", 600), **kw)
+    assert out.returncode == 0, f"{' '.join(map(str, cmd))} failed:\n{out.stdout[-3000:]}\n{out.stderr[-3000:]}"
+    return out
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory) -> Path:
+    """pgmem's wheel, built from a copy of the tree it is made of (the checkout stays clean)."""
+    src = tmp_path_factory.mktemp("src")
+    for item in WHEEL_TREE:
+        (shutil.copytree if (ROOT / item).is_dir() else shutil.copy)(ROOT / item, src / item)
+    out = tmp_path_factory.mktemp("dist")
+    run_checked([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(out), str(src)])
+    (whl,) = out.glob("pgmem_agent-*.whl")
+    return whl
 
 
 # ------------------------------------------------------------------------------ the suite in parts

@@ -21,7 +21,7 @@ import psycopg
 from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 
-__all__ = ["Expr", "call", "one", "rows", "scalar", "signature"]
+__all__ = ["Expr", "call", "one", "public_functions", "rows", "scalar", "signature"]
 
 
 class Expr(str):
@@ -44,6 +44,13 @@ def one(conn: psycopg.Connection, sql: str, params: Sequence[Any] | Mapping[str,
 def scalar(conn: psycopg.Connection, sql: str, params: Sequence[Any] | Mapping[str, Any] = ()) -> Any:
     """The first column of the first row."""
     return conn.execute(sql, params).fetchone()[0]
+
+
+def public_functions(conn: psycopg.Connection) -> set[str]:
+    """The names of schema pgmem's public functions (not starting with _), from pg_proc."""
+    return {r[0] for r in conn.execute(
+        "select p.proname from pg_proc p join pg_namespace n on n.oid = p.pronamespace"
+        " where n.nspname = 'pgmem' and p.proname !~ '^_'")}
 
 
 _SIGNATURES: dict[tuple[str, str], list[tuple[list[str], list[str]]]] = {}

@@ -24,7 +24,7 @@ from psycopg.conninfo import conninfo_to_dict
 from conftest import connect
 from sqlhelpers import rows, scalar
 from pgmem.errors import TenantError
-from test_tenancy import login_roles
+from conftest import login_roles
 
 
 # ------------------------------------------------------------------------------ logins

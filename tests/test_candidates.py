@@ -20,7 +20,7 @@ import pytest
 
 from conftest import TEMPLATE, _janitor, connect
 from sqlhelpers import call, scalar
-from test_search import plan_nodes, plans_of
+from searchhelpers import plan_nodes, plans_of
 
 DIM = 384
 BIG, SMALL = 1500, 40

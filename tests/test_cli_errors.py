@@ -15,7 +15,6 @@ import pytest
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from conftest import ROOT, connect
-from test_tenancy import roles  # noqa: F401  (module-scoped login roles fixture)
 
 PGMEM = [sys.executable, "-m", "pgmem.cli"]
 

@@ -14,18 +14,10 @@ import sys
 import numpy as np
 import pytest
 
-# test_tenancy imports these (its coverage of every public function and SECURITY DEFINER list):
-# this file's functions, and the integrations' (tests/test_integrations_tenancy.py runs those)
-from test_integrations_tenancy import INTEGRATION_FUNCTIONS, INTEGRATION_SECDEF  # noqa: E402
 
-ECO_FUNCTIONS = frozenset({"write_limits", "known_event_keys", "reembed", "claim_reembeddings", "complete_reembedding",
-                           "finish_reembed", "cancel_reembed", "reembed_status"}) | INTEGRATION_FUNCTIONS
-ECO_SECDEF = ["reembed", "claim_reembeddings", "complete_reembedding", "finish_reembed", "cancel_reembed",
-              "reembed_status"] + INTEGRATION_SECDEF
-
-from conftest import ROOT, connect  # noqa: E402
-from sqlhelpers import rows, scalar  # noqa: E402
-from test_tenancy import role_connect, roles  # noqa: E402, F401  (module-scoped login roles fixture)
+from conftest import ROOT, connect, role_connect
+from registry import ECO_FUNCTIONS  # noqa: F401
+from sqlhelpers import rows, scalar
 
 PGMEM = [sys.executable, "-m", "pgmem.cli"]
 FLOAT = "sentence-transformers/all-MiniLM-L6-v2"

@@ -14,10 +14,9 @@ import uuid
 import psycopg
 import pytest
 
-from conftest import at_cos, connect, e
+from conftest import at_cos, connect, e, role_connect
 from sqlhelpers import call, one, rows, scalar
-from test_activate_recall import T, act, activate  # noqa: F401  (the activation fixture: a .705 semantic, d .55 mixed)
-from test_tenancy import role_connect, roles  # noqa: F401  (module-scoped login roles fixture)
+from shadow_fixture import T, act, activate  # noqa: F401  (the activation fixture: a .705 semantic, d .55 mixed)
 
 
 # ============================================================================ Shadow S15

@@ -14,9 +14,8 @@ import numpy as np
 import psycopg
 import pytest
 
-from conftest import at_cos, connect, e
+from conftest import at_cos, connect, e, role_connect
 from sqlhelpers import call, one, rows, scalar
-from test_tenancy import role_connect, roles  # noqa: F401  (module-scoped login roles fixture)
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -6,15 +6,10 @@ import json
 
 import pytest
 
-# test_tenancy imports these through test_cli_reembed (its coverage of every public function)
-INTEGRATION_FUNCTIONS = frozenset({"list_memories", "put_item", "get_item", "delete_item", "search_items",
-                                   "list_item_namespaces", "session_add_items", "session_get_items",
-                                   "session_pop_item", "session_clear"})
-INTEGRATION_SECDEF = ["session_add_items", "session_get_items", "session_pop_item", "session_clear"]
 
-from conftest import connect  # noqa: E402
-from sqlhelpers import rows, scalar  # noqa: E402
-from test_tenancy import role_connect, roles  # noqa: E402, F401
+from conftest import connect, role_connect
+from registry import INTEGRATION_FUNCTIONS  # noqa: F401
+from sqlhelpers import rows, scalar
 
 MARK = "SECRET-OF-B"
 

@@ -19,7 +19,7 @@ import pytest
 
 from conftest import DIM, connect
 from sqlhelpers import rows
-from test_tenancy import login_roles, role_connect
+from conftest import login_roles, role_connect
 
 
 @pytest.fixture(scope="module")

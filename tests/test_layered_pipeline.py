@@ -18,7 +18,7 @@ from psycopg.types.json import Jsonb
 from conftest import DIM, at_cos, connect, e
 from pgmem import MemoryClient
 from pgmem.layered import LayeredLLM
-from test_extraction import completion, llm  # noqa: F401  (the fake OpenAI-compatible server fixture)
+from scripted_llm import completion, llm  # noqa: F401  (the scripted OpenAI-compatible server fixture)
 from sqlhelpers import one, rows, scalar
 
 

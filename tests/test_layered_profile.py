@@ -17,7 +17,7 @@ import pytest
 from psycopg.types.json import Jsonb
 
 from pgmem.engine.profile_facts import detect_facts
-from test_extraction import completion, llm  # noqa: F401  (the fake OpenAI-compatible server fixture)
+from scripted_llm import completion, llm  # noqa: F401  (the scripted OpenAI-compatible server fixture)
 from sqlhelpers import call, one, rows, scalar
 
 DAY = timedelta(days=1)

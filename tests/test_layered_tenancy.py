@@ -1,5 +1,5 @@
 """Tenant isolation of the layered tiers, with real login roles over TCP (the roles of
-tests/test_tenancy.py): tenant b holds one of everything (profile facts, a conversation with
+tests/conftest.py): tenant b holds one of everything (profile facts, a conversation with
 messages, state, threads, insights, concept mentions and links, a cached intent, its own
 behaviour and policy rules); tenant a then calls every layered function aiming at b's ids,
 conversation ids, user ids and texts, reads every layered table and view, and the test proves
@@ -17,8 +17,9 @@ import pytest
 from psycopg import sql
 from psycopg.types.json import Jsonb
 
-from conftest import at_cos, connect, e
-from sqlhelpers import rows, scalar
+from conftest import at_cos, connect, e, role_connect
+from registry import LAYERED_FUNCTIONS
+from sqlhelpers import public_functions, rows, scalar
 
 MARK = "quokkazebra"          # a word only tenant b's rows contain
 USER = "shared-user"          # the same user id in both tenants
@@ -26,15 +27,7 @@ CONV = "shared-conv"          # the same conversation id in both tenants
 TABLES = ("profile_facts", "conversations", "messages", "threads", "insights", "concept_mentions", "intent_cache",
           "behaviour_rules", "policy_rules")
 VIEWS = ("profile_facts_current", "profile_facts_history", "thread_overview", "insights_by_type", "conversation_states")
-#: every public layered function; tests/test_tenancy.py counts them as covered by this module
-LAYERED_FUNCTIONS = frozenset({
-    "detect_facts", "set_fact", "end_fact", "profile", "fact_history", "apply_facts", "classify_intent", "cache_intent",
-    "behaviour_decision", "resolve_policy", "observe_turn", "conversation_state", "resolve_thread", "set_thread_summary",
-    "conversation_threads", "thread_messages", "extract_insights", "extract_concepts", "add_insight", "observe_reply",
-    "search_insights", "research_context", "user_data_summary", "context_for"})
 
-# after LAYERED_FUNCTIONS: test_tenancy imports it from here
-from test_tenancy import role_connect, roles  # noqa: E402, F401  (module-scoped login roles fixture)
 
 
 def snapshot(su, tenant):
@@ -150,7 +143,6 @@ def test_every_layered_function_is_isolated(world):
     assert doc["context"]["privacy"]["tiers"]["conversational"]["conversations"] == 2  # a's two
 
     assert snapshot(su, "b") == before, "a layered function of tenant a changed rows of tenant b"
-    from test_tenancy import public_functions
     layered = {f for f in public_functions(su) if f in LAYERED_FUNCTIONS}
     assert layered == LAYERED_FUNCTIONS, sorted(LAYERED_FUNCTIONS - layered)
     assert called == LAYERED_FUNCTIONS, f"not called as tenant a: {sorted(LAYERED_FUNCTIONS - called)}"

@@ -23,25 +23,13 @@ import psycopg
 import pytest
 from psycopg.types.json import Jsonb
 
-from conftest import connect, e
+from conftest import connect, e, role_connect
+from registry import LIVING_FUNCTIONS  # noqa: F401
 from sqlhelpers import call, one, rows, scalar
 
 DAY = timedelta(days=1)
 
-#: issue 24's public functions; tests/test_tenancy.py counts them as covered by these modules, each
-#: run as another tenant with real logins: test_the_lifecycle_keeps_to_the_tenant (below),
-#: tests/test_documents.py::test_documents_keep_to_their_tenant and
-#: tests/test_design_rows.py::test_the_rows_keep_to_the_tenant. (vacuum_command and chunk_document
-#: read no tenant's data: the catalog, and their argument.)
-LIVING_FUNCTIONS = frozenset({
-    "archive", "memory_activation", "delete_archived", "compact", "vacuum_command",
-    "ingest_document", "chunk_document", "set_chunk_embeddings", "search_documents", "list_documents",
-    "delete_document", "restore_document",
-    "relevance_threshold", "retrieval_success_rate", "clear_memories", "restore_cleared", "clear_history",
-    "restore_history"})
 
-# after LIVING_FUNCTIONS: test_tenancy imports it from here
-from test_tenancy import role_connect, roles  # noqa: E402, F401  (module-scoped login roles fixture)
 
 
 def D(days: float) -> float:

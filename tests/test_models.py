@@ -74,12 +74,41 @@ def _check_names(table: Table) -> set[str]:
 
 # --- 1. reflection ---------------------------------------------------------------------------
 
-def test_same_tables(reflected):
+def table_differences(reflected: MetaData) -> list[str]:
+    """What to change in python/pgmem/models.py so that it describes the database's tables."""
     db = {t.name for t in reflected.tables.values() if t.schema == "pgmem"}
     model = {t.name for t in models.metadata.tables.values()}
+    mapped = {m.local_table.name for m in models.Base.registry.mappers}
+    out = [f"table pgmem.{name} has no model: add a Table for it in python/pgmem/models.py (make_metadata or the "
+           "helper of its revision's tier), its name to TABLE_NAMES and __all__, and a typed class (Base) for the ORM"
+           for name in sorted(db - model)]
+    out += [f"table pgmem.{name} is in python/pgmem/models.py but not in the database: remove it from the model, "
+            "or add the migration that creates it" for name in sorted(model - db)]
+    out += [f"TABLE_NAMES lists {name}, which is no table of the model" for name in sorted(set(models.TABLE_NAMES) - model)]
+    out += [f"TABLE_NAMES lacks {name}" for name in sorted(model - set(models.TABLE_NAMES))]
+    out += [f"table pgmem.{name} has no typed class: add one (class X(Base): __table__ = {name})"
+            for name in sorted(model - mapped)]
+    return out
+
+
+def test_same_tables(reflected):
     assert all(t.schema == "pgmem" for t in models.metadata.tables.values())
-    assert model == db, f"only in the database: {db - model}; only in the model: {model - db}"
-    assert set(models.TABLE_NAMES) == db
+    problems = table_differences(reflected)
+    assert not problems, "\n".join(problems)
+
+
+def test_a_table_without_a_model_fails_naming_what_to_add(engine):
+    """A migration that adds a table without describing it in models.py fails test_same_tables,
+    and the message says what to add (issue 28: the schema has one source, checked)."""
+    import pgvector.sqlalchemy  # noqa: F401
+
+    with engine.begin() as c:
+        c.execute(text("create table pgmem.brand_new (id bigint primary key)"))
+    md = MetaData()
+    md.reflect(engine, schema="pgmem")
+    assert table_differences(md) == [
+        "table pgmem.brand_new has no model: add a Table for it in python/pgmem/models.py (make_metadata or the "
+        "helper of its revision's tier), its name to TABLE_NAMES and __all__, and a typed class (Base) for the ORM"]
 
 
 def test_columns_keys_and_constraints_match_reflection(reflected):
@@ -91,7 +120,8 @@ def test_columns_keys_and_constraints_match_reflection(reflected):
             continue
         mcols, dcols = set(mt.c.keys()), set(dt.c.keys())
         if mcols != dcols:
-            problems.append(f"{mt.name}: columns only in db {dcols - mcols}, only in model {mcols - dcols}")
+            problems.append(f"{mt.name}: columns only in db {dcols - mcols} (add each to the table in "
+                            f"python/pgmem/models.py), only in model {mcols - dcols}")
         for name in sorted(mcols & dcols):
             mc, dc = mt.c[name], dt.c[name]
             where = f"{mt.name}.{name}"

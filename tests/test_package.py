@@ -13,7 +13,6 @@ import json
 import os
 import re
 import secrets
-import shutil
 import subprocess
 import sys
 import uuid
@@ -25,7 +24,7 @@ import pytest
 from psycopg import sql
 from psycopg.conninfo import make_conninfo
 
-from conftest import connect
+from conftest import connect, run_checked as _run
 from pgmem import db
 from pgmem.client import AsyncMemoryClient, MemoryClient
 from pgmem.errors import (
@@ -191,7 +190,6 @@ def test_async_client_raises_mapped_errors(dsn):
 
 # ----------------------------------------------------------------------------- the wheel
 REPO = Path(__file__).resolve().parent.parent
-WHEEL_TREE = ("pyproject.toml", "README.md", "python", "sql", "migrations")
 
 USE_THE_WHEEL = r"""
 import json, sys
@@ -218,24 +216,6 @@ print(json.dumps({"file": pgmem.__file__, "decisions": [r.decision for r in stor
                   "by_vector": [h.id for h in by_vector], "by_text": [h.id for h in by_text],
                   "lexical": [h.signals.get("lexical") for h in by_text]}))
 """
-
-
-def _run(cmd: list[str], **kw) -> subprocess.CompletedProcess:
-    out = subprocess.run(cmd, capture_output=True, text=True, timeout=kw.pop("timeout", 600), **kw)
-    assert out.returncode == 0, f"{' '.join(map(str, cmd))} failed:\n{out.stdout[-3000:]}\n{out.stderr[-3000:]}"
-    return out
-
-
-@pytest.fixture(scope="module")
-def wheel(tmp_path_factory) -> Path:
-    """pgmem's wheel, built from a copy of the tree it is made of (the checkout stays clean)."""
-    src = tmp_path_factory.mktemp("src")
-    for item in WHEEL_TREE:
-        (shutil.copytree if (REPO / item).is_dir() else shutil.copy)(REPO / item, src / item)
-    out = tmp_path_factory.mktemp("dist")
-    _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(out), str(src)])
-    (whl,) = out.glob("pgmem_agent-*.whl")
-    return whl
 
 
 def test_wheel_carries_the_package_and_both_sql_lanes(wheel):
@@ -304,28 +284,43 @@ def test_without_an_extra_the_command_says_what_to_install(wheel, tmp_path):
 
 # ----------------------------------------------------------------------------- async types
 def _api_methods() -> list[str]:
-    """The public methods of _Base that talk to the database (their body calls self._do, _run
-    or _rows); the others (e.g. setting a claim) do no I/O and stay plain methods."""
-    from pgmem.client import _Base
+    """The methods of pgmem.client._Api: each returns a plan (a Call or a Pipeline of
+    pgmem._transport) that each client runs."""
+    from pgmem.client import _Api
 
-    return sorted(n for n, v in vars(_Base).items() if not n.startswith("_") and inspect.isfunction(v)
-                  and re.search(r"self\._(do|run|rows)\(", inspect.getsource(v)))
+    return sorted(n for n, v in vars(_Api).items() if inspect.isfunction(v))
 
 
-def test_every_async_method_is_a_coroutine_function_with_the_sync_signature():
-    from pgmem.client import _Base
+def test_every_api_method_runs_in_both_clients_with_one_signature():
+    """One line per method in each client (pgmem.client: _sync, _coroutine): a method of _Api
+    that one of them lacks would be missing from that client."""
+    from pgmem.client import _Api, _Base
 
     names = _api_methods()
-    assert {"remember", "search", "build_context", "forget", "history"} <= set(names)
-    for name in names + ["call", "remember_many", "close"]:
-        method = getattr(AsyncMemoryClient, name)
-        assert inspect.iscoroutinefunction(method), f"AsyncMemoryClient.{name} is not a coroutine function"
+    assert {"remember", "remember_many", "search", "build_context", "forget", "history", "call",
+            "context_for"} <= set(names)
     for name in names:
-        assert inspect.signature(getattr(AsyncMemoryClient, name)) == inspect.signature(getattr(_Base, name))
-        assert getattr(AsyncMemoryClient, name).__doc__ == getattr(_Base, name).__doc__
-        # the annotation of an async def is the awaited type: the sync method's return type
-        assert inspect.signature(getattr(AsyncMemoryClient, name)).return_annotation == \
-            inspect.signature(getattr(MemoryClient, name)).return_annotation
+        assert re.match(r"(Plan|Call|Pipeline)\[", str(inspect.signature(getattr(_Api, name)).return_annotation)), \
+            f"_Api.{name} must return a plan (Call, Pipeline or Plan), annotated"
+    # the clients get the API from _Api's wrapped methods only, and _Base has no public method of I/O
+    assert not issubclass(MemoryClient, _Api) and not issubclass(AsyncMemoryClient, _Api)
+    assert {n for n in vars(_Base) if not n.startswith("_") and inspect.isfunction(vars(_Base)[n])} == \
+        {"set_tenant_claim"}
+    for name in names:
+        sync, coro = vars(MemoryClient).get(name), vars(AsyncMemoryClient).get(name)
+        assert sync is not None and coro is not None, f"{name}: add `{name} = _sync(_Api.{name})` to MemoryClient " \
+            f"and `{name} = _coroutine(_Api.{name})` to AsyncMemoryClient"
+        assert not inspect.iscoroutinefunction(sync), f"MemoryClient.{name} is a coroutine function"
+        assert inspect.iscoroutinefunction(coro), f"AsyncMemoryClient.{name} is not a coroutine function"
+        base = inspect.signature(getattr(_Api, name))
+        for method in (sync, coro):
+            sig = inspect.signature(method)
+            assert sig.parameters == base.parameters and method.__doc__ == getattr(_Api, name).__doc__
+            # the annotation of the run method is the plan's result: list[Hit], not Plan[list[Hit]]
+            ret = sig.return_annotation
+            assert base.return_annotation in (f"Plan[{ret}]", f"Call[{ret}]", f"Pipeline[{ret}]"), (name, ret)
+    for name in ("close", "__aenter__", "__aexit__"):
+        assert inspect.iscoroutinefunction(getattr(AsyncMemoryClient, name)), f"AsyncMemoryClient.{name}"
 
 
 def test_async_client_end_to_end(dsn):

@@ -14,7 +14,7 @@ import psycopg
 import pytest
 from psycopg.types.json import Jsonb
 
-from test_search import JAM, call, decay, ids, remember, scalar, search, unit
+from searchhelpers import JAM, call, decay, ids, remember, scalar, search, unit
 
 T = datetime(2025, 6, 1, 12, 0, tzinfo=timezone.utc)
 READS = {

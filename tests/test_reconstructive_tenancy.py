@@ -13,9 +13,8 @@ import psycopg
 import pytest
 from psycopg.types.json import Jsonb
 
-from conftest import at_cos, connect, e
+from conftest import at_cos, connect, e, role_connect
 from sqlhelpers import call, rows
-from test_tenancy import role_connect, roles  # noqa: F401  (roles: the module's login roles fixture)
 
 MARK = "quokkaharbour"
 TABLES = ("identity_traits", "identity_beliefs", "identity_goals", "identity_snapshots", "reconstructions",

@@ -14,7 +14,7 @@ import psycopg
 import pytest
 
 from conftest import connect
-from test_search import call, cos, ids, remember, scalar, unit
+from searchhelpers import call, cos, ids, remember, scalar, unit
 
 T = datetime(2025, 6, 1, 12, 0, tzinfo=timezone.utc)
 K1, B = 1.2, 0.4

@@ -14,7 +14,6 @@ check fails test_every_public_function_has_an_isolation_check.
 from __future__ import annotations
 
 import json
-import secrets
 import uuid
 from dataclasses import dataclass, field
 from typing import Callable
@@ -23,67 +22,15 @@ import numpy as np
 import psycopg
 import pytest
 from psycopg import sql
-from psycopg.conninfo import conninfo_to_dict
 from psycopg.types.json import Jsonb
 
-from conftest import connect
-from sqlhelpers import call, one, rows, scalar
+from conftest import connect, grant_tenant, login_roles, role_connect  # noqa: F401  (roles: conftest's fixture)
+from sqlhelpers import call, one, public_functions, rows, scalar
 
 DIM = 384
 MARK = "zebrafalcon"       # a word only tenant b's memories contain
 SHARED_USER = "shared-user"  # the same user id in both tenants
 SHARED_SESSION = "s-shared"
-
-
-# ------------------------------------------------------------------------------ roles
-def login_roles(cluster, prefix: str, grants: dict[str, str]):
-    """Login roles (cluster-wide, so with unique names) granted pgmem's roles, kind -> pgmem
-    role; yields {kind: (name, password)} and drops them afterwards (a fixture body)."""
-    suffix = uuid.uuid4().hex[:10]
-    made: dict[str, tuple[str, str]] = {}
-    with connect(cluster.dsn("postgres"), tenant=None) as su:
-        for kind, grant in grants.items():
-            name, pw = f"{prefix}{kind}_{suffix}", secrets.token_urlsafe(18)
-            su.execute(sql.SQL("create role {} login password {}").format(sql.Identifier(name), sql.Literal(pw)))
-            su.execute(sql.SQL("grant {} to {}").format(sql.Identifier(grant), sql.Identifier(name)))
-            made[kind] = (name, pw)
-    yield made
-    with connect(cluster.dsn("postgres"), tenant=None) as su:
-        for name, _ in made.values():
-            # sessions of the role in databases the test left behind would block the drop
-            su.execute("select pg_terminate_backend(pid) from pg_stat_activity where usename = %s", (name,))
-            su.execute(sql.SQL("drop role if exists {}").format(sql.Identifier(name)))
-
-
-@pytest.fixture(scope="module")
-def roles(cluster):
-    """Login roles app/bi/admin (unique names), granted pgmem_app/pgmem_reader/pgmem_admin."""
-    yield from login_roles(cluster, "user_", {"app": "pgmem_app", "bi": "pgmem_reader", "admin": "pgmem_admin"})
-
-
-def grant_tenant(dsn: str, role: str, *tenants: str) -> None:
-    """Bind a login to tenants in the database of ``dsn`` (pgmem.tenant_grants)."""
-    with connect(dsn, tenant=None) as su:
-        for t in tenants:
-            su.execute("select pgmem.grant_tenant(%s, %s)", (role, t))
-
-
-def role_connect(cluster, dsn: str, roles, kind: str, tenant: str | None, *, grant: bool = True) -> psycopg.Connection:
-    """A TCP connection as one of the test's login roles to the database of ``dsn``; with
-    ``grant``, the login is first granted the tenant it connects with."""
-    from pgvector.psycopg import register_vector
-
-    name, pw = roles[kind]
-    dbname = conninfo_to_dict(dsn)["dbname"]
-    if grant and tenant and kind != "admin":
-        grant_tenant(dsn, name, tenant)
-    # app and reader sessions must run with both timeouts on (015_limits.sql)
-    opts = "-c statement_timeout=30s -c idle_in_transaction_session_timeout=60s"
-    c = psycopg.connect(host="127.0.0.1", port=cluster.port, user=name, password=pw, dbname=dbname,
-                        autocommit=True, options=opts + (f" -c pgmem.tenant={tenant}" if tenant else ""))
-    register_vector(c)
-    assert c.execute("select current_user").fetchone()[0] == name
-    return c
 
 
 # ---------------------------------------------------------------------------- helpers
@@ -273,11 +220,8 @@ def world(cluster, dsn, roles):
         c.close()
 
 
-# layered tiers (issue 15): their functions' isolation is checked by tests/test_layered_tenancy.py
-from test_layered_tenancy import LAYERED_FUNCTIONS  # noqa: E402
-from test_web_sql import WEB_FUNCTIONS, WEB_SECDEF  # noqa: E402  (web, issue 25: tests/test_web_sql.py isolates each)
-from test_cli_reembed import ECO_FUNCTIONS, ECO_SECDEF  # noqa: E402  (issue 26: runs each as another tenant)
-from test_lifecycle import LIVING_FUNCTIONS  # noqa: E402  (issue 24: test_lifecycle, test_documents, test_design_rows)
+# the functions other modules run as another tenant (tests/registry.py names each module)
+from registry import ECO_FUNCTIONS, ECO_SECDEF, LAYERED_FUNCTIONS, LIVING_FUNCTIONS, WEB_FUNCTIONS, WEB_SECDEF  # noqa: E402
 
 
 # ------------------------------------------------------------- per-function checks
@@ -807,12 +751,6 @@ ORDER = ["get_memory", "history", "surprise", "search", "search_exact", "explain
          "archive_stale", "index_vectors", "tune_thresholds", "purge", "run_job", "spread",
          "assign_cluster", "attention", "map_points", "judge", "cluster", "cluster_confidence",
          "remember", "remember_many", "erase_user"]
-
-
-def public_functions(conn) -> set[str]:
-    return {r[0] for r in conn.execute(
-        "select p.proname from pg_proc p join pg_namespace n on n.oid = p.pronamespace"
-        " where n.nspname = 'pgmem' and p.proname !~ '^_'")}
 
 
 # ---------------------------------------------------------------------------- tests

@@ -1,6 +1,6 @@
 """The memory explorer page in a real browser (issue 25): headless Chromium (Debian's) driven by
 Playwright, against ``pgmem serve`` on a real cluster with the demo conversation ingested
-(real MiniLM embeddings) and a local OpenAI-compatible LLM server (test_web_api.FakeLLM).
+(real MiniLM embeddings) and a local OpenAI-compatible LLM server (tests/webhelpers.py's FakeLLM).
 
 A person's path through the page: sign in with a token link, chat and see the activated (✓)
 and candidate (○) memories with their scores, search and read the signal bars and the
@@ -23,7 +23,7 @@ import pytest
 
 from conftest import ROOT, TEMPLATE, _janitor, connect
 from sqlhelpers import scalar
-from test_web_api import Running, embedder, llm, make_app, request  # noqa: F401  (module-scoped fixtures)
+from webhelpers import Running, embedder, llm, make_app, request  # noqa: F401  (module-scoped fixtures)
 
 pytestmark = pytest.mark.slow  # a browser, and the demo conversation embedded (about 45 s)
 

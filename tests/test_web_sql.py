@@ -12,15 +12,9 @@ import numpy as np
 import psycopg
 import pytest
 
-# the web functions (sql/570_web.sql): test_tenancy.py imports these sets, before this module
-# imports it (the module-scoped login roles fixture)
-WEB_FUNCTIONS = frozenset({"set_api_key", "has_api_key", "clear_api_key", "format_context", "memory_context",
-                           "system_stats", "health", "list_bindings", "list_clusters", "list_jobs"})
-WEB_SECDEF = ["set_api_key", "has_api_key", "clear_api_key", "_api_key"]
-
-from conftest import TEMPLATE, _janitor, at_cos, connect, e  # noqa: E402
-from sqlhelpers import call, one, rows, scalar  # noqa: E402
-from test_tenancy import role_connect, roles  # noqa: E402, F401  (module-scoped login roles fixture)
+from conftest import TEMPLATE, _janitor, at_cos, connect, e, role_connect
+from registry import WEB_FUNCTIONS
+from sqlhelpers import call, rows, scalar
 
 KEY_A = "sk-test-aaaaaaaaaaaaaaaaaaaaaaaa1"
 KEY_B = "sk-test-bbbbbbbbbbbbbbbbbbbbbbbb2"

@@ -184,7 +184,7 @@ def test_pg_cron_runs_the_work_queue(cluster, conn, dsn):
 # ------------------------------------------------------------------ issue 27, M2
 @pytest.fixture(scope="module")
 def tenant_logins(cluster):
-    from test_tenancy import login_roles
+    from conftest import login_roles
 
     yield from login_roles(cluster, "wq_", {"app": "pgmem_app"})
 
@@ -193,7 +193,7 @@ def test_only_the_queue_rules_let_an_item_in(cluster, dsn, tenant_logins):
     """Before: a plain INSERT as the app queued prune {"mode": "aggressive"}, merge
     {"threshold": 0.1} and an unknown task, and work() ran the first two as the owner. Every
     row now passes the rules of enqueue, whichever way it comes in."""
-    from test_tenancy import role_connect
+    from conftest import role_connect
 
     app = role_connect(cluster, dsn, tenant_logins, "app", "a")
     try:
@@ -228,7 +228,7 @@ def test_one_tenants_flood_does_not_hold_the_queue(cluster, dsn, tenant_logins):
     """Before: 200 enqueue('idle', priority => 0) of tenant a: work() spent 21.7 s on 6 of them
     while b's bind item waited. A tenant cannot jump its kind of work any more, and a tenant
     past its share of a run (work_tenant_seconds) goes after the others."""
-    from test_tenancy import role_connect
+    from conftest import role_connect
 
     with connect(dsn, tenant="b") as b:
         bm = b.execute("insert into pgmem.memories (content) values ('b''s plain memory') returning id").fetchone()[0]

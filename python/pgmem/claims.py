@@ -21,6 +21,7 @@ import json
 import time
 
 from .errors import ConfigError
+from .tenants import validate_tenant
 
 MAX_TTL = 86400
 
@@ -32,8 +33,6 @@ def _b64url(b: bytes) -> str:
 def sign_tenant_claim(key: bytes, tenant: str, *, ttl: float = 900, role: str | None = None,
                       kid: str = "default", now: float | None = None) -> str:
     """A claim that the holder may act for ``tenant`` for ``ttl`` seconds (at most a day)."""
-    from .client import validate_tenant
-
     validate_tenant(tenant)
     if not isinstance(key, (bytes, bytearray, memoryview)) or len(bytes(key)) < 32:
         raise ConfigError("a claim key is the bytes pgmem.add_claim_key() returned (at least 32 bytes)")

@@ -214,7 +214,8 @@ def _ports(text: str | None, n: int, default_start: int) -> list[int]:
         return [int(x) for x in text.split(",")]
     from .cluster import port_in_use
 
-    out, port = [], default_start
+    out: list[int] = []
+    port = default_start
     while len(out) < n:
         if not port_in_use(port):
             out.append(port)
@@ -248,6 +249,7 @@ def cmd_db_shards_status(args) -> int:
     import psycopg
 
     from . import shards
+    from .db import scalar
 
     proxy, parts = shards.topology(_shards_home())
     print(f"proxy:       port {proxy.port} ({'running' if proxy.running() else 'stopped'})")
@@ -255,7 +257,7 @@ def cmd_db_shards_status(args) -> int:
         n = "?"
         if p.cluster.running():
             with psycopg.connect(p.cluster.dsn(p.dbname), autocommit=True) as c:
-                n = c.execute("select count(distinct tenant) from pgmem.memories").fetchone()[0]
+                n = scalar(c, "select count(distinct tenant) from pgmem.memories")
         print(f"partition {p.part}: port {p.cluster.port} ({'running' if p.cluster.running() else 'stopped'}), {n} tenants")
     return 0
 
@@ -277,6 +279,8 @@ def cmd_db_shards_refresh(args) -> int:
     for p in parts:
         migrate.upgrade(p.cluster.dsn(p.dbname))
         cat = shards.install_shard(p.cluster.dsn(p.dbname), cat)
+    if cat is None:
+        raise PgmemError("the shards' state names no partition: run 'pgmem db shards up' first")
     shards.install_proxy(proxy.dsn(), cat, parts)
     print(f"proxy refreshed: {len(cat.functions)} functions, {len(cat.views)} views over {len(parts)} partitions")
     return 0

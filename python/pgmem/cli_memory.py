@@ -60,14 +60,12 @@ def cmd_remember(args) -> int:
 def read_jsonl(path: str, err=sys.stderr, on_bad=None):
     """Yield (line_number, event) for good lines; report bad ones with their line number.
     Lines are decoded one by one, so an invalid UTF-8 byte costs only its own line."""
-    bad = 0
     f = sys.stdin.buffer if path == "-" else open(path, "rb")
     try:
         for n, raw in enumerate(f, 1):
             try:
                 line = raw.decode("utf-8")
             except UnicodeDecodeError as e:
-                bad += 1
                 if on_bad is not None:
                     on_bad()
                 print(f"pgmem: {path}:{n}: skipped, not valid UTF-8 ({e.reason} at byte {e.start})", file=err)
@@ -77,26 +75,22 @@ def read_jsonl(path: str, err=sys.stderr, on_bad=None):
             try:
                 ev = json.loads(line)
             except json.JSONDecodeError as e:
-                bad += 1
                 if on_bad is not None:
                     on_bad()
                 print(f"pgmem: {path}:{n}: skipped, not JSON ({e.msg} at column {e.colno})", file=err)
                 continue
             except RecursionError:  # json's decoder recurses once per level of nesting
-                bad += 1
                 if on_bad is not None:
                     on_bad()
                 print(f"pgmem: {path}:{n}: skipped, not JSON (nested too deeply for the decoder)", file=err)
                 continue
             if not isinstance(ev, dict):
-                bad += 1
                 if on_bad is not None:
                     on_bad()
                 print(f"pgmem: {path}:{n}: skipped, a line must be a JSON object, got {type(ev).__name__}", file=err)
                 continue
             content = ev.get("content") or ev.get("text")
             if not isinstance(content, str) or not content.strip():
-                bad += 1
                 if on_bad is not None:
                     on_bad()
                 print(f"pgmem: {path}:{n}: skipped, no \"content\" text", file=err)
@@ -105,7 +99,6 @@ def read_jsonl(path: str, err=sys.stderr, on_bad=None):
     finally:
         if f is not sys.stdin.buffer:
             f.close()
-        read_jsonl.bad = bad
 
 
 def json_option(name: str, text: str | None, *, kind: type = dict):
@@ -236,9 +229,12 @@ def cmd_ingest(args) -> int:
         bar.update(len(batch))
         batch.clear()
 
-    read_jsonl.bad = 0
+    def bad_line() -> None:  # a line read_jsonl skipped (it says why)
+        counts["bad"] += 1
+        bar.update(1)
+
     try:
-        for n, ev in read_jsonl(args.file, on_bad=lambda: bar.update(1)):
+        for n, ev in read_jsonl(args.file, on_bad=bad_line):
             why = oversize(ev, limits)
             if why:
                 skip(n, why)
@@ -253,7 +249,6 @@ def cmd_ingest(args) -> int:
         flush()
     finally:
         bar.close()
-    counts["bad"] += getattr(read_jsonl, "bad", 0)
     if derived:
         print(f"pgmem: {derived} line(s) had no event_id: each got a key derived from its content (line:<sha256>), "
               "so ingesting them again replays them instead of storing them twice", file=sys.stderr)

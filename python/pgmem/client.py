@@ -7,228 +7,100 @@ so its transaction) through ``conn=``.
     mem.remember("I'm allergic to peanuts", who="user", user_id="maya", category="fact")
     for hit in mem.search("what is maya allergic to", k=5):
         print(hit.score, hit.content, hit.signals)
+
+The client is in layers, one concern per module:
+
+- :mod:`pgmem.results`: what the calls return (:class:`Hit`, :class:`RememberResult`);
+- :mod:`pgmem.events`: events to remember() arguments (:func:`event_to_args`);
+- :mod:`pgmem.tenants`: tenant names and claims (:func:`validate_tenant`);
+- :mod:`pgmem._transport`: the one transport of both clients (statements, sessions, retries,
+  errors, the replica);
+- this module: the API. ``_Base``'s methods do no I/O: each returns a plan (a ``Call`` of one
+  SQL function, or a ``Pipeline`` of calls), and :class:`MemoryClient` runs it with the
+  blocking driver, :class:`AsyncMemoryClient` with the asyncio driver (``_sync`` / ``_coroutine``
+  below: one line per method in each client; tests/test_package.py fails on a missing one).
 """
 from __future__ import annotations
 
-import base64
 import functools
 import inspect
 import json
 import logging
-import random
 import re
 import sys
-import time
-from contextlib import contextmanager, nullcontext as _nullcontext
-from dataclasses import dataclass, field
-from datetime import datetime
-from typing import Any, Callable, Concatenate, Coroutine, Iterable, Iterator, Mapping, ParamSpec, Sequence, TypeVar
+from typing import (TYPE_CHECKING, Any, Callable, Concatenate, Coroutine, Generator, Iterable, Mapping, ParamSpec,
+                    Sequence, TypeVar)
 
-import psycopg
-from psycopg.rows import dict_row
+from ._transport import (ARG_NAMES_SQL, CASTS, READ_ONLY_CALLS, RETRYABLE_SQLSTATES, AsyncTransport, Call, Join,
+                         Pipeline, Plan, Start, SyncTransport, Transport, connect_error, mapped_error)
+from .errors import ConfigError, DataError, IntegrityError, LimitExceeded, PgmemError
+from .events import event_to_args, jsonable, remember_many_payload
+from .results import (ACTIVATE_SIGNALS, RECALL_SIGNALS, SEARCH_SIGNALS, Hit, RememberResult, hit_from_row,
+                      remember_result)
+from .tenants import TENANT_RE, claim_tenant, validate_tenant
 
-from .errors import ConfigError, PgmemError, ServerUnavailable, from_database
+if TYPE_CHECKING:  # the layered result types, imported when a layered method runs
+    from .layered import ContextResult, IntentResult
 
 log = logging.getLogger("pgmem.client")
+P = ParamSpec("P")
+R = TypeVar("R")
 
-RETRYABLE_SQLSTATES = {"40001", "40P01", "57P01", "08006", "08003", "08000"}
+# the names other modules imported from here before the split (kept: `from pgmem.client import ...`)
+_hit = hit_from_row
+_remember_result = remember_result
+_jsonable = jsonable
+_claim_tenant = claim_tenant
+_connect_error = connect_error
+_mapped = mapped_error
+_CASTS = CASTS
 
+__all__ = ["MemoryClient", "AsyncMemoryClient", "Hit", "RememberResult", "event_to_args", "validate_tenant",
+           "TENANT_RE", "READ_ONLY_CALLS", "RETRYABLE_SQLSTATES", "JOBS", "SEARCH_SIGNALS", "ACTIVATE_SIGNALS",
+           "RECALL_SIGNALS"]
 
-# ------------------------------------------------------------------------- results
-@dataclass
-class RememberResult:
-    id: int | None
-    decision: str
-    surprise: float | None
-    importance: float | None
-    salience: float | None
-    nearest_id: int | None = None
-    nearest_similarity: float | None = None
-    details: dict = field(default_factory=dict)
+JOBS = {"merge": "merge_duplicates", "prune": "prune", "archive": "archive_stale", "tune": "tune_thresholds",
+        "purge": "purge", "index": "index_vectors", "cluster": "cluster",
+        # Shadow's cleanup (issue 24): archived memories deleted after their retention; statistics
+        "delete_archived": "delete_archived", "compact": "compact"}
 
-    @property
-    def stored(self) -> bool:
-        return self.decision == "stored"
-
-
-@dataclass
-class Hit:
-    """One ranked memory with the per-signal scores that explain its rank."""
-
-    id: int
-    score: float
-    signals: dict[str, float]
-    content: str
-    summary: str | None = None
-    who: str | None = None
-    what: str | None = None
-    when: datetime | None = None
-    where: str | None = None
-    why: str | None = None
-    how: str | None = None
-    category: str | None = None
-    created_at: datetime | None = None
-    metadata: dict = field(default_factory=dict)
-    extra: dict = field(default_factory=dict)
+#: the errors of a batch the database refused for its content (remember_many's on_error): not
+#: a lost connection, a missing privilege or a timeout, which end the call whatever on_error says
+REFUSALS = (DataError, IntegrityError, LimitExceeded)
 
 
-_HIT_FIELDS = {"id", "score", "content", "summary", "memory_summary", "who", "what", "happened_at", "location", "why", "how",
-               "category", "created_at", "metadata"}
+def _first(rows: list[dict]) -> dict:
+    return rows[0]
 
 
-def _hit(row: Mapping[str, Any], signal_names: Sequence[str]) -> Hit:
-    signals = {s: float(row[s]) for s in signal_names if s in row and row[s] is not None}
-    extra = {k: v for k, v in row.items() if k not in _HIT_FIELDS and k not in signals}
-    return Hit(id=row["id"], score=float(row["score"]), signals=signals, content=row.get("content"),
-               summary=row.get("summary", row.get("memory_summary")), who=row.get("who"), what=row.get("what"), when=row.get("happened_at"),
-               where=row.get("location"), why=row.get("why"), how=row.get("how"), category=row.get("category"),
-               created_at=row.get("created_at"), metadata=row.get("metadata") or {}, extra=extra)
+def _first_or_none(rows: list[dict]) -> dict | None:
+    return rows[0] if rows else None
 
 
-SEARCH_SIGNALS = ("semantic", "lexical", "recency", "actor", "spatial", "usage", "time", "session", "neighbour",
-                  "context")
-ACTIVATE_SIGNALS = ("embedding_sim", "metadata_sim", "summary_sim", "temporal")
-RECALL_SIGNALS = ("relevance", "decayed_importance", "recency", "access_frequency")
+def _scalar(rows: list[dict]) -> Any:
+    """The value of a one-column, one-row result (a function returning jsonb)."""
+    return next(iter(rows[0].values())) if rows else None
 
 
-# --------------------------------------------------------------------- events → args
-def event_to_args(event: Mapping[str, Any] | str, extractor=None, *, now: datetime | None = None) -> dict[str, Any]:
-    """Map an event (the JSONL format of ``pgmem ingest``, see examples/README.md) or a plain
-    text to remember() arguments, filling the 5W1H fields with the extractor when given.
-    Fields the event states explicitly win over extracted ones."""
-    if isinstance(event, str):
-        event = {"content": event}
-    content = event.get("content") or event.get("text")
-    if content is None or not str(content).strip():
-        raise PgmemError("event has no content: a memory needs some text")
-    args: dict[str, Any] = {
-        "content": content,
-        "who": event.get("who") or event.get("actor") or event.get("role"),
-        "what": event.get("what"),
-        "happened_at": event.get("when") or event.get("happened_at"),
-        "location": event.get("where") or event.get("location"),
-        "why": event.get("why"),
-        "how": event.get("how"),
-        "category": event.get("category"),
-        "importance": event.get("importance"),
-        "metadata": dict(event.get("metadata") or {}),
-        "user_id": event.get("user_id"),
-        "agent_id": event.get("agent_id"),
-        "session_id": event.get("session_id"),
-        "created_at": event.get("ts") or event.get("created_at"),
-        "event_key": event.get("event_id") or event.get("event_key"),
-        "summary": event.get("summary"),
-        "topics": event.get("topics"),
-        "entities": event.get("entities"),
-        "tier": event.get("tier"),
-        "expires_at": event.get("expires_at"),
-        # a precomputed embedding travels with its event (the client then does not embed it)
-        "embedding": event.get("embedding"),
-        "embedding_model": event.get("embedding_model") if event.get("embedding") is not None else None,
-        # Fragment content domains (issue 16): action-related and perceptual content, JSON objects
-        "motor": event.get("motor"),
-        "sensory": event.get("sensory"),
-    }
-    if extractor is not None:
-        x = extractor.extract(event, now=now)
-        for key, value in (("who", x.who), ("what", x.what), ("happened_at", x.when), ("location", x.where),
-                           ("why", x.why), ("how", x.how), ("summary", x.summary), ("category", x.category),
-                           ("topics", x.topics or None), ("entities", x.entities or None),
-                           ("valence", x.valence), ("arousal", x.arousal), ("dominance", x.dominance)):
-            if args.get(key) in (None, "", []):
-                args[key] = value
-        if args.get("importance") is None and x.importance is not None and x.source == "llm":
-            args["importance"] = x.importance
-        args["metadata"].setdefault("extracted_by", x.source)
-        # layered tiers (issue 15): the profile facts a user's statement makes; the database's
-        # memories_profile_facts trigger writes them (pgmem.set_fact) as the memory is stored
-        facts = getattr(x, "facts", None)
-        if facts is None:  # an extractor without profile-statement detection: the heuristic's
-            from .engine.profile_facts import detect_facts
-
-            facts = detect_facts(content, speaker=args.get("who"))
-        if facts and args.get("user_id"):
-            args["metadata"].setdefault("facts", facts)
-    return {k: v for k, v in args.items() if v is not None and v != {} or k == "content"}
+def _hits(signals: Sequence[str]) -> Callable[[list[dict]], list[Hit]]:
+    return lambda rows: [hit_from_row(r, signals) for r in rows]
 
 
-def _jsonable(v: Any) -> Any:
-    if isinstance(v, datetime):
-        return v.isoformat()
-    if hasattr(v, "tolist"):
-        return v.tolist()
-    return v
+def _remember_results(rows: list[dict]) -> list[RememberResult]:
+    return [remember_result(r) for r in rows]
 
 
-# ----------------------------------------------------------------------- the client
-TENANT_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:@-]{0,63}")
-_NAME_RE = re.compile(r"[a-z_][a-z0-9_]{0,62}")
+def _json(v: Any) -> str | None:
+    """A dict argument as JSON text (None and {} stay out: the SQL default)."""
+    return json.dumps(v, default=jsonable) if v else None
 
 
-def validate_tenant(tenant: Any) -> str:
-    """The tenant name, or a ConfigError naming the rule (the database checks the same rule,
-    and that the login may act for the tenant: pgmem.current_tenant())."""
-    if not isinstance(tenant, str) or not TENANT_RE.fullmatch(tenant):
-        raise ConfigError(f"invalid tenant name {tenant!r}: use 1 to 64 letters, digits and _ . : @ -, "
-                          "starting with a letter or digit")
-    return tenant
+class _Base(Transport):
+    """What both clients are made of: the settings, the embedder and the LLM, and the pipelines'
+    steps; the API is ``_Api``'s (plans), run by each client's transport."""
 
+    _ARG_NAMES_SQL = ARG_NAMES_SQL  # the catalog query (web/app.py reads it once for every tenant's client)
 
-def _claim_tenant(token: str) -> str:
-    """The tenant a signed claim names (read, not verified: the database verifies it)."""
-    try:
-        payload = token.split(".")[1]
-        return json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))["tenant"]
-    except Exception:
-        raise ConfigError("tenant_claim is not a signed tenant claim (header.payload.signature; see pgmem.claims)") from None
-
-
-def _connect_error(dsn: str, e: BaseException) -> PgmemError:
-    """One clear error for a connection that failed: the server's refusal mapped by SQLSTATE
-    (a wrong password is 28P01), else :class:`ServerUnavailable` naming the address (never the
-    password) and what to check."""
-    from .db import describe_dsn, mask_password
-
-    state = getattr(e, "sqlstate", None)
-    if state and state[:2] not in ("08", "57"):
-        mapped = from_database(e)
-        if isinstance(mapped, PgmemError):
-            return mapped
-    text = str(e).strip()
-    reason = mask_password(text.splitlines()[-1] if text else type(e).__name__, dsn)
-    return ServerUnavailable(f"cannot connect to {describe_dsn(dsn)}: {reason}: is PostgreSQL running there? "
-                             "check PGMEM_DSN (or start the embedded cluster: pgmem db up)")
-
-
-def _probe(dsn: str, timeout: float) -> None:
-    """Connect once before a pool is made, so that a server that is down, or a wrong password,
-    is an error at once (at most 5 s), not a pool's retries until its timeout."""
-    try:
-        psycopg.connect(dsn, connect_timeout=max(2, min(5, int(timeout))), autocommit=True).close()
-    except psycopg.Error as e:
-        raise _connect_error(dsn, e) from None
-
-
-async def _aprobe(dsn: str, timeout: float) -> None:
-    try:
-        c = await psycopg.AsyncConnection.connect(dsn, connect_timeout=max(2, min(5, int(timeout))), autocommit=True)
-        await c.close()
-    except psycopg.Error as e:
-        raise _connect_error(dsn, e) from None
-
-
-def _mapped(e: BaseException) -> BaseException:
-    """The client exception for a psycopg error (pgmem.errors.from_database); a lost
-    connection without a SQLSTATE becomes ServerUnavailable."""
-    mapped = from_database(e)
-    if mapped is e and isinstance(e, psycopg.OperationalError):
-        text = str(e).strip()
-        return ServerUnavailable(f"the database connection failed: {text.splitlines()[-1] if text else type(e).__name__}"
-                                 ": is PostgreSQL running? check PGMEM_DSN")
-    return mapped
-
-
-class _Base:
     def __init__(self, dsn: str | None = None, tenant: str | None = "default", *, embedder: Any = "auto",
                  extractor: Any = None, min_size: int = 1, max_size: int = 4, timeout: float = 30.0,
                  retries: int = 3, statement_timeout_ms: int | None = 30000,
@@ -264,17 +136,24 @@ class _Base:
             if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < 0):
                 raise ConfigError(f"{name} must be a non-negative integer (milliseconds), got {v!r}")
         self.idle_in_transaction_ms = idle_in_transaction_ms
-        self._arg_names: dict[str, frozenset[str]] | None = None
+        self._arg_names = None
         self._embedder_arg = embedder
-        self._embedder = None
+        self._embedder: Any = None
         self.extractor = extractor
         self.min_size, self.max_size, self.timeout = min_size, max_size, timeout
         self.retries = retries
         self.statement_timeout_ms = statement_timeout_ms
 
+    def set_tenant_claim(self, token: str) -> None:
+        """Use a (fresh) signed tenant claim: connections take it at their next use."""
+        if not isinstance(token, str) or not token:
+            raise ConfigError("tenant_claim must be the token string your auth service signed")
+        self.tenant = claim_tenant(token)
+        self.tenant_claim = token
+
     # embeddings ----------------------------------------------------------------
     @property
-    def embedder(self):
+    def embedder(self) -> Any:
         """The embedder (``pgmem.embedding.Embedder()``: the one PGMEM_EMBEDDER chooses, by
         default all-MiniLM-L6-v2), or None when the client was made with ``embedder=None``:
         memories are then queued for the worker. A core install without an embedder (no numpy,
@@ -301,11 +180,6 @@ class _Base:
             args["embedding"] = self.embedder.embed(self._text_of(args))
             args.setdefault("embedding_model", self.embedder.model_name)
 
-    def _batch_payload(self, events: Sequence[Any], extractor, embed: bool) -> str:
-        """The JSON array remember_many() takes for a batch of events: extracted, and embedded
-        in one model call when ``embed`` and an embedder is configured."""
-        return self._payload_json(self._embed_items([event_to_args(e, extractor) for e in events], embed))
-
     def _embed_items(self, items: list[dict], embed: bool = True, skip: Iterable[int] = ()) -> list[dict]:
         """Embeds the remember() arguments that have no embedding yet, in one model call (the
         embedder batches it); the indexes in ``skip`` are left alone (events replayed anyway)."""
@@ -320,17 +194,7 @@ class _Base:
 
     @staticmethod
     def _payload_json(items: list[dict]) -> str:
-        # a vector travels as pgvector's text ('[0.1,0.2,...]'), a JSON string: the server parses
-        # it once into the vector, where a JSON array of 384 numbers was first parsed into 384
-        # numerics (issue 23: 0.04 ms of server time per item)
-        out = []
-        for a in items:
-            d = {k: _jsonable(v) for k, v in a.items()}
-            e = a.get("embedding")
-            if e is not None and not isinstance(e, str):
-                d["embedding"] = "[" + ",".join(map(repr, map(float, e.tolist() if hasattr(e, "tolist") else e))) + "]"
-            out.append(d)
-        return json.dumps(out)
+        return remember_many_payload(items)
 
     def _embed_query(self, query: str | None, embedding: Any) -> Any:
         """A question's embedding: with the query instruction prefix of an asymmetric model
@@ -344,84 +208,30 @@ class _Base:
             return self.embedder.embed(text)
         return embedding
 
-    def _with_search_embedding(self, query: str | None, embedding: Any, profile: str | None, conn, then,
-                               filters: dict | None = None):
-        """then(embedding) for a search: the caller's embedding, or the question embedded here
-        without the names of the actors it names and of the user it is filtered on
-        (pgmem.query_embedding_text: with the default profile those count through the actor
-        signal or the filter, and in an embedding a name swamps what is asked). One more round
-        trip, a fraction of the embedding's cost."""
+    def _searching(self, fn: str, args: dict[str, Any], post: Callable[[list[dict]], R], query: str | None,
+                   embedding: Any, profile: str | None, filters: dict | None, conn: Any) -> Plan[R]:
+        """A search-like call (``query_embedding`` in ``args``): with the caller's embedding, or
+        the question embedded here without the names of the actors it names and of the user it
+        is filtered on (pgmem.query_embedding_text: with the default profile those count through
+        the actor signal or the filter, and in an embedding a name swamps what is asked). One
+        more round trip, a fraction of the embedding's cost."""
         if embedding is not None or not query or self.embedder is None:
-            return then(embedding)
-        user = (filters or {}).get("user_id")
-        return self._do("query_embedding_text", dict(p_text=query, p_profile=profile,
-                                                     p_user_id=user if isinstance(user, str) else None),
-                        lambda rows: then(_query_vector(self.embedder, rows[0]["query_embedding_text"] or query)), conn,
-                        setof=False)
+            return Call(fn, {**args, "query_embedding": embedding}, post, conn)
+        return Pipeline(self._search_steps(fn, args, post, query, embedding, profile, filters), conn, replica=True)
 
-    def set_tenant_claim(self, token: str) -> None:
-        """Use a (fresh) signed tenant claim: connections take it at their next use."""
-        if not isinstance(token, str) or not token:
-            raise ConfigError("tenant_claim must be the token string your auth service signed")
-        self.tenant = validate_tenant(_claim_tenant(token))
-        self.tenant_claim = token
+    def _search_steps(self, fn: str, args: dict[str, Any], post: Callable[[list[dict]], R], query: str | None,
+                      embedding: Any, profile: str | None, filters: dict | None) -> Generator[Any, Any, R]:
+        """_searching's calls, as pipeline steps (also one query of search(rewrite=True))."""
+        if embedding is None and query and self.embedder is not None:
+            user = (filters or {}).get("user_id")
+            text = yield Call("query_embedding_text", dict(p_text=query, p_profile=profile,
+                                                           p_user_id=user if isinstance(user, str) else None),
+                              lambda rows: rows[0]["query_embedding_text"], setof=False)
+            embedding = _query_vector(self.embedder, text or query)
+        return (yield Call(fn, {**args, "query_embedding": embedding}, post))
 
-    def _connect_kwargs(self) -> dict:
-        # nothing of the tenant goes into libpq's options (a value there is parsed as more
-        # options): it is set with set_config() once connected (_session_sql)
-        return {"connect_timeout": int(self.timeout)}
-
-    def _session_sql(self, read: bool = False) -> tuple[str, tuple]:
-        """The statement that gives a connection this client's tenant (or claim) and limits."""
-        q = ("select set_config('pgmem.tenant', %s, false), set_config('pgmem.tenant_claim', %s, false)")
-        params: tuple = ("" if self.tenant_claim else self.tenant, self.tenant_claim or "")
-        if self.read_your_writes and not read:
-            q += ", set_config('synchronous_commit', 'remote_apply', false)"
-        for name, v in (("statement_timeout", self.statement_timeout_ms),
-                        ("idle_in_transaction_session_timeout", self.idle_in_transaction_ms)):
-            if v is not None:
-                q += f", set_config('{name}', %s, false)"
-                params += (str(int(v)),)
-        return q, params
-
-    def _session_key(self) -> tuple:
-        return (self.tenant, self.tenant_claim, self.statement_timeout_ms, self.idle_in_transaction_ms)
-
-    def _on_replica(self, fn: str, params: Mapping[str, Any], conn) -> bool:
-        """Whether this call goes to read_dsn: a read-only call, no caller's connection given."""
-        if self.read_dsn is None or conn is not None or fn not in READ_ONLY_CALLS:
-            return False
-        return not ((fn == "search" and params.get("touch")) or (fn == "activate" and params.get("query_id")))
-
-    # SQL builders: one SQL function call each ------------------------------------
-    @staticmethod
-    def _call_sql(fn: str, args: Mapping[str, Any], *, setof: bool = True) -> tuple[str, dict]:
-        if not _NAME_RE.fullmatch(fn):
-            raise PgmemError(f"{fn!r} is not a pgmem function name")
-        for k in args:
-            if not isinstance(k, str) or not _NAME_RE.fullmatch(k):
-                raise PgmemError(f"{k!r} is not an argument name of pgmem.{fn}: names are lower-case identifiers")
-        named = ", ".join(f"{k} => %({k})s" + _CASTS.get(k, "") for k in args)
-        return (f"select * from pgmem.{fn}({named})" if setof else f"select pgmem.{fn}({named})"), dict(args)
-
-    # input argument names of every public function (output columns of RETURNS TABLE excluded)
-    _ARG_NAMES_SQL = ("select p.proname, array_agg(distinct a.n) filter (where a.n is not null"
-                      " and coalesce(a.m, 'i') in ('i', 'b', 'v')) from pg_proc p"
-                      " left join lateral unnest(p.proargnames, p.proargmodes::text[]) a(n, m) on true"
-                      " where p.pronamespace = 'pgmem'::regnamespace and p.proname !~ '^_' group by p.proname")
-
-    def _check_args(self, fn: str, names: Iterable[str]) -> None:
-        """Argument names against the function's signature (read once from pg_proc)."""
-        known = self._arg_names.get(fn) if self._arg_names is not None else None
-        if self._arg_names is not None and known is None:
-            raise PgmemError(f"pgmem.{fn} does not exist (or is private): see docs/reference.md")
-        unknown = sorted(set(names) - (known or set()))
-        if known is not None and unknown:
-            raise PgmemError(f"pgmem.{fn} has no argument {', '.join(map(repr, unknown))}; "
-                             f"its arguments are: {', '.join(sorted(known))}")
-
-    def _remember_args(self, content: str, kw: dict) -> dict:
-        args = {"content": content}
+    def _remember_args(self, content: str, kw: dict) -> dict[str, Any]:
+        args: dict[str, Any] = {"content": content}
         for k, v in kw.items():
             if k in ("when",):
                 k = "happened_at"
@@ -437,79 +247,71 @@ class _Base:
                 args[k] = list(args[k])
         return args
 
-    # write path ------------------------------------------------------------------
-    def remember(self, content: str, *, who: str | None = None, what: str | None = None, when: Any = None,
-                 where: str | None = None, why: str | None = None, how: str | None = None,
-                 category: str | None = None, importance: float | None = None, metadata: dict | None = None,
-                 session_id: str | None = None, user_id: str | None = None, agent_id: str | None = None,
-                 extract: bool = False, embedding: Any = None, embed: bool = True, conn=None, **more) -> RememberResult:
-        """Store one memory behind the surprise gate (pgmem.remember). ``extract=True`` fills
-        the 5W1H fields with the extractor; ``embed=False`` leaves the embedding to the worker."""
-        if extract:
-            ev = {"content": content, "who": who, "what": what, "when": when, "where": where, "why": why,
-                  "how": how, "category": category, "importance": importance, "metadata": metadata or {},
-                  "session_id": session_id, "user_id": user_id, "agent_id": agent_id}
-            args = event_to_args(ev, self.extractor or _default_extractor())
-            args.update({k: v for k, v in more.items() if v is not None})
-        else:
-            args = self._remember_args(content, dict(who=who, what=what, when=when, where=where, why=why, how=how,
-                                                     category=category, importance=importance, metadata=metadata,
-                                                     session_id=session_id, user_id=user_id, agent_id=agent_id, **more))
-        if embedding is not None:
-            args["embedding"] = embedding
-        elif embed:
-            self._embed_args(args)
-        for k in ("metadata", "motor", "sensory"):
-            if k in args and not isinstance(args[k], str):
-                args[k] = json.dumps(args[k])
-        return self._do("remember", args, lambda rows: _remember_result(rows[0]), conn)
+    def _remember_many_steps(self, events: list[Any], batch_size: int, progress: bool | None, extract: bool,
+                             embed: bool, on_error: Callable[[int, Any, Exception], Any] | None
+                             ) -> Generator[Any, Any, list[RememberResult]]:
+        from ._progress import progress_bar
 
-    def forget(self, memory_id: int, reason: str | None = None, conn=None) -> dict:
-        return self._do("forget", dict(memory_id=memory_id, reason=reason), _first, conn)
+        extractor = (self.extractor or _default_extractor()) if extract else None
+        starts = range(0, len(events), batch_size)
+        # the next batch is embedded while the database stores this one (one call at a time, in
+        # order: a batch's gate sees the batches before it): the model and the server each keep a
+        # core busy (issue 23, ingest with CPU embedding)
+        overlap = embed and self.embedder is not None and len(starts) > 1
+        out: list[RememberResult] = []
+        bar = progress_bar(total=len(events), unit="mem", disable=not (sys.stderr.isatty() if progress is None
+                                                                        else progress), desc="remember")
+        pending: tuple[Any, list[tuple[int, dict]], int] | None = None
+        try:
+            for start in starts:
+                chunk = events[start:start + batch_size]
+                batch = []
+                for i, event in enumerate(chunk, start):
+                    try:
+                        batch.append((i, event_to_args(event, extractor)))
+                    except PgmemError as e:
+                        if on_error is None:
+                            raise
+                        on_error(i, event, e)
+                self._embed_items([a for _, a in batch], embed)
+                call = Call("remember_many", {"items": remember_many_payload(a for _, a in batch)}, _remember_results)
+                if pending is not None:
+                    out.extend((yield from self._stored(*pending[:2], events, on_error)))
+                    bar.update(pending[2])
+                    pending = None
+                if not batch:
+                    bar.update(len(chunk))
+                elif overlap:
+                    pending = ((yield Start(call)), batch, len(chunk))
+                else:
+                    out.extend((yield from self._stored(call, batch, events, on_error)))
+                    bar.update(len(chunk))
+            if pending is not None:
+                out.extend((yield from self._stored(*pending[:2], events, on_error)))
+                bar.update(pending[2])
+        finally:
+            bar.close()
+        return out
 
-    def restore(self, memory_id: int, reason: str | None = None, conn=None) -> dict:
-        return self._do("restore", dict(memory_id=memory_id, reason=reason), _first, conn)
-
-    def archive(self, ids: Sequence[int], reason: str | None = None, conn=None) -> list[dict]:
-        """Shadow's manual archival (pgmem.archive): the memories leave every ranking until
-        ``restore``; merged and deleted ones are refused."""
-        return self._do("archive", dict(ids=list(ids), reason=reason), list, conn)
-
-    def memory_activation(self, memory_id: int, as_of: Any = None, conn=None) -> dict:
-        """The lifecycle activation of a memory (pgmem.memory_activation) with its parts and the
-        tenant's archival threshold."""
-        return self._do("memory_activation", dict(memory_id=memory_id, as_of=as_of), _first, conn)
-
-    def update_memory(self, memory_id: int, changes: dict, reason: str | None = None, conn=None) -> dict:
-        return self._do("update_memory", dict(memory_id=memory_id, changes=json.dumps(changes, default=_jsonable), reason=reason), _first, conn)
-
-    def get(self, memory_id: int, conn=None) -> dict | None:
-        return self._do("get_memory", dict(memory_id=memory_id), lambda rows: rows[0] if rows else None, conn)
-
-    def history(self, memory_id: int, conn=None) -> list[dict]:
-        return self._do("history", dict(memory_id=memory_id), list, conn)
-
-    # read path -------------------------------------------------------------------
-    def search(self, query: str | None = None, *, embedding: Any = None, k: int = 10, actor: str | None = None,
-               location: str | None = None, profile: str | None = None, weights: dict | None = None,
-               filters: dict | None = None, as_of: Any = None, touch: bool = False, rewrite: bool = False,
-               conn=None) -> list[Hit]:
-        """Fused search (pgmem.search; default profile: the setting search_profile).
-
-        ``rewrite=True`` (off by default; issue 29) asks the configured OpenAI-compatible LLM
-        (``mem.llm``: PGMEM_LLM_BASE_URL) for up to three search queries, one per fact the
-        question needs, and searches with the question and each of them (one pgmem.search call
-        each): a memory keeps its best score, and ``hit.extra["query"]`` says which query found
-        it. Without an LLM, or when it fails, it is the plain search."""
-        if rewrite and query:
-            return self._run(self._search_rewritten_steps(query, embedding, dict(
-                k=k, actor=actor, location=location, profile=profile, weights=json.dumps(weights) if weights else None,
-                filters=json.dumps(filters, default=_jsonable) if filters else None, as_of=as_of), filters, touch), conn)
-        return self._with_search_embedding(query, embedding, profile, conn, filters=filters, then=lambda vec: self._do(
-            "search", dict(query_text=query, query_embedding=vec, k=k, actor=actor, location=location, profile=profile,
-                           weights=json.dumps(weights) if weights else None,
-                           filters=json.dumps(filters, default=_jsonable) if filters else None, as_of=as_of, touch=touch),
-            lambda rows: [_hit(r, SEARCH_SIGNALS) for r in rows], conn))
+    @staticmethod
+    def _stored(call_or_handle: Any, batch: list[tuple[int, dict]], events: list[Any],
+                on_error: Callable[[int, Any, Exception], Any] | None) -> Generator[Any, Any, list[RememberResult]]:
+        """A batch's results (a Call, or the handle of one started); with on_error, a batch the
+        database refused is sent again one event at a time."""
+        try:
+            results: list[RememberResult] = yield (call_or_handle if isinstance(call_or_handle, Call)
+                                                   else Join(call_or_handle))
+            return results
+        except REFUSALS:
+            if on_error is None:
+                raise
+        out: list[RememberResult] = []
+        for i, a in batch:  # the same vectors, one event at a time
+            try:
+                out += yield Call("remember_many", {"items": remember_many_payload([a])}, _remember_results)
+            except REFUSALS as e:
+                on_error(i, events[i], e)
+        return out
 
     #: The LLM round of search(rewrite=True): the instruction the model gets with the question.
     REWRITE_PROMPT = (
@@ -539,135 +341,42 @@ class _Base:
                 out.append(q)
         return out[:3]
 
-    def _search_rewritten_steps(self, query, embedding, kw, filters, touch):
-        """search(rewrite=True) as a generator of SQL calls (MemoryClient._run, sync or async)."""
-        user = (filters or {}).get("user_id")
+    def _search_rewritten_steps(self, query: str, embedding: Any, args: dict[str, Any], filters: dict | None,
+                                touch: bool) -> Generator[Any, Any, list[Hit]]:
+        """search(rewrite=True) as pipeline steps: each query searched (its text to embed first),
+        a memory's best score kept, and what is returned touched once."""
         best: dict[int, Hit] = {}
         for i, text in enumerate([query, *self._rewrite_queries(query)]):
-            vec = embedding if i == 0 else None
-            if vec is None and self.embedder is not None:
-                et = yield ("query_embedding_text", dict(p_text=text, p_profile=kw["profile"],
-                                                         p_user_id=user if isinstance(user, str) else None),
-                            lambda rows: rows[0]["query_embedding_text"], False)
-                vec = _query_vector(self.embedder, et or text)
-            hits = yield ("search", dict(query_text=text, query_embedding=vec, **kw),
-                          lambda rows: [_hit(r, SEARCH_SIGNALS) for r in rows], True)
+            hits = yield from self._search_steps("search", dict(query_text=text, **args), _hits(SEARCH_SIGNALS), text,
+                                                 embedding if i == 0 else None, args["profile"], filters)
             for h in hits:
                 if h.id not in best or h.score > best[h.id].score:
                     h.extra["query"] = text
                     best[h.id] = h
-        out = sorted(best.values(), key=lambda h: (-h.score, h.id))[:kw["k"]]
+        out = sorted(best.values(), key=lambda h: (-h.score, h.id))[:args["k"]]
         if touch and out:  # what is returned is a use, once
-            yield ("touch", dict(ids=[h.id for h in out], kind="search"), lambda rows: rows[0]["touch"], False)
+            yield Call("touch", dict(ids=[h.id for h in out], kind="search"), lambda rows: rows[0]["touch"],
+                       setof=False)
         return out
 
-    def search_exact(self, query: str | None = None, *, embedding: Any = None, k: int = 10, actor: str | None = None,
-                     location: str | None = None, profile: str | None = None, weights: dict | None = None,
-                     filters: dict | None = None, as_of: Any = None, conn=None) -> list[Hit]:
-        """The exhaustive reference scorer (pgmem.search_exact): same scores over every eligible memory."""
-        return self._with_search_embedding(query, embedding, profile, conn, filters=filters, then=lambda vec: self._do(
-            "search_exact", dict(query_text=query, query_embedding=vec, k=k, actor=actor, location=location, profile=profile,
-                                 weights=json.dumps(weights) if weights else None,
-                                 filters=json.dumps(filters, default=_jsonable) if filters else None, as_of=as_of),
-            lambda rows: [_hit(r, SEARCH_SIGNALS) for r in rows], conn))
-
-    def explain_search(self, query: str | None = None, *, embedding: Any = None, k: int = 10, conn=None, **kw) -> list[dict]:
-        return self._with_search_embedding(query, embedding, kw.get("profile"), conn, filters=kw.get("filters"),
-                                           then=lambda vec: self._do(
-            "explain_search", dict(query_text=query, query_embedding=vec, k=k,
-                                   **{k2: (json.dumps(v) if isinstance(v, dict) else v) for k2, v in kw.items()}), list, conn))
-
-    def activate(self, query: str | None = None, *, embedding: Any = None, context_type: str = "conversation",
-                 topics: Sequence[str] | None = None, entities: Sequence[str] | None = None,
-                 summary: str | None = None, threshold: float | None = None, k: int = 50,
-                 filters: dict | None = None, as_of: Any = None, profile: str | None = None,
-                 weights: dict | None = None, query_id: Any = None, conn=None) -> list[Hit]:
-        """Shadow activation (pgmem.activate): every candidate with its activation score and
-        whether it passed the threshold of the context type (``hit.extra['activated']``).
-        ``profile`` names an activate profile (default shadow); ``query_id`` logs what was shown
-        so that ``pgmem.feedback`` can refer to it."""
-        return self._do("activate", dict(query_text=query, query_embedding=self._embed_query(query, embedding),
-                         context_type=context_type, topics=list(topics) if topics else None,
-                         entities=list(entities) if entities else None, summary=summary, threshold=threshold, k=k,
-                         filters=json.dumps(filters, default=_jsonable) if filters else None, as_of=as_of,
-                         weights=json.dumps(weights) if weights else None, query_id=query_id, profile=profile),
-            lambda rows: [_hit(r, ACTIVATE_SIGNALS) for r in rows], conn)
-
-    def recall(self, query: str | None = None, *, embedding: Any = None, k: int = 10, weights: dict | None = None,
-               filters: dict | None = None, as_of: Any = None, profile: str | None = None,
-               early_termination: bool = False, min_score: float | None = None, conn=None) -> list[Hit]:
-        """Engram ranking (pgmem.recall); ``profile`` names a recall profile (default engram);
-        ``early_termination``: only the memories scoring above ``min_score`` (0.8), at most k."""
-        return self._do("recall", dict(query_text=query, query_embedding=self._embed_query(query, embedding),
-                         k=k, weights=json.dumps(weights) if weights else None,
-                         filters=json.dumps(filters, default=_jsonable) if filters else None, as_of=as_of,
-                         profile=profile, early_termination=early_termination or None, min_score=min_score),
-            lambda rows: [_hit(r, RECALL_SIGNALS) for r in rows], conn)
-
-    def build_context(self, query: str | None = None, *, embedding: Any = None, token_budget: int | None = None,
-                      candidates: int = 50, lam: float = 0.5, profile: str | None = None, weights: dict | None = None,
-                      filters: dict | None = None, as_of: Any = None, conversation_tokens: int = 0,
-                      actor: str | None = None, location: str | None = None, conn=None) -> list[dict]:
-        """JAM context building (pgmem.build_context): search candidates (with the same profile,
-        weights, filters, actor and location as ``search``), MMR order, knapsack into the token
-        budget. Returns every candidate; ``selected`` ones first in MMR order."""
-        return self._with_search_embedding(query, embedding, profile, conn, filters=filters, then=lambda vec: self._do(
-            "build_context", dict(query_text=query, query_embedding=vec, token_budget=token_budget, candidates=candidates,
-                                  **{"lambda": lam}, profile=profile, weights=json.dumps(weights) if weights else None,
-                                  filters=json.dumps(filters, default=_jsonable) if filters else None, as_of=as_of,
-                                  conversation_tokens=conversation_tokens, actor=actor, location=location), list, conn))
-
-    def touch(self, ids: Sequence[int], kind: str = "touch", conn=None) -> int:
-        return self._do("touch", dict(ids=list(ids), kind=kind), lambda rows: rows[0]["touch"], conn, setof=False)
-
-    # jobs ------------------------------------------------------------------------
-    def run_job(self, name: str, conn=None, **params) -> list[dict]:
-        """Run a maintenance job now (merge, prune, archive, tune, purge, index) with its parameters."""
-        fn = JOBS.get(name)
-        if fn is None:
-            raise PgmemError(f"unknown job {name!r}: known jobs are {', '.join(sorted(JOBS))}")
-        return self._do(fn, {k: (json.dumps(v) if isinstance(v, dict) else v) for k, v in params.items()}, list, conn)
-
-
-    # knowledge-base documents (issue 24, sql/680_documents.sql) ------------------------
-    def ingest_document(self, title: str, content: str, *, source: str | None = None, user_id: str | None = None,
-                        metadata: dict | None = None, max_tokens: int | None = None, embed: bool = True,
-                        conn=None) -> dict:
-        """Store a knowledge-base document (pgmem.ingest_document): the database splits it into
-        chunks (pgmem.chunk_document), the client embeds each chunk, and the chunks are stored with
-        their vectors under their own HNSW and full-text indexes. ``user_id`` None: the tenant's
-        knowledge base (every user). Returns {document_id, decision (stored/duplicate), chunks, tokens}."""
-        def store(chunks: list[dict]):
-            vecs = None
-            if embed and self.embedder is not None and chunks:
-                vecs = list(self.embedder.embed_many([c["chunk"] for c in chunks]))
-            return self._do("ingest_document", dict(
-                title=title, content=content, source=source, user_id=user_id,
-                metadata=json.dumps(metadata, default=_jsonable) if metadata else None, max_tokens=max_tokens,
-                embeddings=vecs, embedding_model=self.embedder.model_name if vecs else None), _first, conn, replica=False)
-        return self._do("chunk_document", dict(content=content, max_tokens=max_tokens), store, conn, replica=False)
-
-    def search_documents(self, query: str | None = None, *, embedding: Any = None, k: int = 5,
-                         user_id: str | None = None, conn=None) -> list[dict]:
-        """The knowledge-base chunks nearest a question (pgmem.search_documents)."""
-        return self._do("search_documents", dict(query_text=query, query_embedding=self._embed_query(query, embedding),
-                                                 k=k, user_id=user_id), list, conn)
-
-    def list_documents(self, user_id: str | None = None, *, include_deleted: bool = False, conn=None) -> list[dict]:
-        return self._do("list_documents", dict(user_id=user_id, include_deleted=include_deleted or None), list, conn)
-
-    def delete_document(self, document_id: int, conn=None) -> dict:
-        return self._do("delete_document", dict(document_id=document_id), _first, conn)
-
-    def restore_document(self, document_id: int, conn=None) -> dict:
-        return self._do("restore_document", dict(document_id=document_id), _first, conn)
+    def _ingest_document_steps(self, title: str, content: str, source: str | None, user_id: str | None,
+                               metadata: dict | None, max_tokens: int | None,
+                               embed: bool) -> Generator[Any, Any, dict]:
+        chunks = yield Call("chunk_document", dict(content=content, max_tokens=max_tokens), list)
+        vecs = None
+        if embed and self.embedder is not None and chunks:
+            vecs = list(self.embedder.embed_many([c["chunk"] for c in chunks]))
+        return (yield Call("ingest_document", dict(
+            title=title, content=content, source=source, user_id=user_id, metadata=_json(metadata),
+            max_tokens=max_tokens, embeddings=vecs, embedding_model=self.embedder.model_name if vecs else None),
+            _first))
 
     # layered tiers (issue 15, layered-memory-architecture.md): profile facts, intent,
     # conversation state, threads, insights, and context_for. The methods that may ask the
-    # LLM (context_for, classify_intent, observe_reply) are generators of SQL calls run by
-    # the client's _run (sync or async); the LLM (PGMEM_LLM_BASE_URL) answers what SQL cannot.
+    # LLM (context_for, classify_intent, observe_reply) are pipelines: the LLM
+    # (PGMEM_LLM_BASE_URL) answers, between two SQL calls, what SQL cannot.
     @property
-    def llm(self):
+    def llm(self) -> Any:
         """The LayeredLLM for the intent fallback, thread summaries and insights: from
         PGMEM_LLM_BASE_URL unless set (``mem.llm = None`` turns it off)."""
         if not hasattr(self, "_llm"):
@@ -677,123 +386,334 @@ class _Base:
         return self._llm
 
     @llm.setter
-    def llm(self, value) -> None:
+    def llm(self, value: Any) -> None:
         self._llm = value
 
-    def context_for(self, query: str, *, conversation_id: str, user_id: str | None = None, embedding: Any = None,
-                    k: int | None = None, remember: bool = True, filters: dict | None = None,
-                    search_profile: str | None = None, created_at: Any = None, conn=None):
-        """The memory half of the layered pipeline for one user message (pgmem.context_for):
-        classify (asking the LLM when no fast path decides and one is configured), topic gate,
-        remember, state, thread, research, policy, history, retrieval. Returns a
-        :class:`pgmem.layered.ContextResult`; ``result.annotations()`` are the stage events to
-        stream before the first token."""
-        return self._run(self._context_for_steps(query, conversation_id, user_id, embedding, k, remember, filters,
-                                                 search_profile, created_at), conn)
-
-    def _context_for_steps(self, query, conversation_id, user_id, embedding, k, remember, filters, search_profile,
-                           created_at):
+    def _context_for_steps(self, query: str, conversation_id: str, user_id: str | None, embedding: Any,
+                           k: int | None, remember: bool, filters: dict | None, search_profile: str | None,
+                           created_at: Any) -> Generator[Any, Any, ContextResult]:
         from .layered import ContextResult
 
         emb = self._embed_query(query, embedding)
         llm = self.llm
         if llm is not None:
             yield from self._llm_intent_steps(query, conversation_id, user_id, llm)
-        doc = yield ("context_for", dict(query_text=query, query_embedding=emb, conversation_id=conversation_id,
-                                         user_id=user_id, k=k, remember=remember,
-                                         filters=json.dumps(filters, default=_jsonable) if filters else None,
-                                         search_profile=search_profile, created_at=created_at), _scalar, False)
+        doc = yield Call("context_for", dict(query_text=query, query_embedding=emb, conversation_id=conversation_id,
+                                             user_id=user_id, k=k, remember=remember, filters=_json(filters),
+                                             search_profile=search_profile, created_at=created_at), _scalar,
+                         setof=False)
         result = ContextResult(doc)
         thread = result.stage("thread")
         if llm is not None and thread.get("summary_due"):
-            msgs = yield ("thread_messages", dict(thread_id=thread["thread_id"]), list, True)
+            msgs = yield Call("thread_messages", dict(thread_id=thread["thread_id"]), list)
             summary, label = llm.summarize(msgs)
             if summary:
-                t = yield ("set_thread_summary", dict(thread_id=thread["thread_id"], summary=summary, label=label,
-                                                      source="llm"), _first, True)
+                t = yield Call("set_thread_summary", dict(thread_id=thread["thread_id"], summary=summary, label=label,
+                                                          source="llm"), _first)
                 thread.update(summary=t["summary"], summary_source=t["summary_source"], label=t["label"])
                 result.context["thread"] = {"id": t["id"], "label": t["label"], "summary": t["summary"]}
         return result
 
-    def _llm_intent_steps(self, query, conversation_id, user_id, llm):
+    def _llm_intent_steps(self, query: str, conversation_id: str | None, user_id: str | None,
+                          llm: Any) -> Generator[Any, Any, IntentResult]:
         """classify_intent in SQL; when it needs the LLM, ask it and cache the answer."""
         from .layered import IntentResult
 
-        got = yield ("classify_intent", dict(query_text=query, conversation_id=conversation_id), _first, True)
+        got = yield Call("classify_intent", dict(query_text=query, conversation_id=conversation_id), _first)
         res = IntentResult(**{k: got[k] for k in ("intent", "confidence", "source", "rule", "needs_llm")},
                            facts=got.get("facts") or [])
         if got["needs_llm"] and llm is not None:
             ans = llm.classify(query)
             if ans:
-                yield ("cache_intent", dict(query_text=query, intent=ans["intent"], confidence=ans["confidence"],
-                                            model=llm.model, user_id=user_id), _first, True)
+                yield Call("cache_intent", dict(query_text=query, intent=ans["intent"], confidence=ans["confidence"],
+                                                model=llm.model, user_id=user_id), _first)
                 res = IntentResult(intent=ans["intent"], confidence=ans["confidence"], source="llm", rule="llm")
         return res
 
-    def classify_intent(self, text: str, conversation_id: str | None = None, *, user_id: str | None = None, conn=None):
+    def _observe_reply_steps(self, conversation_id: str, content: str, embedding: Any, insights: list | None,
+                             remember: bool, created_at: Any) -> Generator[Any, Any, dict]:
+        emb = self._embed_doc(content, embedding)  # the reply is remembered: a document
+        if insights is None and self.llm is not None:
+            insights = self.llm.insights(content, "assistant")  # the LLM's, between no two calls: before the one
+        return (yield Call("observe_reply", dict(conversation_id=conversation_id, content=content, embedding=emb,
+                                                 insights=json.dumps(insights) if insights is not None else None,
+                                                 remember=remember, created_at=created_at), _scalar, setof=False))
+
+
+class _Api(_Base):
+    """The API of both clients: each method returns a plan (``Call`` / ``Pipeline``, pgmem._transport)
+    and does no I/O. The clients do not inherit it: each wraps every method once (``_sync`` /
+    ``_coroutine`` below), so that ``MemoryClient.search`` returns hits and ``AsyncMemoryClient.search``
+    a coroutine of them, and a type checker sees both. A method here may use what ``_Base`` has, never
+    another method of ``_Api`` (on a client that name is the run method, not the plan).
+    """
+
+    # any function ------------------------------------------------------------------
+    def call(self, fn: str, conn=None, **args) -> Call[list[dict]]:
+        """Call any pgmem SQL function by name with named arguments (None = SQL default)."""
+        return Call(fn, args, list, conn)
+
+    # write path ------------------------------------------------------------------
+    def remember(self, content: str, *, who: str | None = None, what: str | None = None, when: Any = None,
+                 where: str | None = None, why: str | None = None, how: str | None = None,
+                 category: str | None = None, importance: float | None = None, metadata: dict | None = None,
+                 session_id: str | None = None, user_id: str | None = None, agent_id: str | None = None,
+                 extract: bool = False, embedding: Any = None, embed: bool = True, conn=None,
+                 **more) -> Call[RememberResult]:
+        """Store one memory behind the surprise gate (pgmem.remember). ``extract=True`` fills
+        the 5W1H fields with the extractor; ``embed=False`` leaves the embedding to the worker."""
+        if extract:
+            ev = {"content": content, "who": who, "what": what, "when": when, "where": where, "why": why,
+                  "how": how, "category": category, "importance": importance, "metadata": metadata or {},
+                  "session_id": session_id, "user_id": user_id, "agent_id": agent_id}
+            args = event_to_args(ev, self.extractor or _default_extractor())
+            args.update({k: v for k, v in more.items() if v is not None})
+        else:
+            args = self._remember_args(content, dict(who=who, what=what, when=when, where=where, why=why, how=how,
+                                                     category=category, importance=importance, metadata=metadata,
+                                                     session_id=session_id, user_id=user_id, agent_id=agent_id, **more))
+        if embedding is not None:
+            args["embedding"] = embedding
+        elif embed:
+            self._embed_args(args)
+        for k in ("metadata", "motor", "sensory"):
+            if k in args and not isinstance(args[k], str):
+                args[k] = json.dumps(args[k])
+        return Call("remember", args, lambda rows: remember_result(rows[0]), conn)
+
+    def remember_many(self, events: Iterable[Mapping[str, Any] | str], *, batch_size: int = 256,
+                      progress: bool | None = None, extract: bool = True, embed: bool = True,
+                      on_error: Callable[[int, Any, Exception], Any] | None = None,
+                      conn=None) -> Pipeline[list[RememberResult]]:
+        """Store many events (dicts in the JSONL event format, or texts): embeds each batch at
+        once and sends it in one pgmem.remember_many call. A progress bar shows on a terminal
+        (``progress``). Without ``on_error`` the first bad event, or a batch the database
+        refuses, raises. With ``on_error(index, event, error)``: an event without content is
+        reported and left out, and a batch the database refuses for its content (InvalidInput,
+        LimitExceeded, ...) is sent again one event at a time with the same vectors, each
+        refused event reported; the results are then those of the events stored, in order.
+        (In the caller's open transaction the first refusal aborts it: use on_error with
+        autocommit or the client's own connections.)"""
+        if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1:
+            raise ConfigError(f"batch_size must be a positive integer, got {batch_size!r}")
+        return Pipeline(self._remember_many_steps(list(events), batch_size, progress, extract, embed, on_error), conn)
+
+    def _remember_prepared(self, items: list[dict], conn=None) -> Call[list[RememberResult]]:
+        """pgmem.remember_many for remember() arguments already extracted and embedded (the
+        CLI's ingest: a batch the database refuses is sent again item by item, never embedded twice)."""
+        return Call("remember_many", {"items": remember_many_payload(items)}, _remember_results, conn)
+
+    def forget(self, memory_id: int, reason: str | None = None, conn=None) -> Call[dict]:
+        return Call("forget", dict(memory_id=memory_id, reason=reason), _first, conn)
+
+    def restore(self, memory_id: int, reason: str | None = None, conn=None) -> Call[dict]:
+        return Call("restore", dict(memory_id=memory_id, reason=reason), _first, conn)
+
+    def archive(self, ids: Sequence[int], reason: str | None = None, conn=None) -> Call[list[dict]]:
+        """Shadow's manual archival (pgmem.archive): the memories leave every ranking until
+        ``restore``; merged and deleted ones are refused."""
+        return Call("archive", dict(ids=list(ids), reason=reason), list, conn)
+
+    def memory_activation(self, memory_id: int, as_of: Any = None, conn=None) -> Call[dict]:
+        """The lifecycle activation of a memory (pgmem.memory_activation) with its parts and the
+        tenant's archival threshold."""
+        return Call("memory_activation", dict(memory_id=memory_id, as_of=as_of), _first, conn)
+
+    def update_memory(self, memory_id: int, changes: dict, reason: str | None = None, conn=None) -> Call[dict]:
+        return Call("update_memory", dict(memory_id=memory_id, changes=json.dumps(changes, default=jsonable),
+                                          reason=reason), _first, conn)
+
+    def get(self, memory_id: int, conn=None) -> Call[dict | None]:
+        return Call("get_memory", dict(memory_id=memory_id), _first_or_none, conn)
+
+    def history(self, memory_id: int, conn=None) -> Call[list[dict]]:
+        return Call("history", dict(memory_id=memory_id), list, conn)
+
+    # read path -------------------------------------------------------------------
+    def search(self, query: str | None = None, *, embedding: Any = None, k: int = 10, actor: str | None = None,
+               location: str | None = None, profile: str | None = None, weights: dict | None = None,
+               filters: dict | None = None, as_of: Any = None, touch: bool = False, rewrite: bool = False,
+               conn=None) -> Plan[list[Hit]]:
+        """Fused search (pgmem.search; default profile: the setting search_profile).
+
+        ``rewrite=True`` (off by default; issue 29) asks the configured OpenAI-compatible LLM
+        (``mem.llm``: PGMEM_LLM_BASE_URL) for up to three search queries, one per fact the
+        question needs, and searches with the question and each of them (one pgmem.search call
+        each): a memory keeps its best score, and ``hit.extra["query"]`` says which query found
+        it. Without an LLM, or when it fails, it is the plain search."""
+        args = dict(k=k, actor=actor, location=location, profile=profile, weights=_json(weights),
+                    filters=_json(filters), as_of=as_of)
+        if rewrite and query:
+            return Pipeline(self._search_rewritten_steps(query, embedding, args, filters, touch), conn)
+        return self._searching("search", dict(query_text=query, touch=touch, **args), _hits(SEARCH_SIGNALS), query,
+                               embedding, profile, filters, conn)
+
+    def search_exact(self, query: str | None = None, *, embedding: Any = None, k: int = 10, actor: str | None = None,
+                     location: str | None = None, profile: str | None = None, weights: dict | None = None,
+                     filters: dict | None = None, as_of: Any = None, conn=None) -> Plan[list[Hit]]:
+        """The exhaustive reference scorer (pgmem.search_exact): same scores over every eligible memory."""
+        return self._searching("search_exact", dict(query_text=query, k=k, actor=actor, location=location,
+                                                    profile=profile, weights=_json(weights), filters=_json(filters),
+                                                    as_of=as_of),
+                               _hits(SEARCH_SIGNALS), query, embedding, profile, filters, conn)
+
+    def explain_search(self, query: str | None = None, *, embedding: Any = None, k: int = 10, conn=None,
+                       **kw) -> Plan[list[dict]]:
+        """Each signal of each hit of pgmem.search, with its weight and contribution (pgmem.explain_search)."""
+        return self._searching("explain_search", dict(query_text=query, k=k, **{
+            k2: (json.dumps(v) if isinstance(v, dict) else v) for k2, v in kw.items()}),
+            list, query, embedding, kw.get("profile"), kw.get("filters"), conn)
+
+    def activate(self, query: str | None = None, *, embedding: Any = None, context_type: str = "conversation",
+                 topics: Sequence[str] | None = None, entities: Sequence[str] | None = None,
+                 summary: str | None = None, threshold: float | None = None, k: int = 50,
+                 filters: dict | None = None, as_of: Any = None, profile: str | None = None,
+                 weights: dict | None = None, query_id: Any = None, conn=None) -> Call[list[Hit]]:
+        """Shadow activation (pgmem.activate): every candidate with its activation score and
+        whether it passed the threshold of the context type (``hit.extra['activated']``).
+        ``profile`` names an activate profile (default shadow); ``query_id`` logs what was shown
+        so that ``pgmem.feedback`` can refer to it."""
+        return Call("activate", dict(query_text=query, query_embedding=self._embed_query(query, embedding),
+                                     context_type=context_type, topics=list(topics) if topics else None,
+                                     entities=list(entities) if entities else None, summary=summary,
+                                     threshold=threshold, k=k, filters=_json(filters), as_of=as_of,
+                                     weights=_json(weights), query_id=query_id, profile=profile),
+                    _hits(ACTIVATE_SIGNALS), conn)
+
+    def recall(self, query: str | None = None, *, embedding: Any = None, k: int = 10, weights: dict | None = None,
+               filters: dict | None = None, as_of: Any = None, profile: str | None = None,
+               early_termination: bool = False, min_score: float | None = None, conn=None) -> Call[list[Hit]]:
+        """Engram ranking (pgmem.recall); ``profile`` names a recall profile (default engram);
+        ``early_termination``: only the memories scoring above ``min_score`` (0.8), at most k."""
+        return Call("recall", dict(query_text=query, query_embedding=self._embed_query(query, embedding),
+                                   k=k, weights=_json(weights), filters=_json(filters), as_of=as_of,
+                                   profile=profile, early_termination=early_termination or None, min_score=min_score),
+                    _hits(RECALL_SIGNALS), conn)
+
+    def build_context(self, query: str | None = None, *, embedding: Any = None, token_budget: int | None = None,
+                      candidates: int = 50, lam: float = 0.5, profile: str | None = None, weights: dict | None = None,
+                      filters: dict | None = None, as_of: Any = None, conversation_tokens: int = 0,
+                      actor: str | None = None, location: str | None = None, conn=None) -> Plan[list[dict]]:
+        """JAM context building (pgmem.build_context): search candidates (with the same profile,
+        weights, filters, actor and location as ``search``), MMR order, knapsack into the token
+        budget. Returns every candidate; ``selected`` ones first in MMR order."""
+        return self._searching("build_context", dict(query_text=query, token_budget=token_budget,
+                                                     candidates=candidates, **{"lambda": lam}, profile=profile,
+                                                     weights=_json(weights), filters=_json(filters), as_of=as_of,
+                                                     conversation_tokens=conversation_tokens, actor=actor,
+                                                     location=location),
+                               list, query, embedding, profile, filters, conn)
+
+    def touch(self, ids: Sequence[int], kind: str = "touch", conn=None) -> Call[int]:
+        return Call("touch", dict(ids=list(ids), kind=kind), lambda rows: rows[0]["touch"], conn, setof=False)
+
+    # jobs ------------------------------------------------------------------------
+    def run_job(self, name: str, conn=None, **params) -> Call[list[dict]]:
+        """Run a maintenance job now (merge, prune, archive, tune, purge, index) with its parameters."""
+        fn = JOBS.get(name)
+        if fn is None:
+            raise PgmemError(f"unknown job {name!r}: known jobs are {', '.join(sorted(JOBS))}")
+        return Call(fn, {k: (json.dumps(v) if isinstance(v, dict) else v) for k, v in params.items()}, list, conn)
+
+    # knowledge-base documents (issue 24, sql/680_documents.sql) ------------------------
+    def ingest_document(self, title: str, content: str, *, source: str | None = None, user_id: str | None = None,
+                        metadata: dict | None = None, max_tokens: int | None = None, embed: bool = True,
+                        conn=None) -> Pipeline[dict]:
+        """Store a knowledge-base document (pgmem.ingest_document): the database splits it into
+        chunks (pgmem.chunk_document), the client embeds each chunk, and the chunks are stored with
+        their vectors under their own HNSW and full-text indexes. ``user_id`` None: the tenant's
+        knowledge base (every user). Returns {document_id, decision (stored/duplicate), chunks, tokens}."""
+        return Pipeline(self._ingest_document_steps(title, content, source, user_id, metadata, max_tokens, embed),
+                        conn)
+
+    def search_documents(self, query: str | None = None, *, embedding: Any = None, k: int = 5,
+                         user_id: str | None = None, conn=None) -> Call[list[dict]]:
+        """The knowledge-base chunks nearest a question (pgmem.search_documents)."""
+        return Call("search_documents", dict(query_text=query, query_embedding=self._embed_query(query, embedding),
+                                             k=k, user_id=user_id), list, conn)
+
+    def list_documents(self, user_id: str | None = None, *, include_deleted: bool = False,
+                       conn=None) -> Call[list[dict]]:
+        return Call("list_documents", dict(user_id=user_id, include_deleted=include_deleted or None), list, conn)
+
+    def delete_document(self, document_id: int, conn=None) -> Call[dict]:
+        return Call("delete_document", dict(document_id=document_id), _first, conn)
+
+    def restore_document(self, document_id: int, conn=None) -> Call[dict]:
+        return Call("restore_document", dict(document_id=document_id), _first, conn)
+
+    def context_for(self, query: str, *, conversation_id: str, user_id: str | None = None, embedding: Any = None,
+                    k: int | None = None, remember: bool = True, filters: dict | None = None,
+                    search_profile: str | None = None, created_at: Any = None, conn=None) -> Pipeline[ContextResult]:
+        """The memory half of the layered pipeline for one user message (pgmem.context_for):
+        classify (asking the LLM when no fast path decides and one is configured), topic gate,
+        remember, state, thread, research, policy, history, retrieval. Returns a
+        :class:`pgmem.layered.ContextResult`; ``result.annotations()`` are the stage events to
+        stream before the first token."""
+        return Pipeline(self._context_for_steps(query, conversation_id, user_id, embedding, k, remember, filters,
+                                                search_profile, created_at), conn)
+
+    def classify_intent(self, text: str, conversation_id: str | None = None, *, user_id: str | None = None,
+                        conn=None) -> Pipeline[IntentResult]:
         """The intent of a message (pgmem.classify_intent), asking the LLM and caching its
         answer when no fast path decides and one is configured: a :class:`IntentResult`."""
-        return self._run(self._llm_intent_steps(text, conversation_id, user_id, self.llm), conn)
+        return Pipeline(self._llm_intent_steps(text, conversation_id, user_id, self.llm), conn)
 
     def observe_reply(self, conversation_id: str, content: str, *, embedding: Any = None, insights: list | None = None,
-                      remember: bool = True, created_at: Any = None, conn=None):
+                      remember: bool = True, created_at: Any = None, conn=None) -> Pipeline[dict]:
         """Records the assistant's reply (pgmem.observe_reply): it joins its question's thread,
         is remembered, and its insights (the LLM's when one is configured, else cue phrases)
         and concepts are stored. Returns the JSON document of observe_reply."""
-        return self._run(self._observe_reply_steps(conversation_id, content, embedding, insights, remember, created_at), conn)
-
-    def _observe_reply_steps(self, conversation_id, content, embedding, insights, remember, created_at):
-        emb = self._embed_doc(content, embedding)  # the reply is remembered: a document
-        if insights is None and self.llm is not None:
-            insights = self.llm.insights(content, "assistant")
-        return (yield ("observe_reply", dict(conversation_id=conversation_id, content=content, embedding=emb,
-                                             insights=json.dumps(insights) if insights is not None else None,
-                                             remember=remember, created_at=created_at), _scalar, False))
+        return Pipeline(self._observe_reply_steps(conversation_id, content, embedding, insights, remember, created_at),
+                        conn)
 
     def set_fact(self, user_id: str, key: str, value: Any, *, valid_from: Any = None, valid_to: Any = None,
-                 confidence: float = 1.0, source: str = "api", statement: str | None = None, conn=None) -> dict:
+                 confidence: float = 1.0, source: str = "api", statement: str | None = None,
+                 conn=None) -> Call[dict]:
         """Sets a profile fact (pgmem.set_fact): the value in force is superseded, never deleted."""
-        return self._do("set_fact", dict(user_id=user_id, key=key, value=json.dumps(value, default=_jsonable),
-                                         valid_from=valid_from, valid_to=valid_to, confidence=confidence, source=source,
-                                         statement=statement), _first, conn)
+        return Call("set_fact", dict(user_id=user_id, key=key, value=json.dumps(value, default=jsonable),
+                                     valid_from=valid_from, valid_to=valid_to, confidence=confidence, source=source,
+                                     statement=statement), _first, conn)
 
-    def end_fact(self, user_id: str, key: str, *, valid_to: Any = None, statement: str | None = None, conn=None) -> dict:
-        return self._do("end_fact", dict(user_id=user_id, key=key, valid_to=valid_to, statement=statement), _first, conn)
+    def end_fact(self, user_id: str, key: str, *, valid_to: Any = None, statement: str | None = None,
+                 conn=None) -> Call[dict]:
+        return Call("end_fact", dict(user_id=user_id, key=key, valid_to=valid_to, statement=statement), _first, conn)
 
-    def profile(self, user_id: str, *, as_of: Any = None, known_at: Any = None, conn=None) -> dict[str, Any]:
+    def profile(self, user_id: str, *, as_of: Any = None, known_at: Any = None, conn=None) -> Call[dict[str, Any]]:
         """The user's facts in force at ``as_of`` (default now) as pgmem knew them at
         ``known_at``: ``{key: value}`` (pgmem.profile has the rows with both times)."""
-        return self._do("profile", dict(user_id=user_id, as_of=as_of, known_at=known_at),
-                        lambda rows: {r["key"]: r["value"] for r in rows}, conn)
+        return Call("profile", dict(user_id=user_id, as_of=as_of, known_at=known_at),
+                    lambda rows: {r["key"]: r["value"] for r in rows}, conn)
 
-    def fact_history(self, user_id: str, key: str | None = None, conn=None) -> list[dict]:
-        return self._do("fact_history", dict(user_id=user_id, key=key), list, conn)
+    def fact_history(self, user_id: str, key: str | None = None, conn=None) -> Call[list[dict]]:
+        return Call("fact_history", dict(user_id=user_id, key=key), list, conn)
 
-    def conversation_state(self, conversation_id: str, conn=None) -> dict | None:
-        return self._do("conversation_state", dict(conversation_id=conversation_id), _scalar, conn, setof=False)
+    def conversation_state(self, conversation_id: str, conn=None) -> Call[dict | None]:
+        return Call("conversation_state", dict(conversation_id=conversation_id), _scalar, conn, setof=False)
 
-    def conversation_threads(self, conversation_id: str, include_archived: bool = False, conn=None) -> list[dict]:
-        return self._do("conversation_threads", dict(conversation_id=conversation_id, include_archived=include_archived),
-                        list, conn)
+    def conversation_threads(self, conversation_id: str, include_archived: bool = False,
+                             conn=None) -> Call[list[dict]]:
+        return Call("conversation_threads", dict(conversation_id=conversation_id, include_archived=include_archived),
+                    list, conn)
 
     def search_insights(self, query: str | None = None, *, embedding: Any = None, user_id: str | None = None,
-                        k: int = 10, types: Sequence[str] | None = None, conn=None) -> list[dict]:
+                        k: int = 10, types: Sequence[str] | None = None, conn=None) -> Call[list[dict]]:
         """Research insights across every thread (pgmem.search_insights)."""
-        return self._do("search_insights", dict(query_text=query, query_embedding=self._embed_query(query, embedding),
-                                                user_id=user_id, k=k, types=list(types) if types else None), list, conn)
+        return Call("search_insights", dict(query_text=query, query_embedding=self._embed_query(query, embedding),
+                                            user_id=user_id, k=k, types=list(types) if types else None), list, conn)
 
     # embedding models (issue 26): limits checked before embedding, replays, model moves ----
-    def write_limits(self, conn=None) -> dict:
+    def write_limits(self, conn=None) -> Call[dict]:
         """The size limits a write must keep (pgmem.write_limits): check them before embedding."""
-        return self._do("write_limits", {}, _scalar, conn, setof=False)
+        return Call("write_limits", {}, _scalar, conn, setof=False)
 
-    def known_event_keys(self, event_keys: Sequence[str], conn=None) -> set[str]:
+    def known_event_keys(self, event_keys: Sequence[str], conn=None) -> Call[set[str]]:
         """The event keys this tenant already stored (pgmem.known_event_keys): their events
         are replayed, so they need no embedding."""
-        return self._do("known_event_keys", dict(event_keys=list(event_keys)),
-                        lambda rows: {next(iter(r.values())) for r in rows}, conn)
+        return Call("known_event_keys", dict(event_keys=list(event_keys)),
+                    lambda rows: {next(iter(r.values())) for r in rows}, conn)
 
-    def reembed(self, model: str | None = None, conn=None) -> dict:
+    def reembed(self, model: str | None = None, conn=None) -> Call[dict]:
         """Starts moving this tenant to another embedding model (pgmem.reembed): ``model``
         defaults to this client's embedder's. Workers running that model embed the memories;
         the vectors are swapped at once when all are ready. Returns the move."""
@@ -801,293 +721,269 @@ class _Base:
             if self.embedder is None:
                 raise ConfigError("reembed needs the new model's name, or a client with that embedder")
             model = self.embedder.model_name
-        return self._do("reembed", dict(model=model), _first, conn)
+        return Call("reembed", dict(model=model), _first, conn)
 
-    def reembed_status(self, conn=None) -> list[dict]:
+    def reembed_status(self, conn=None) -> Call[list[dict]]:
         """This tenant's embedding moves, newest first (pgmem.reembed_status)."""
-        return self._do("reembed_status", {}, list, conn)
+        return Call("reembed_status", {}, list, conn)
 
-    def cancel_reembed(self, conn=None) -> dict:
+    def cancel_reembed(self, conn=None) -> Call[dict]:
         """Cancels the running move (pgmem.cancel_reembed): every memory keeps its vector."""
-        return self._do("cancel_reembed", {}, _first, conn)
+        return Call("cancel_reembed", {}, _first, conn)
 
     # integrations (issue 26, sql/128_integrations.sql): memories by filters, items, sessions --
-    def list_memories(self, filters: dict | None = None, *, k: int = 20, skip: int = 0, conn=None) -> list[dict]:
+    def list_memories(self, filters: dict | None = None, *, k: int = 20, skip: int = 0,
+                      conn=None) -> Call[list[dict]]:
         """Memories matching filters, newest first, without a query (pgmem.list_memories)."""
-        return self._do("list_memories", dict(filters=json.dumps(filters, default=_jsonable) if filters else None,
-                                              k=k, skip=skip), list, conn)
+        return Call("list_memories", dict(filters=_json(filters), k=k, skip=skip), list, conn)
 
     def put_item(self, namespace: Sequence[str], key: str, value: dict, *, content: str | None = None,
                  embedding: Any = None, embed: bool = True, user_id: str | None = None, agent_id: str | None = None,
-                 session_id: str | None = None, conn=None) -> int:
+                 session_id: str | None = None, conn=None) -> Call[int]:
         """Stores a JSON object under (namespace, key) as a memory (pgmem.put_item); ``content``
         is the text searched and embedded (default: the value's content/text field, else its
         JSON, as in SQL). Putting the key again updates it. Returns the memory id."""
         if embedding is None and embed and self.embedder is not None:
             text = content or next((value[f] for f in ("content", "text", "memory", "data")
                                     if isinstance(value.get(f), str) and value[f].strip()), None) \
-                or json.dumps(value, default=_jsonable)
+                or json.dumps(value, default=jsonable)
             embedding = self.embedder.embed(text)
-        return self._do("put_item", dict(namespace=list(namespace), key=key, value=json.dumps(value, default=_jsonable),
-                                         content=content, embedding=embedding,
-                                         embedding_model=self.embedder.model_name if embedding is not None and self.embedder
-                                         is not None else None, user_id=user_id, agent_id=agent_id,
-                                         session_id=session_id), _scalar, conn, setof=False)
+        return Call("put_item", dict(namespace=list(namespace), key=key, value=json.dumps(value, default=jsonable),
+                                     content=content, embedding=embedding,
+                                     embedding_model=self.embedder.model_name if embedding is not None
+                                     and self.embedder is not None else None, user_id=user_id, agent_id=agent_id,
+                                     session_id=session_id), _scalar, conn, setof=False)
 
-    def get_item(self, namespace: Sequence[str], key: str, conn=None) -> dict | None:
+    def get_item(self, namespace: Sequence[str], key: str, conn=None) -> Call[dict | None]:
         """The item under (namespace, key), or None (pgmem.get_item)."""
-        return self._do("get_item", dict(namespace=list(namespace), key=key), lambda rows: rows[0] if rows else None, conn)
+        return Call("get_item", dict(namespace=list(namespace), key=key), _first_or_none, conn)
 
-    def delete_item(self, namespace: Sequence[str], key: str, conn=None) -> bool:
+    def delete_item(self, namespace: Sequence[str], key: str, conn=None) -> Call[bool]:
         """Forgets the item under (namespace, key) (restorable; pgmem.delete_item)."""
-        return self._do("delete_item", dict(namespace=list(namespace), key=key), _scalar, conn, setof=False)
+        return Call("delete_item", dict(namespace=list(namespace), key=key), _scalar, conn, setof=False)
 
     def search_items(self, namespace_prefix: Sequence[str] = (), query: str | None = None, *, embedding: Any = None,
-                     filter: dict | None = None, k: int = 10, skip: int = 0, conn=None) -> list[dict]:
+                     filter: dict | None = None, k: int = 10, skip: int = 0, conn=None) -> Call[list[dict]]:
         """Items under a namespace prefix: ranked by the fused search when there is a query,
         else newest first; ``filter`` on the value's fields (pgmem.search_items)."""
-        return self._do("search_items", dict(namespace_prefix=list(namespace_prefix), query_text=query,
-                                             query_embedding=self._embed_query(query, embedding),
-                                             filter=json.dumps(filter, default=_jsonable) if filter else None,
-                                             k=k, skip=skip), list, conn)
+        return Call("search_items", dict(namespace_prefix=list(namespace_prefix), query_text=query,
+                                         query_embedding=self._embed_query(query, embedding), filter=_json(filter),
+                                         k=k, skip=skip), list, conn)
 
     def list_item_namespaces(self, prefix: Sequence[str] | None = None, suffix: Sequence[str] | None = None,
-                             max_depth: int | None = None, k: int = 100, skip: int = 0, conn=None) -> list[tuple]:
+                             max_depth: int | None = None, k: int = 100, skip: int = 0,
+                             conn=None) -> Call[list[tuple]]:
         """The namespaces of the items (pgmem.list_item_namespaces)."""
-        return self._do("list_item_namespaces", dict(prefix=list(prefix) if prefix is not None else None,
-                                                     suffix=list(suffix) if suffix is not None else None,
-                                                     max_depth=max_depth, k=k, skip=skip),
-                        lambda rows: [tuple(next(iter(r.values()))) for r in rows], conn)
+        return Call("list_item_namespaces", dict(prefix=list(prefix) if prefix is not None else None,
+                                                 suffix=list(suffix) if suffix is not None else None,
+                                                 max_depth=max_depth, k=k, skip=skip),
+                    lambda rows: [tuple(next(iter(r.values()))) for r in rows], conn)
 
     def session_add_items(self, session_id: str, items: Sequence[dict], *, user_id: str | None = None,
-                          remember: bool = False, conn=None) -> int:
+                          remember: bool = False, conn=None) -> Call[int]:
         """Appends a framework's conversation items to a session (pgmem.session_add_items);
         ``remember`` also stores each user/assistant text turn as a memory."""
-        return self._do("session_add_items", dict(session_id=session_id, items=json.dumps(list(items), default=_jsonable),
-                                                  user_id=user_id, remember=remember), _scalar, conn, setof=False)
+        return Call("session_add_items", dict(session_id=session_id, items=json.dumps(list(items), default=jsonable),
+                                              user_id=user_id, remember=remember), _scalar, conn, setof=False)
 
-    def session_get_items(self, session_id: str, max_items: int | None = None, conn=None) -> list[dict]:
+    def session_get_items(self, session_id: str, max_items: int | None = None, conn=None) -> Call[list[dict]]:
         """A session's items in order; the latest ``max_items`` (pgmem.session_get_items)."""
-        return self._do("session_get_items", dict(session_id=session_id, max_items=max_items),
-                        lambda rows: [next(iter(r.values())) for r in rows], conn)
+        return Call("session_get_items", dict(session_id=session_id, max_items=max_items),
+                    lambda rows: [next(iter(r.values())) for r in rows], conn)
 
-    def session_pop_item(self, session_id: str, conn=None) -> dict | None:
+    def session_pop_item(self, session_id: str, conn=None) -> Call[dict | None]:
         """Removes and returns a session's latest item (pgmem.session_pop_item)."""
-        return self._do("session_pop_item", dict(session_id=session_id), _scalar, conn, setof=False)
+        return Call("session_pop_item", dict(session_id=session_id), _scalar, conn, setof=False)
 
-    def session_clear(self, session_id: str, conn=None) -> int:
+    def session_clear(self, session_id: str, conn=None) -> Call[int]:
         """Removes every item of a session (pgmem.session_clear); the rows are kept."""
-        return self._do("session_clear", dict(session_id=session_id), _scalar, conn, setof=False)
+        return Call("session_clear", dict(session_id=session_id), _scalar, conn, setof=False)
 
-    def user_data(self, user_id: str, conn=None) -> dict:
+    def user_data(self, user_id: str, conn=None) -> Call[dict]:
         """What is stored about a user, tier by tier (pgmem.user_data_summary)."""
-        return self._do("user_data_summary", dict(user_id=user_id), _scalar, conn, setof=False)
+        return Call("user_data_summary", dict(user_id=user_id), _scalar, conn, setof=False)
 
-    def export_user(self, user_id: str, conn=None) -> dict:
-        return self._do("export_user", dict(user_id=user_id), _scalar, conn, setof=False)
+    def export_user(self, user_id: str, conn=None) -> Call[dict]:
+        return Call("export_user", dict(user_id=user_id), _scalar, conn, setof=False)
 
-    def erase_user(self, user_id: str, conn=None) -> dict:
-        return self._do("erase_user", dict(user_id=user_id), _first, conn)
-
-
-
-_CASTS = {"event_keys": "::text[]", "namespace": "::text[]", "namespace_prefix": "::text[]", "prefix": "::text[]",
-          "suffix": "::text[]", "filter": "::jsonb", "metadata": "::jsonb", "filters": "::jsonb", "weights": "::jsonb", "changes": "::jsonb",
-          "items": "::jsonb", "params": "::jsonb", "embedding": "::vector", "query_embedding": "::vector",
-          "ids": "::bigint[]", "topics": "::text[]", "entities": "::text[]", "query_id": "::uuid",
-          "motor": "::jsonb", "sensory": "::jsonb",  # Fragment content domains (issue 16)
-          "embeddings": "::vector[]",  # knowledge-base documents (issue 24)
-          # layered tiers (issue 15)
-          "value": "::jsonb", "insights": "::jsonb", "types": "::text[]"}
+    def erase_user(self, user_id: str, conn=None) -> Call[dict]:
+        return Call("erase_user", dict(user_id=user_id), _first, conn)
 
 
-class MemoryClient(_Base):
+# --------------------------------------------------------------------- the two clients
+_PLAN_ANNOTATION = re.compile(r"(?:Plan|Call|Pipeline)\[(.*)\]")
+
+
+def _as_run(twin: Callable[..., Any], method: Callable[..., Any]) -> None:
+    """The twin shows the method's signature with the type of the result, not of the plan
+    (help(), inspect.signature, typing.get_type_hints)."""
+    sig = inspect.signature(method)
+    ret = sig.return_annotation
+    m = _PLAN_ANNOTATION.fullmatch(ret) if isinstance(ret, str) else None
+    if m:
+        ret = m.group(1)
+    twin.__signature__ = sig.replace(return_annotation=ret)  # type: ignore[attr-defined]  # read by inspect
+    twin.__annotations__ = {**method.__annotations__, "return": ret}
+    del twin.__wrapped__  # type: ignore[attr-defined]  # inspect would follow it to the plan's signature
+
+
+def _sync(method: Callable[Concatenate[Any, P], Plan[R]]) -> Callable[Concatenate[Any, P], R]:
+    """MemoryClient's method: the ``_Base`` method's plan, run by the blocking driver."""
+
+    @functools.wraps(method)
+    def run(self: Any, *args: P.args, **kwargs: P.kwargs) -> R:
+        return self._drive(self._plan_ops(method(self, *args, **kwargs)))
+
+    _as_run(run, method)
+    return run
+
+
+def _coroutine(method: Callable[Concatenate[Any, P], Plan[R]]) -> Callable[Concatenate[Any, P], Coroutine[Any, Any, R]]:
+    """AsyncMemoryClient's method: the same signature and docstring, as a true coroutine function
+    (``inspect.iscoroutinefunction`` is true, and a type checker sees ``Coroutine[..., R]``)
+    whose plan the asyncio driver runs."""
+
+    @functools.wraps(method)
+    async def run(self: Any, *args: P.args, **kwargs: P.kwargs) -> R:
+        return await self._drive(self._plan_ops(method(self, *args, **kwargs)))
+
+    _as_run(run, method)
+    return run
+
+
+class MemoryClient(_Base, SyncTransport):
     """Synchronous client over a psycopg connection pool. Every method takes ``conn=`` to
     run inside the caller's connection/transaction instead (the client sets pgmem.tenant on it)."""
 
-    def __init__(self, *a, **kw):
-        super().__init__(*a, **kw)
-        self._pool = None
-        self._read_pool = None
-
-    # connections -----------------------------------------------------------------
-    @property
-    def pool(self):
-        if self._pool is None:
-            from psycopg_pool import ConnectionPool
-
-            _probe(self.dsn, self.timeout)
-            self._pool = ConnectionPool(self.dsn, min_size=self.min_size, max_size=self.max_size,
-                                        kwargs={"autocommit": True, **self._connect_kwargs()},
-                                        configure=self._configure, timeout=self.timeout, open=True)
-        return self._pool
-
-    @property
-    def read_pool(self):
-        """The pool of the replica (read_dsn) for read-only calls; the primary's without one."""
-        if self.read_dsn is None:
-            return self.pool
-        if self._read_pool is None:
-            from psycopg_pool import ConnectionPool
-
-            _probe(self.read_dsn, self.timeout)
-            self._read_pool = ConnectionPool(self.read_dsn, min_size=self.min_size, max_size=self.max_size,
-                                             kwargs={"autocommit": True, **self._connect_kwargs()},
-                                             configure=lambda c: self._configure(c, read=True), timeout=self.timeout,
-                                             open=True)
-        return self._read_pool
-
-    def _configure(self, conn, read: bool = False) -> None:
-        """Per connection: vector types, then this client's tenant (or claim) and limits."""
-        _configure(conn)
-        if getattr(conn, "_pgmem_session", None) != self._session_key():
-            q, params = self._session_sql(read)
-            with conn.transaction() if not conn.autocommit else _nullcontext():
-                conn.execute(q, params)
-            conn._pgmem_session = self._session_key()
-
-    def close(self) -> None:
-        if self._pool is not None:
-            self._pool.close()
-            self._pool = None
-        if self._read_pool is not None:
-            self._read_pool.close()
-            self._read_pool = None
-
-    def __enter__(self):
+    def __enter__(self) -> MemoryClient:
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: Any) -> None:
         self.close()
 
-    @contextmanager
-    def connection(self, conn: psycopg.Connection | None = None, *, read: bool = False) -> Iterator[psycopg.Connection]:
-        """The caller's connection (tenant set on it) or one from the pool (the replica's when
-        ``read`` and the client has a read_dsn)."""
-        if conn is not None:
-            _configure(conn)
-            conn.execute(*self._session_sql())
-            yield conn
-            return
-        with (self.read_pool if read else self.pool).connection() as c:
-            self._configure(c, read=read and self.read_dsn is not None)  # a claim replaced since the connection was made
-            yield c
-
-    def _rows(self, sql: str, params: dict, conn=None, *, read: bool = False) -> list[dict]:
-        attempt = 0
-        while True:
-            try:
-                with self.connection(conn, read=read) as c:
-                    with c.cursor(row_factory=dict_row) as cur:
-                        cur.execute(sql, params)
-                        return cur.fetchall() if cur.description else []
-            except psycopg.OperationalError as e:
-                # a dropped connection or a serialisation failure: retry with backoff, but only
-                # on our own pooled connections (the caller's transaction is theirs to retry)
-                state = getattr(e, "sqlstate", None)
-                if conn is not None or attempt >= self.retries or (state and state not in RETRYABLE_SQLSTATES):
-                    raise _mapped(e) from e
-                attempt += 1
-                delay = min(2.0, 0.05 * 2 ** attempt) * (0.5 + random.random())
-                log.warning("retrying after %s (attempt %d/%d, sleeping %.2fs)", type(e).__name__, attempt, self.retries, delay)
-                time.sleep(delay)
-            except psycopg.Error as e:
-                # every SQLSTATE its class (pgmem.errors): 22023 -> InvalidInput, P0002 -> NotFound, ...
-                raise _mapped(e) from e
-            except _pool_timeout() as e:
-                raise ServerUnavailable(f"no database connection within {self.timeout:g}s (pool of {self.max_size}): "
-                                        "is PostgreSQL running and accepting connections? check PGMEM_DSN") from e
-
-    def _do(self, fn: str, args: dict, post, conn=None, *, setof: bool = True, replica: bool = True):
-        sql, params = self._call_sql(fn, {k: v for k, v in args.items() if v is not None}, setof=setof)
-        read = replica and self._on_replica(fn, params, conn)
-        if self._arg_names is None:  # the catalog is the same on a replica: read where the call goes
-            self._arg_names = {r["proname"]: frozenset(r["array_agg"] or ())
-                               for r in self._rows(self._ARG_NAMES_SQL, {}, conn, read=read)}
-        self._check_args(fn, params)
-        return post(self._rows(sql, params, conn, read=read))
-
-    def _run(self, steps, conn=None):
-        """Runs a generator of SQL calls (layered methods): each yielded (function, args, post,
-        setof) is called and its result sent back; the generator's return value is returned."""
-        result = None
-        try:
-            while True:
-                fn, args, post, setof = steps.send(result)
-                # a pipeline reads what it just wrote (thread_messages after context_for): primary only
-                result = self._do(fn, args, post, conn, setof=setof, replica=False)
-        except StopIteration as stop:
-            return stop.value
-
-    def call(self, fn: str, conn=None, **args) -> list[dict]:
-        """Call any pgmem SQL function by name with named arguments (None = SQL default)."""
-        return self._do(fn, args, list, conn)
-
-    def _remember_prepared(self, items: list[dict], conn=None) -> list[RememberResult]:
-        """pgmem.remember_many for remember() arguments already extracted and embedded (the
-        CLI's ingest: a batch the database refuses is sent again item by item, never embedded twice)."""
-        rows = self._rows("select * from pgmem.remember_many(%(items)s::jsonb)", {"items": self._payload_json(items)}, conn)
-        return [_remember_result(r) for r in rows]
-
-    def remember_many(self, events: Iterable[Mapping[str, Any] | str], *, batch_size: int = 256,
-                      progress: bool | None = None, extract: bool = True, embed: bool = True,
-                      on_error=None, conn=None) -> list[RememberResult]:
-        """Store many events (dicts in the JSONL event format, or texts): embeds each batch at
-        once and sends it in one pgmem.remember_many call. A progress bar shows on a terminal."""
-        from ._progress import progress_bar
-
-        events = list(events)
-        if progress is None:
-            progress = sys.stderr.isatty()
-        extractor = (self.extractor or _default_extractor()) if extract else None
-        out: list[RememberResult] = []
-        bar = progress_bar(total=len(events), unit="mem", disable=not progress, desc="remember")
-        chunks = [events[start:start + batch_size] for start in range(0, len(events), batch_size)]
-
-        def send(payload: str) -> list[dict]:
-            return self._rows("select * from pgmem.remember_many(%(items)s::jsonb)", {"items": payload}, conn)
-
-        try:
-            if not (embed and self.embedder is not None and len(chunks) > 1):
-                for chunk in chunks:
-                    out.extend(_remember_result(r) for r in send(self._batch_payload(chunk, extractor, embed)))
-                    bar.update(len(chunk))
-            else:
-                # the next batch is embedded while the database stores this one (one call at a
-                # time, in order: a batch's gate sees the batches before it): the model and the
-                # server each keep a core busy (issue 23, ingest with CPU embedding)
-                from concurrent.futures import ThreadPoolExecutor
-
-                with ThreadPoolExecutor(max_workers=1, thread_name_prefix="pgmem-remember") as pool:
-                    pending = None
-                    for chunk in chunks:
-                        payload = self._batch_payload(chunk, extractor, embed)
-                        if pending is not None:
-                            out.extend(_remember_result(r) for r in pending[0].result())
-                            bar.update(pending[1])
-                        pending = (pool.submit(send, payload), len(chunk))
-                    out.extend(_remember_result(r) for r in pending[0].result())
-                    bar.update(pending[1])
-        finally:
-            bar.close()
-        return out
-
-# scaleout (issue 19): the calls a client with read_dsn sends to the replica (they write nothing;
-# search with touch => true and activate with a query_id write, and go to the primary)
-READ_ONLY_CALLS = frozenset({"search", "search_exact", "explain_search", "activate", "recall", "build_context",
-                             "query_embedding_text",
-                             "get_memory", "history", "export_user",
-                             # layered reads (sql/6xx): language sql STABLE, no write, no touch
-                             "profile", "fact_history", "conversation_state", "conversation_threads",
-                             "thread_messages", "search_insights"})
-
-JOBS = {"merge": "merge_duplicates", "prune": "prune", "archive": "archive_stale", "tune": "tune_thresholds",
-        "purge": "purge", "index": "index_vectors", "cluster": "cluster",
-        # Shadow's cleanup (issue 24): archived memories deleted after their retention; statistics
-        "delete_archived": "delete_archived", "compact": "compact"}
+    # _Api's methods, run (one line each, the same list as AsyncMemoryClient's: tests/test_package.py)
+    call = _sync(_Api.call)
+    remember = _sync(_Api.remember)
+    remember_many = _sync(_Api.remember_many)
+    _remember_prepared = _sync(_Api._remember_prepared)
+    forget = _sync(_Api.forget)
+    restore = _sync(_Api.restore)
+    archive = _sync(_Api.archive)
+    memory_activation = _sync(_Api.memory_activation)
+    update_memory = _sync(_Api.update_memory)
+    get = _sync(_Api.get)
+    history = _sync(_Api.history)
+    search = _sync(_Api.search)
+    search_exact = _sync(_Api.search_exact)
+    explain_search = _sync(_Api.explain_search)
+    activate = _sync(_Api.activate)
+    recall = _sync(_Api.recall)
+    build_context = _sync(_Api.build_context)
+    touch = _sync(_Api.touch)
+    run_job = _sync(_Api.run_job)
+    ingest_document = _sync(_Api.ingest_document)
+    search_documents = _sync(_Api.search_documents)
+    list_documents = _sync(_Api.list_documents)
+    delete_document = _sync(_Api.delete_document)
+    restore_document = _sync(_Api.restore_document)
+    context_for = _sync(_Api.context_for)
+    classify_intent = _sync(_Api.classify_intent)
+    observe_reply = _sync(_Api.observe_reply)
+    set_fact = _sync(_Api.set_fact)
+    end_fact = _sync(_Api.end_fact)
+    profile = _sync(_Api.profile)
+    fact_history = _sync(_Api.fact_history)
+    conversation_state = _sync(_Api.conversation_state)
+    conversation_threads = _sync(_Api.conversation_threads)
+    search_insights = _sync(_Api.search_insights)
+    write_limits = _sync(_Api.write_limits)
+    known_event_keys = _sync(_Api.known_event_keys)
+    reembed = _sync(_Api.reembed)
+    reembed_status = _sync(_Api.reembed_status)
+    cancel_reembed = _sync(_Api.cancel_reembed)
+    list_memories = _sync(_Api.list_memories)
+    put_item = _sync(_Api.put_item)
+    get_item = _sync(_Api.get_item)
+    delete_item = _sync(_Api.delete_item)
+    search_items = _sync(_Api.search_items)
+    list_item_namespaces = _sync(_Api.list_item_namespaces)
+    session_add_items = _sync(_Api.session_add_items)
+    session_get_items = _sync(_Api.session_get_items)
+    session_pop_item = _sync(_Api.session_pop_item)
+    session_clear = _sync(_Api.session_clear)
+    user_data = _sync(_Api.user_data)
+    export_user = _sync(_Api.export_user)
+    erase_user = _sync(_Api.erase_user)
 
 
-def _query_vector(embedder, text: str):
+class AsyncMemoryClient(_Base, AsyncTransport):
+    """The asyncio twin of MemoryClient (psycopg's async API and AsyncConnectionPool). Same
+    methods, awaited: ``await mem.remember(...)``, ``await mem.search(...)``. Embedding runs
+    on the event loop's thread (a few ms per text); use remember_many for bulk."""
+
+    async def __aenter__(self) -> AsyncMemoryClient:
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self.close()
+
+    # _Api's methods as coroutines (one line each, the same list as MemoryClient's: tests/test_package.py)
+    call = _coroutine(_Api.call)
+    remember = _coroutine(_Api.remember)
+    remember_many = _coroutine(_Api.remember_many)
+    _remember_prepared = _coroutine(_Api._remember_prepared)
+    forget = _coroutine(_Api.forget)
+    restore = _coroutine(_Api.restore)
+    archive = _coroutine(_Api.archive)
+    memory_activation = _coroutine(_Api.memory_activation)
+    update_memory = _coroutine(_Api.update_memory)
+    get = _coroutine(_Api.get)
+    history = _coroutine(_Api.history)
+    search = _coroutine(_Api.search)
+    search_exact = _coroutine(_Api.search_exact)
+    explain_search = _coroutine(_Api.explain_search)
+    activate = _coroutine(_Api.activate)
+    recall = _coroutine(_Api.recall)
+    build_context = _coroutine(_Api.build_context)
+    touch = _coroutine(_Api.touch)
+    run_job = _coroutine(_Api.run_job)
+    ingest_document = _coroutine(_Api.ingest_document)
+    search_documents = _coroutine(_Api.search_documents)
+    list_documents = _coroutine(_Api.list_documents)
+    delete_document = _coroutine(_Api.delete_document)
+    restore_document = _coroutine(_Api.restore_document)
+    context_for = _coroutine(_Api.context_for)
+    classify_intent = _coroutine(_Api.classify_intent)
+    observe_reply = _coroutine(_Api.observe_reply)
+    set_fact = _coroutine(_Api.set_fact)
+    end_fact = _coroutine(_Api.end_fact)
+    profile = _coroutine(_Api.profile)
+    fact_history = _coroutine(_Api.fact_history)
+    conversation_state = _coroutine(_Api.conversation_state)
+    conversation_threads = _coroutine(_Api.conversation_threads)
+    search_insights = _coroutine(_Api.search_insights)
+    write_limits = _coroutine(_Api.write_limits)
+    known_event_keys = _coroutine(_Api.known_event_keys)
+    reembed = _coroutine(_Api.reembed)
+    reembed_status = _coroutine(_Api.reembed_status)
+    cancel_reembed = _coroutine(_Api.cancel_reembed)
+    list_memories = _coroutine(_Api.list_memories)
+    put_item = _coroutine(_Api.put_item)
+    get_item = _coroutine(_Api.get_item)
+    delete_item = _coroutine(_Api.delete_item)
+    search_items = _coroutine(_Api.search_items)
+    list_item_namespaces = _coroutine(_Api.list_item_namespaces)
+    session_add_items = _coroutine(_Api.session_add_items)
+    session_get_items = _coroutine(_Api.session_get_items)
+    session_pop_item = _coroutine(_Api.session_pop_item)
+    session_clear = _coroutine(_Api.session_clear)
+    user_data = _coroutine(_Api.user_data)
+    export_user = _coroutine(_Api.export_user)
+    erase_user = _coroutine(_Api.erase_user)
+
+
+# ------------------------------------------------------------------------ embedders, extractors
+def _query_vector(embedder: Any, text: str) -> Any:
     fn = getattr(embedder, "embed_query", None)
     return fn(text) if fn is not None else embedder.embed(text)
 
@@ -1095,7 +991,7 @@ def _query_vector(embedder, text: str):
 _NO_EMBEDDER_SAID = False
 
 
-def _auto_embedder():
+def _auto_embedder() -> Any:
     """``pgmem.embedding.Embedder()``, or None (said once, on the pgmem.client logger) when this
     install has no embedder: the core install without numpy or a model package. Memories are
     then stored for the worker and search is lexical only."""
@@ -1115,35 +1011,10 @@ def _auto_embedder():
         return None
 
 
-def _pool_timeout() -> type[BaseException]:
-    from psycopg_pool import PoolTimeout
-
-    return PoolTimeout
+_DEFAULT_EXTRACTOR: Any = None
 
 
-def _remember_result(row: Mapping[str, Any]) -> RememberResult:
-    return RememberResult(id=row["memory_id"], decision=row["decision"], surprise=row["surprise"],
-                          importance=row["importance"], salience=row["salience"], nearest_id=row.get("nearest_id"),
-                          nearest_similarity=row.get("nearest_similarity"), details=row.get("details") or {})
-
-
-def _configure(conn) -> None:
-    """Per-connection set-up: vector type adaptation (numpy arrays <-> vector)."""
-    if getattr(conn, "_pgmem_configured", False):
-        return
-    try:
-        from pgvector.psycopg import register_vector
-
-        register_vector(conn)
-    except Exception as e:  # pgmem not installed in this database
-        raise PgmemError(f"the database has no vector type: run 'pgmem migrate' first ({e})") from None
-    conn._pgmem_configured = True
-
-
-_DEFAULT_EXTRACTOR = None
-
-
-def _default_extractor():
+def _default_extractor() -> Any:
     global _DEFAULT_EXTRACTOR
     if _DEFAULT_EXTRACTOR is None:
         from .extraction import make_extractor
@@ -1151,215 +1022,3 @@ def _default_extractor():
         _DEFAULT_EXTRACTOR = make_extractor()
     return _DEFAULT_EXTRACTOR
 
-
-def _first(rows: list[dict]) -> dict:
-    return rows[0]
-
-
-def _scalar(rows: list[dict]) -> Any:
-    """The value of a one-column, one-row result (a function returning jsonb)."""
-    return next(iter(rows[0].values())) if rows else None
-
-
-P = ParamSpec("P")
-R = TypeVar("R")
-
-
-def _coroutine(method: Callable[Concatenate[Any, P], R]) -> Callable[Concatenate[Any, P], Coroutine[Any, Any, R]]:
-    """The async client's twin of a ``_Base`` method: the same signature and docstring, as a
-    true coroutine function (``inspect.iscoroutinefunction`` is true, and a type checker sees
-    ``Coroutine[..., R]``). ``_Base``'s methods end in ``self._do(...)``, which the async
-    client defines as a coroutine, so the twin awaits what the method returns."""
-
-    @functools.wraps(method)
-    async def twin(self: Any, *args: P.args, **kwargs: P.kwargs) -> R:
-        return await method(self, *args, **kwargs)  # type: ignore[misc]
-
-    return twin
-
-
-class AsyncMemoryClient(_Base):
-    """The asyncio twin of MemoryClient (psycopg's async API and AsyncConnectionPool). Same
-    methods, awaited: ``await mem.remember(...)``, ``await mem.search(...)``. Embedding runs
-    on the event loop's thread (a few ms per text); use remember_many for bulk."""
-
-    def __init__(self, *a, **kw):
-        super().__init__(*a, **kw)
-        self._pool = None
-
-    # _Base's API as coroutines, one line each (tests/test_package.py fails on a missing one).
-    remember = _coroutine(_Base.remember)
-    forget = _coroutine(_Base.forget)
-    restore = _coroutine(_Base.restore)
-    archive = _coroutine(_Base.archive)
-    memory_activation = _coroutine(_Base.memory_activation)
-    ingest_document = _coroutine(_Base.ingest_document)
-    search_documents = _coroutine(_Base.search_documents)
-    list_documents = _coroutine(_Base.list_documents)
-    delete_document = _coroutine(_Base.delete_document)
-    restore_document = _coroutine(_Base.restore_document)
-    update_memory = _coroutine(_Base.update_memory)
-    get = _coroutine(_Base.get)
-    history = _coroutine(_Base.history)
-    search = _coroutine(_Base.search)
-    search_exact = _coroutine(_Base.search_exact)
-    explain_search = _coroutine(_Base.explain_search)
-    activate = _coroutine(_Base.activate)
-    recall = _coroutine(_Base.recall)
-    build_context = _coroutine(_Base.build_context)
-    touch = _coroutine(_Base.touch)
-    run_job = _coroutine(_Base.run_job)
-    # layered tiers (issue 15)
-    context_for = _coroutine(_Base.context_for)
-    classify_intent = _coroutine(_Base.classify_intent)
-    observe_reply = _coroutine(_Base.observe_reply)
-    set_fact = _coroutine(_Base.set_fact)
-    end_fact = _coroutine(_Base.end_fact)
-    profile = _coroutine(_Base.profile)
-    fact_history = _coroutine(_Base.fact_history)
-    conversation_state = _coroutine(_Base.conversation_state)
-    conversation_threads = _coroutine(_Base.conversation_threads)
-    search_insights = _coroutine(_Base.search_insights)
-    list_memories = _coroutine(_Base.list_memories)
-    put_item = _coroutine(_Base.put_item)
-    get_item = _coroutine(_Base.get_item)
-    delete_item = _coroutine(_Base.delete_item)
-    search_items = _coroutine(_Base.search_items)
-    list_item_namespaces = _coroutine(_Base.list_item_namespaces)
-    session_add_items = _coroutine(_Base.session_add_items)
-    session_get_items = _coroutine(_Base.session_get_items)
-    session_pop_item = _coroutine(_Base.session_pop_item)
-    session_clear = _coroutine(_Base.session_clear)
-    write_limits = _coroutine(_Base.write_limits)
-    known_event_keys = _coroutine(_Base.known_event_keys)
-    reembed = _coroutine(_Base.reembed)
-    reembed_status = _coroutine(_Base.reembed_status)
-    cancel_reembed = _coroutine(_Base.cancel_reembed)
-    user_data = _coroutine(_Base.user_data)
-    export_user = _coroutine(_Base.export_user)
-    erase_user = _coroutine(_Base.erase_user)
-
-    async def _get_pool(self):
-        if self._pool is None:
-            from psycopg_pool import AsyncConnectionPool
-
-            await _aprobe(self.dsn, self.timeout)
-            self._pool = AsyncConnectionPool(self.dsn, min_size=self.min_size, max_size=self.max_size,
-                                             kwargs={"autocommit": True, **self._connect_kwargs()},
-                                             configure=self._aconfigure, timeout=self.timeout, open=False)
-            await self._pool.open()
-        return self._pool
-
-    async def _get_read_pool(self):
-        if self.read_dsn is None:
-            return await self._get_pool()
-        if getattr(self, "_read_pool", None) is None:
-            from psycopg_pool import AsyncConnectionPool
-
-            await _aprobe(self.read_dsn, self.timeout)
-            async def configure(conn):
-                await self._aconfigure(conn, read=True)
-
-            self._read_pool = AsyncConnectionPool(self.read_dsn, min_size=self.min_size, max_size=self.max_size,
-                                                  kwargs={"autocommit": True, **self._connect_kwargs()},
-                                                  configure=configure, timeout=self.timeout, open=False)
-            await self._read_pool.open()
-        return self._read_pool
-
-    async def _aconfigure(self, conn, read: bool = False) -> None:
-        await _aconfigure(conn)
-        if getattr(conn, "_pgmem_session", None) != self._session_key():
-            await conn.execute(*self._session_sql(read))
-            conn._pgmem_session = self._session_key()
-
-    async def close(self) -> None:
-        if self._pool is not None:
-            await self._pool.close()
-            self._pool = None
-        if getattr(self, "_read_pool", None) is not None:
-            await self._read_pool.close()
-            self._read_pool = None
-
-    async def __aenter__(self):
-        return self
-
-    async def __aexit__(self, *exc):
-        await self.close()
-
-    async def _rows(self, sql: str, params: dict, conn=None, *, read: bool = False) -> list[dict]:
-        import asyncio
-
-        attempt = 0
-        while True:
-            try:
-                if conn is not None:
-                    await _aconfigure(conn)
-                    await conn.execute(*self._session_sql())
-                    async with conn.cursor(row_factory=dict_row) as cur:
-                        await cur.execute(sql, params)
-                        return await cur.fetchall() if cur.description else []
-                pool = await (self._get_read_pool() if read else self._get_pool())
-                async with pool.connection() as c:
-                    await self._aconfigure(c, read=read and self.read_dsn is not None)  # a claim replaced since it was made
-                    async with c.cursor(row_factory=dict_row) as cur:
-                        await cur.execute(sql, params)
-                        return await cur.fetchall() if cur.description else []
-            except psycopg.OperationalError as e:
-                state = getattr(e, "sqlstate", None)
-                if conn is not None or attempt >= self.retries or (state and state not in RETRYABLE_SQLSTATES):
-                    raise _mapped(e) from e
-                attempt += 1
-                await asyncio.sleep(min(2.0, 0.05 * 2 ** attempt) * (0.5 + random.random()))
-            except psycopg.Error as e:
-                raise _mapped(e) from e
-            except _pool_timeout() as e:
-                raise ServerUnavailable(f"no database connection within {self.timeout:g}s (pool of {self.max_size}): "
-                                        "is PostgreSQL running and accepting connections? check PGMEM_DSN") from e
-
-    async def _do(self, fn: str, args: dict, post, conn=None, *, setof: bool = True, replica: bool = True):
-        sql, params = self._call_sql(fn, {k: v for k, v in args.items() if v is not None}, setof=setof)
-        read = replica and self._on_replica(fn, params, conn)
-        if self._arg_names is None:
-            self._arg_names = {r["proname"]: frozenset(r["array_agg"] or ())
-                               for r in await self._rows(self._ARG_NAMES_SQL, {}, conn, read=read)}
-        self._check_args(fn, params)
-        out = post(await self._rows(sql, params, conn, read=read))
-        while inspect.isawaitable(out):  # a method that chains two calls (search: embedding text, then search)
-            out = await out
-        return out
-
-    async def _run(self, steps, conn=None):
-        """MemoryClient._run, awaiting each SQL call."""
-        result = None
-        try:
-            while True:
-                fn, args, post, setof = steps.send(result)
-                result = await self._do(fn, args, post, conn, setof=setof, replica=False)
-        except StopIteration as stop:
-            return stop.value
-
-    async def call(self, fn: str, conn=None, **args) -> list[dict]:
-        return await self._do(fn, args, list, conn)
-
-    async def remember_many(self, events, *, batch_size: int = 256, extract: bool = True, embed: bool = True,
-                            conn=None) -> list[RememberResult]:
-        extractor = (self.extractor or _default_extractor()) if extract else None
-        events = list(events)
-        out: list[RememberResult] = []
-        for start in range(0, len(events), batch_size):
-            payload = self._batch_payload(events[start:start + batch_size], extractor, embed)
-            rows = await self._rows("select * from pgmem.remember_many(%(items)s::jsonb)", {"items": payload}, conn)
-            out.extend(_remember_result(r) for r in rows)
-        return out
-
-
-async def _aconfigure(conn) -> None:
-    if getattr(conn, "_pgmem_configured", False):
-        return
-    from pgvector.psycopg import register_vector_async
-
-    try:
-        await register_vector_async(conn)
-    except Exception as e:
-        raise PgmemError(f"the database has no vector type: run 'pgmem migrate' first ({e})") from None
-    conn._pgmem_configured = True

@@ -26,6 +26,7 @@ import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Sequence
 from urllib.parse import quote
 
 from .errors import ClusterError
@@ -157,13 +158,15 @@ class Cluster:
         with psycopg.connect(self.dsn(dbname), autocommit=True) as conn:
             conn.execute(sql.SQL("alter role {} login password {}").format(sql.Identifier(OWNER), sql.Literal(pw)))
             conn.execute(sql.SQL("grant pg_read_all_settings to {}").format(sql.Identifier(OWNER)))
-            if conn.execute("select to_regnamespace('cron') is not null").fetchone()[0]:
+            cron = conn.execute("select to_regnamespace('cron') is not null").fetchone()
+            if cron and cron[0]:
                 # pg_cron runs the jobs as the role that scheduled them: the owner, not the superuser
                 conn.execute(sql.SQL("grant usage on schema cron to {}").format(sql.Identifier(OWNER)))
                 conn.execute(sql.SQL("grant execute on all functions in schema cron to {}").format(sql.Identifier(OWNER)))
 
     # -------------------------------------------------------------- commands
-    def _run(self, args: list[str], *, check: bool = True, timeout: float = 120) -> subprocess.CompletedProcess:
+    def _run(self, args: Sequence[str | os.PathLike[str] | int], *, check: bool = True,
+             timeout: float = 120) -> subprocess.CompletedProcess:
         cmd = [str(a) for a in args]
         if _running_as_root():
             _postgres_user()
@@ -171,7 +174,7 @@ class Cluster:
         proc = subprocess.run(cmd, capture_output=True, text=True, cwd="/", timeout=timeout)
         if check and proc.returncode != 0:
             raise ClusterError(
-                f"{Path(args[0]).name} failed (exit {proc.returncode}): "
+                f"{Path(str(args[0])).name} failed (exit {proc.returncode}): "
                 f"{(proc.stderr or proc.stdout).strip()[-1500:]}"
             )
         return proc

@@ -5,6 +5,7 @@ Precedence for the DSN: explicit argument > ``PGMEM_DSN`` > the embedded cluster
 from __future__ import annotations
 
 import os
+from typing import TypedDict
 from pathlib import Path
 
 from .errors import ConfigError
@@ -110,7 +111,12 @@ def openai_settings() -> dict[str, str | None]:
             "base_url": os.environ.get("OPENAI_BASE_URL", "").strip() or "https://api.openai.com/v1"}
 
 
-def web_settings() -> dict[str, object]:
+class WebSettings(TypedDict):
+    cors_origins: list[str]
+    max_body_bytes: int
+
+
+def web_settings() -> WebSettings:
     """PGMEM_WEB_CORS_ORIGINS (comma-separated; none: CORS off), PGMEM_WEB_MAX_BODY_BYTES (1 MiB)."""
     origins = [o.strip() for o in os.environ.get("PGMEM_WEB_CORS_ORIGINS", "").split(",") if o.strip()]
     return {"cors_origins": origins, "max_body_bytes": int_env("PGMEM_WEB_MAX_BODY_BYTES", 1 << 20)}

@@ -12,7 +12,7 @@ import re
 from typing import Any
 from urllib.parse import urlsplit
 
-from .errors import SetupError
+from .errors import PgmemError, SetupError
 
 #: The table (schema public) where Alembic records the installed pgmem revision.
 VERSION_TABLE = "pgmem_alembic_version"
@@ -117,6 +117,15 @@ def connect(dsn: str | None = None, *, superuser: bool = False, **kw: Any):
         reason = str(e).strip().splitlines()[-1] if str(e).strip() else type(e).__name__
         raise SetupError(f"cannot connect to {describe_dsn(dsn)}: {mask_password(reason, dsn)}: check PGMEM_DSN "
                          "(or start the embedded cluster: pgmem db up)") from None
+
+
+def scalar(conn: Any, sql: Any, params: Any = ()) -> Any:
+    """The first column of the first row of a statement that always returns one (a count, an
+    exists, a to_regclass(...)); a statement that returns none is an error naming it."""
+    row = conn.execute(sql, params).fetchone()
+    if row is None:
+        raise PgmemError(f"no row from the statement {str(sql).split(chr(10))[0][:100]!r}")
+    return row[0]
 
 
 def installed_revision(conn) -> str | None:

@@ -11,6 +11,7 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from .config import DISTRIBUTION, migrations_dir, sql_dir
 # The DSN and connection helpers live in pgmem.db (the layer under the client); they stay
@@ -56,11 +57,11 @@ def sqlalchemy_url(dsn: str) -> str:
     import psycopg.conninfo as ci
     from sqlalchemy.engine import URL
 
-    d = ci.conninfo_to_dict(dsn)
-    host = d.pop("host", None)
+    d = {k: str(v) for k, v in ci.conninfo_to_dict(dsn).items() if v is not None}
     port = d.pop("port", None)
     url = URL.create("postgresql+psycopg", username=d.pop("user", None), password=d.pop("password", None),
-                     host=host, port=int(port) if port else None, database=d.pop("dbname", None), query=d)
+                     host=d.pop("host", None), port=int(port) if port else None, database=d.pop("dbname", None),
+                     query=d)
     return url.render_as_string(hide_password=False)
 
 
@@ -207,9 +208,17 @@ def current_revision(dsn: str | None = None) -> str | None:
 def run_sql(sql: str) -> None:
     """Execute a block of SQL in the running Alembic migration, verbatim: through the driver,
     so that neither SQLAlchemy (``:name``) nor psycopg (``%``) rewrites it."""
+    _driver_connection().execute(sql)
+
+
+def _driver_connection() -> Any:
+    """The psycopg connection under the running Alembic migration."""
     from alembic import op
 
-    op.get_bind().connection.driver_connection.execute(sql)
+    raw = op.get_bind().connection.driver_connection
+    if raw is None:
+        raise MigrationError("no database connection under this migration: run it with `pgmem migrate`")
+    return raw
 
 
 # The views and functions of schema pgmem that depend on any of the given tables or columns:
@@ -260,9 +269,7 @@ def drop_dependents(*targets: str) -> list[str]:
     belong to the idempotent lane (sql/), which recreates them on the next upgrade. Objects of
     other schemas are left alone (the drop of the table then fails, naming them). Returns
     what was dropped."""
-    from alembic import op
-
-    raw = op.get_bind().connection.driver_connection
+    raw = _driver_connection()
     found = raw.execute(_DEPENDENTS, {"targets": list(targets)}).fetchall()
     for name, kind in found:
         raw.execute(f"drop {kind} if exists {name}")
@@ -301,8 +308,8 @@ def apply_idempotent(connection) -> None:
 
 
 def _root_cause(e: BaseException) -> str:
-    while getattr(e, "orig", None) is not None:
-        e = e.orig
+    while (orig := getattr(e, "orig", None)) is not None:
+        e = orig
     while e.__cause__ is not None and not str(e):
         e = e.__cause__
     return str(e).strip()

@@ -9,6 +9,13 @@ checks it against a freshly migrated database (reflection, Alembic's
 ``compare_metadata`` and the catalog of a copy created from this metadata), so it
 follows the revisions exactly.
 
+The schema has one source, the migrations; this module is written by hand and checked
+against them (issue 28), never generated. A revision that adds a table or a column without
+describing it here fails ``tests/test_models.py``, and the message says what to add: for a
+table, a ``Table`` in :func:`make_metadata` (or the helper of its tier), its name in
+``TABLE_NAMES`` and ``__all__``, and a typed ORM class; for a column, its type, nullability,
+default and constraints as PostgreSQL renders them.
+
 What is described, and what is not:
 
 * every table of schema ``pgmem``, with exact column names, types, nullability,

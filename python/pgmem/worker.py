@@ -17,7 +17,7 @@ import threading
 
 import psycopg
 
-from .db import connect
+from .db import connect, scalar
 
 log = logging.getLogger("pgmem.worker")
 
@@ -112,8 +112,7 @@ class EmbeddingWorker:
         model = self.embedder.model_name
         try:
             with conn.transaction():
-                if conn.execute("select to_regprocedure('pgmem.claim_reembeddings(integer, boolean, text)')"
-                                ).fetchone()[0] is None:
+                if scalar(conn, "select to_regprocedure('pgmem.claim_reembeddings(integer, boolean, text)')") is None:
                     return 0  # a database older than this worker: nothing to move
                 rows = conn.execute(
                     "select memory_id, content, who, what, location, why, how from pgmem.claim_reembeddings(%s, %s, %s)",

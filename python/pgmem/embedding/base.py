@@ -104,12 +104,16 @@ def embedder_kind(kind: str | None = None, model: str | None = None) -> str:
 def embedder_class(kind: str | None = None, model: str | None = None) -> type[Embedder]:
     chosen = embedder_kind(kind, model)
     if chosen == "local":
-        from .local import SentenceTransformerEmbedder as cls
-    elif chosen == "onnx":
-        from .onnx import OnnxEmbedder as cls
-    else:
-        from .http import HttpEmbedder as cls
-    return cls
+        from .local import SentenceTransformerEmbedder
+
+        return SentenceTransformerEmbedder
+    if chosen == "onnx":
+        from .onnx import OnnxEmbedder
+
+        return OnnxEmbedder
+    from .http import HttpEmbedder
+
+    return HttpEmbedder
 
 
 class Embedder:
@@ -249,7 +253,7 @@ class Embedder:
             for text, row in fresh.items():
                 self._cache_put(text, row)
             rows = [fresh[t] if r is None else r for t, r in zip(items, rows)]
-        return np.stack(rows).astype(np.float32, copy=False)  # np.stack copies
+        return np.stack([r for r in rows if r is not None]).astype(np.float32, copy=False)  # np.stack copies
 
     def close(self) -> None:
         """Release what the embedder holds (connections, sessions); it reloads on next use."""

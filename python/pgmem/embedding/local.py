@@ -61,7 +61,7 @@ def is_default_model(spec: str) -> bool:
     if spec.lower() in _DEFAULT_ALIASES:
         return True
     bundled = bundled_model_dir()
-    return bool(bundled) and Path(spec).expanduser().resolve() == Path(bundled).resolve()
+    return bundled is not None and Path(spec).expanduser().resolve() == Path(bundled).resolve()
 
 
 def default_model_path() -> str:

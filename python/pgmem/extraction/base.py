@@ -156,7 +156,7 @@ def _normalize_event(event: Mapping[str, Any] | str) -> _Event:
         event = {"content": event}
     if not isinstance(event, Mapping):
         raise TypeError(f"event must be a dict or a str, not {type(event).__name__}")
-    meta = event.get("metadata") if isinstance(event.get("metadata"), Mapping) else {}
+    meta: Mapping[str, Any] = event["metadata"] if isinstance(event.get("metadata"), Mapping) else {}
 
     def pick(*keys: str) -> Any:
         for source in (event, meta):
@@ -181,6 +181,7 @@ def _normalize_event(event: Mapping[str, Any] | str) -> _Event:
     if tool is None and (role in ("tool", "function") or kind.startswith("tool")
                          or kind == "function"):
         tool = _text(event.get("name"))  # OpenAI-style {"role": "tool", "name": ...}
+    who: str | None
     if tool:
         who = tool if tool.lower().startswith("tool:") else f"tool:{tool}"
     else:

@@ -164,18 +164,18 @@ def _when_from_text(text: str, now: datetime) -> datetime | None:
         if when is not None:
             found.append((m.start(), when))
             break
-    m = _RELATIVE_DAY.search(text)
-    if m:
-        word = m.group(1).lower()
+    rel = _RELATIVE_DAY.search(text)
+    if rel:
+        word = rel.group(1).lower()
         today = _day_start(now)
         if word == "today":
             when = today
         elif word == "yesterday":
             when = today - timedelta(days=1)
         else:
-            target = _WEEKDAYS.index(m.group(2).lower())
+            target = _WEEKDAYS.index(rel.group(2).lower())
             when = today - timedelta(days=(today.weekday() - target) % 7 or 7)
-        found.append((m.start(), when))
+        found.append((rel.start(), when))
     return min(found, key=lambda item: item[0])[1] if found else None
 
 

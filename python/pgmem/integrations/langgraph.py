@@ -23,12 +23,15 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ._util import make_client, require
 
 _base = require("langgraph.store.base", "langgraph")
-BaseStore = _base.BaseStore
+if TYPE_CHECKING:  # the class itself, for the type checker (at run time: imported by require, naming the extra)
+    from langgraph.store.base import BaseStore
+else:
+    BaseStore = _base.BaseStore
 Item, SearchItem = _base.Item, _base.SearchItem
 GetOp, PutOp, SearchOp, ListNamespacesOp = _base.GetOp, _base.PutOp, _base.SearchOp, _base.ListNamespacesOp
 

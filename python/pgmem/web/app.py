@@ -23,7 +23,10 @@ from contextlib import asynccontextmanager, contextmanager
 from datetime import date, datetime
 from decimal import Decimal
 from pathlib import Path
-from typing import Any, Iterator, Literal
+from typing import TYPE_CHECKING, Any, Iterator, Literal
+
+if TYPE_CHECKING:
+    from psycopg_pool import ConnectionPool
 
 log = logging.getLogger("pgmem.web")
 
@@ -98,26 +101,29 @@ class Database:
         self.extractor = extractor
         self.layered_llm = LayeredLLM.from_env()
         self.pool_size = pool_size
-        self.pool = None
+        self.pool: "ConnectionPool | None" = None
         self.arg_names: dict | None = None
         self.keys_readable: bool | None = None
 
-    def open(self) -> None:
+    def open(self) -> "ConnectionPool":
         from psycopg_pool import ConnectionPool
 
         from ..client import MemoryClient
         from ..db import connect_timeout
 
-        if self.pool is None:
-            self.pool = ConnectionPool(self.dsn, min_size=1, max_size=self.pool_size, open=False, timeout=30,
-                                       kwargs={"autocommit": True, "connect_timeout": connect_timeout()})
-            self.pool.open(wait=True, timeout=30)
-        with self.pool.connection() as c:
+        pool = self.pool
+        if pool is None:
+            pool = ConnectionPool(self.dsn, min_size=1, max_size=self.pool_size, open=False, timeout=30,
+                                  kwargs={"autocommit": True, "connect_timeout": connect_timeout()})
+            pool.open(wait=True, timeout=30)
+            self.pool = pool
+        with pool.connection() as c:
             from psycopg.rows import dict_row
 
             cur = c.cursor(row_factory=dict_row)
             self.arg_names = {r["proname"]: frozenset(r["array_agg"] or ())
                               for r in cur.execute(MemoryClient._ARG_NAMES_SQL).fetchall()}
+        return pool
 
     def close(self) -> None:
         if self.pool is not None:
@@ -135,9 +141,8 @@ class Database:
 
     @contextmanager
     def session(self, p) -> Iterator[Session]:
-        if self.pool is None:
-            self.open()
-        with self.pool.connection() as conn:
+        pool = self.pool if self.pool is not None else self.open()
+        with pool.connection() as conn:
             yield Session(self, self.client(p), conn)
 
 

@@ -21,8 +21,9 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..client import TENANT_RE, _claim_tenant
 from ..errors import ConfigError
+from ..tenants import TENANT_RE
+from ..tenants import claim_tenant as _claim_tenant
 
 _JWT_RE = re.compile(r"[A-Za-z0-9_-]{2,}\.[A-Za-z0-9_-]{2,}\.[A-Za-z0-9_-]{43}")
 
