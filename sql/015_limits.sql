@@ -473,7 +473,35 @@ begin atomic
     ('identity_set_goal', 'agent_id', 'bytes', 'max_id_bytes', null),
     ('identity_end_goal', 'key', 'characters', null, 128), ('identity_end_goal', 'state', 'bytes', 'max_id_bytes', null),
     ('identity_end_goal', 'agent_id', 'bytes', 'max_id_bytes', null),
-    ('identity_snapshot', 'reason', 'characters', null, 1000), ('identity_snapshot', 'agent_id', 'bytes', 'max_id_bytes', null)
+    ('identity_snapshot', 'reason', 'characters', null, 1000), ('identity_snapshot', 'agent_id', 'bytes', 'max_id_bytes', null),
+    -- lifecycle, items and sessions (the framework integrations), documents, re-embedding
+    ('archive', 'ids', 'items', 'touch_max_ids', null), ('archive', 'reason', 'bytes', 'max_reason_bytes', null),
+    ('chunk_document', 'content', 'bytes', 'max_document_bytes', null), ('claim_reembeddings', 'for_model', 'bytes', 'max_id_bytes', null),
+    ('clear_history', 'conversation_id', 'bytes', 'max_id_bytes', null), ('clear_history', 'reason', 'bytes', 'max_reason_bytes', null),
+    ('clear_memories', 'user_id', 'bytes', 'max_id_bytes', null), ('clear_memories', 'reason', 'bytes', 'max_reason_bytes', null),
+    ('complete_reembedding', 'model', 'bytes', 'max_id_bytes', null), ('delete_archived', 'tenant', 'bytes', 'max_id_bytes', null),
+    ('delete_item', 'namespace', 'items', 'max_tags', null), ('delete_item', 'key', 'bytes', 'max_field_bytes', null),
+    ('fold_access_log', 'tenant', 'bytes', 'max_id_bytes', null), ('get_item', 'namespace', 'items', 'max_tags', null),
+    ('get_item', 'key', 'bytes', 'max_field_bytes', null), ('ingest_document', 'title', 'characters', null, 500),
+    ('ingest_document', 'content', 'bytes', 'max_document_bytes', null), ('ingest_document', 'source', 'bytes', 'max_field_bytes', null),
+    ('ingest_document', 'user_id', 'bytes', 'max_id_bytes', null), ('ingest_document', 'metadata', 'bytes', 'max_metadata_bytes', null),
+    ('ingest_document', 'embeddings', 'items', 'max_items', null), ('ingest_document', 'embedding_model', 'bytes', 'max_id_bytes', null),
+    ('known_event_keys', 'event_keys', 'items', 'max_items', null), ('list_documents', 'user_id', 'bytes', 'max_id_bytes', null),
+    ('list_item_namespaces', 'prefix', 'items', 'max_tags', null), ('list_item_namespaces', 'suffix', 'items', 'max_tags', null),
+    ('list_memories', 'filters', 'bytes', 'max_filters_bytes', null), ('put_item', 'namespace', 'items', 'max_tags', null),
+    ('put_item', 'key', 'bytes', 'max_field_bytes', null), ('put_item', 'value', 'bytes', 'max_content_bytes', null),
+    ('put_item', 'content', 'bytes', 'max_content_bytes', null), ('put_item', 'embedding_model', 'bytes', 'max_id_bytes', null),
+    ('put_item', 'user_id', 'bytes', 'max_id_bytes', null), ('put_item', 'agent_id', 'bytes', 'max_id_bytes', null),
+    ('put_item', 'session_id', 'bytes', 'max_id_bytes', null), ('reembed', 'model', 'bytes', 'max_id_bytes', null),
+    ('relevance_threshold', 'relevance_type', 'bytes', 'max_id_bytes', null), ('restore_history', 'conversation_id', 'bytes', 'max_id_bytes', null),
+    ('restore_history', 'cleared_as', 'bytes', 'max_field_bytes', null), ('retrieval_success_rate', 'context_type', 'bytes', 'max_id_bytes', null),
+    ('search_documents', 'query_text', 'characters', 'max_query_chars', null), ('search_documents', 'user_id', 'bytes', 'max_id_bytes', null),
+    ('search_items', 'namespace_prefix', 'items', 'max_tags', null), ('search_items', 'query_text', 'characters', 'max_query_chars', null),
+    ('search_items', 'filter', 'bytes', 'max_filters_bytes', null), ('session_add_items', 'session_id', 'bytes', 'max_id_bytes', null),
+    ('session_add_items', 'items', 'bytes', 'max_batch_bytes', null), ('session_add_items', 'user_id', 'bytes', 'max_id_bytes', null),
+    ('session_clear', 'session_id', 'bytes', 'max_id_bytes', null), ('session_get_items', 'session_id', 'bytes', 'max_id_bytes', null),
+    ('session_pop_item', 'session_id', 'bytes', 'max_id_bytes', null), ('set_chunk_embeddings', 'embeddings', 'items', 'max_items', null),
+    ('set_chunk_embeddings', 'embedding_model', 'bytes', 'max_id_bytes', null)
   ) l(f, a, u, s, x);
 end;
 comment on function pgmem._argument_limits() is

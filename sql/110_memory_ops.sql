@@ -152,6 +152,7 @@ declare
   v_missing bigint[];
   r record;
 begin
+  perform pgmem._check_args('archive', jsonb_build_object('ids', to_jsonb(archive.ids), 'reason', archive.reason));  -- sizes first (issue 27)
   perform pgmem._check_reason(reason);
   if ids is null or cardinality(ids) = 0 then
     perform pgmem._bad_input('archive needs the ids of the memories to archive', 'e.g. pgmem.archive(array[42, 43])');

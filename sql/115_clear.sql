@@ -28,6 +28,7 @@ declare
   v_id uuid := gen_random_uuid();
   n bigint;
 begin
+  perform pgmem._check_args('clear_memories', jsonb_build_object('user_id', clear_memories.user_id, 'reason', clear_memories.reason));  -- sizes first (issue 27)
   perform pgmem._check_reason(reason);
   -- a merged memory lives on in its survivor (forget refuses it alone): it goes with it
   perform pgmem._set_op('delete', jsonb_build_object('clear_memories', v_id, 'reason', reason, 'user_id', clear_memories.user_id));
@@ -83,6 +84,7 @@ declare
   v_new text;
   n bigint;
 begin
+  perform pgmem._check_args('clear_history', jsonb_build_object('conversation_id', clear_history.conversation_id, 'reason', clear_history.reason));  -- sizes first (issue 27)
   perform pgmem._check_reason(reason);
   select * into c from pgmem.conversations x where x.tenant = v_tenant and x.conversation_id = clear_history.conversation_id for update;
   if c.conversation_id is null then
@@ -115,6 +117,7 @@ declare
   c pgmem.conversations;
   n bigint;
 begin
+  perform pgmem._check_args('restore_history', jsonb_build_object('conversation_id', restore_history.conversation_id, 'cleared_as', restore_history.cleared_as));  -- sizes first (issue 27)
   select * into c from pgmem.conversations x where x.tenant = v_tenant and x.conversation_id = restore_history.cleared_as for update;
   if c.conversation_id is null or c.tracker->'cleared'->>'from' is distinct from restore_history.conversation_id then
     raise exception 'no history of conversation "%" was cleared as "%" for tenant "%"', restore_history.conversation_id,

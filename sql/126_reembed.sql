@@ -34,6 +34,7 @@ create or replace function pgmem.known_event_keys(event_keys text[]) returns set
 as $$
 declare v_tenant text := pgmem._require_tenant();
 begin
+  perform pgmem._check_args('known_event_keys', jsonb_build_object('event_keys', to_jsonb(known_event_keys.event_keys)));  -- sizes first (issue 27)
   perform pgmem._check_between(coalesce(cardinality(event_keys), 0), 'cardinality(event_keys)', 0, 10000);
   return query select m.event_key from pgmem.memories m
                 where m.tenant = v_tenant and m.event_key = any (event_keys);
@@ -72,6 +73,7 @@ declare
   v_tenant text := pgmem._require_tenant();
   mv pgmem.embedding_moves;
 begin
+  perform pgmem._check_args('reembed', jsonb_build_object('model', reembed.model));  -- sizes first (issue 27)
   if model is null or btrim(model) = '' or octet_length(model) > 256 then
     perform pgmem._bad_input('model must be the name the new model records with its vectors (1 to 256 bytes)',
       'use the embedder''s model_name, e.g. sentence-transformers/all-MiniLM-L6-v2 or text-embedding-3-small');
@@ -102,6 +104,7 @@ returns table (memory_id bigint, tenant text, move_id bigint, model text, conten
 as $$
 declare v_tenant text;
 begin
+  perform pgmem._check_args('claim_reembeddings', jsonb_build_object('for_model', claim_reembeddings.for_model));  -- sizes first (issue 27)
   perform pgmem._check_between(batch, 'batch', 1, 10000);
   if all_tenants and not pgmem._is_admin() then
     raise exception 'claim_reembeddings(all_tenants => true) needs the pgmem_admin role' using errcode = '42501';
@@ -133,6 +136,7 @@ as $$
 declare
   r record;
 begin
+  perform pgmem._check_args('complete_reembedding', jsonb_build_object('model', complete_reembedding.model));  -- sizes first (issue 27)
   select q.memory_id, q.move_id, mv.model as target, m as mem into r
     from pgmem.reembed_queue q join pgmem.embedding_moves mv on mv.id = q.move_id
     join pgmem.memories m on m.id = q.memory_id

@@ -25,6 +25,7 @@ declare
   f jsonb := coalesce(filters, '{}');
   k2 text;
 begin
+  perform pgmem._check_args('list_memories', jsonb_build_object('filters', list_memories.filters));  -- sizes first (issue 27)
   perform pgmem._check_between(k, 'k', 1, 1000);
   perform pgmem._check_between(skip, 'skip', 0, 100000);
   if jsonb_typeof(f) <> 'object' then
@@ -97,6 +98,7 @@ declare
   m record;
   v_changes jsonb;
 begin
+  perform pgmem._check_args('put_item', jsonb_build_object('namespace', to_jsonb(put_item.namespace), 'key', put_item.key, 'value', put_item.value, 'content', put_item.content, 'embedding_model', put_item.embedding_model, 'user_id', put_item.user_id, 'agent_id', put_item.agent_id, 'session_id', put_item.session_id));  -- sizes first (issue 27)
   perform pgmem._check_namespace(namespace);
   if namespace = '{}' then
     perform pgmem._bad_input('namespace must have at least one label', 'e.g. array[''memories'', ''maya'']');
@@ -145,7 +147,7 @@ as $$
          m.metadata->'item'->'value', m.content, m.created_at, m.updated_at
     from pgmem.memories m
    where m.tenant = pgmem._require_tenant() and m.event_key = pgmem._item_key(get_item.namespace, get_item.key)
-     and m.state = 'active'
+     and m.state = 'active' and pgmem._check_args('get_item', jsonb_build_object('namespace', to_jsonb(get_item.namespace), 'key', get_item.key))
 $$;
 comment on function pgmem.get_item(text[], text) is 'The item stored under (namespace, key), if it exists and is not deleted.';
 
@@ -155,6 +157,7 @@ create or replace function pgmem.delete_item(namespace text[], key text) returns
 as $$
 declare v_id bigint;
 begin
+  perform pgmem._check_args('delete_item', jsonb_build_object('namespace', to_jsonb(delete_item.namespace), 'key', delete_item.key));  -- sizes first (issue 27)
   select m.id into v_id from pgmem.memories m
    where m.tenant = pgmem._require_tenant() and m.event_key = pgmem._item_key(namespace, key) and m.state = 'active';
   if v_id is null then
@@ -219,6 +222,7 @@ declare
   v_meta jsonb;
   v_wide integer;
 begin
+  perform pgmem._check_args('search_items', jsonb_build_object('namespace_prefix', to_jsonb(search_items.namespace_prefix), 'query_text', search_items.query_text, 'filter', search_items.filter));  -- sizes first (issue 27)
   perform pgmem._check_namespace(coalesce(namespace_prefix, '{}'), 'namespace_prefix');
   perform pgmem._check_between(k, 'k', 1, 1000);
   perform pgmem._check_between(skip, 'skip', 0, 10000);
@@ -262,6 +266,7 @@ returns setof text[]
 as $$
 declare v_tenant text := pgmem._require_tenant();
 begin
+  perform pgmem._check_args('list_item_namespaces', jsonb_build_object('prefix', to_jsonb(list_item_namespaces.prefix), 'suffix', to_jsonb(list_item_namespaces.suffix)));  -- sizes first (issue 27)
   perform pgmem._check_between(k, 'k', 1, 10000);
   perform pgmem._check_between(coalesce(max_depth, 1), 'max_depth', 1, 100);
   return query
@@ -298,6 +303,7 @@ declare
   v_mem bigint;
   n integer := 0;
 begin
+  perform pgmem._check_args('session_add_items', jsonb_build_object('session_id', session_add_items.session_id, 'items', session_add_items.items, 'user_id', session_add_items.user_id));  -- sizes first (issue 27)
   if session_id is null or session_id !~ '\S' or length(session_id) > 256 then
     perform pgmem._bad_input('session_id must be 1 to 256 characters, not blank');
   end if;
@@ -347,6 +353,7 @@ as $$
   select x.item from (
     select s.item, s.seq from pgmem.session_items s
      where s.tenant = pgmem._require_tenant() and s.session_id = session_get_items.session_id and s.removed_at is null
+       and pgmem._check_args('session_get_items', jsonb_build_object('session_id', session_get_items.session_id))
      order by s.seq desc
      limit pgmem._check_between(coalesce(max_items, 100000), 'max_items', 0, 100000)) x
   order by x.seq
@@ -361,7 +368,7 @@ as $$
   update pgmem.session_items s set removed_at = now()
    where s.id = (select x.id from pgmem.session_items x
                   where x.tenant = pgmem._require_tenant() and x.session_id = session_pop_item.session_id
-                    and x.removed_at is null
+                    and x.removed_at is null and pgmem._check_args('session_pop_item', jsonb_build_object('session_id', session_pop_item.session_id))
                   order by x.seq desc limit 1 for update)
   returning s.item
 $$;
@@ -374,6 +381,7 @@ create or replace function pgmem.session_clear(session_id text) returns integer
 as $$
 declare n integer;
 begin
+  perform pgmem._check_args('session_clear', jsonb_build_object('session_id', session_clear.session_id));  -- sizes first (issue 27)
   update pgmem.session_items s set removed_at = now()
    where s.tenant = pgmem._require_tenant() and s.session_id = session_clear.session_id and s.removed_at is null;
   get diagnostics n = row_count;

@@ -123,6 +123,7 @@ declare
   v_run bigint;
   n bigint;
 begin
+  perform pgmem._check_args('fold_access_log', jsonb_build_object('tenant', fold_access_log.tenant));  -- sizes first (issue 27)
   perform pgmem._check_between(batch, 'batch', 1, 1000000);
   if tenant = '*' and not pgmem._is_admin() then
     raise exception 'folding every tenant''s access log needs pgmem_admin' using errcode = '42501';

@@ -50,6 +50,7 @@ as $$
 declare
   v_tenant text := pgmem._require_tenant();
 begin
+  perform pgmem._check_args('retrieval_success_rate', jsonb_build_object('context_type', retrieval_success_rate.context_type));  -- sizes first (issue 27)
   perform pgmem._check_time(since, 'since', true);
   return query
   with f as (

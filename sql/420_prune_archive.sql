@@ -612,6 +612,7 @@ declare
   v_found bigint;
   v_changed bigint := 0;
 begin
+  perform pgmem._check_args('delete_archived', jsonb_build_object('tenant', delete_archived.tenant));  -- sizes first (issue 27)
   if older_than < interval '0' then
     perform pgmem._bad_input('older_than must be a non-negative interval, e.g. ''90 days''');
   end if;

@@ -25,6 +25,7 @@ create or replace function pgmem.relevance_threshold(relevance_type text default
   set search_path = pgmem, pg_catalog, pg_temp
 as $$
 begin
+  perform pgmem._check_args('relevance_threshold', jsonb_build_object('relevance_type', relevance_threshold.relevance_type));  -- sizes first (issue 27)
   if relevance_type is null or relevance_type not in ('default', 'semantic', 'contextual', 'temporal', 'mixed') then
     perform pgmem._bad_input(format('unknown relevance_type "%s": the kinds are default, semantic, contextual, temporal, mixed',
                                     relevance_type));

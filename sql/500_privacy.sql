@@ -115,11 +115,17 @@ as $$
                                         from pgmem.memory_vectors v where v.tenant = t.tenant and v.memory_id in (select id from mem)), '[]'),
           'recent_vectors', coalesce((select jsonb_agg(jsonb_build_object('memory_id', v.memory_id, 'created_at', v.created_at)
                                                        order by v.memory_id)
-                                        from pgmem.recent_vectors v where v.tenant = t.tenant and v.memory_id in (select id from mem)), '[]'))
+                                        from pgmem.recent_vectors v where v.tenant = t.tenant and v.memory_id in (select id from mem)), '[]'),
+          -- the chunks of the user's own documents (their text is also under documents.chunks_text)
+          'document_chunks', coalesce((select jsonb_agg(to_jsonb(c) - 'tenant' - 'embedding' - 'tsv' order by c.document_id, c.ord)
+                                         from pgmem.document_chunks c where c.tenant = t.tenant and c.user_id = export_user.user_id), '[]'),
+          -- a running embedding move's queued memories of the user (126_reembed.sql), vectors as text
+          'reembed_queue', coalesce((select jsonb_agg(to_jsonb(r) - 'tenant' order by r.memory_id) from pgmem.reembed_queue r
+                                       where r.tenant = t.tenant and r.memory_id in (select id from mem)), '[]'))
           from t)
 $$;
 comment on function pgmem.export_user(text) is
-  'Everything stored about a user in the current tenant, as one JSON document: memories (all states), their history, links, accesses (and the retrievals and uses not folded yet), feedback, the reconstructions of the user''s queries or memories, the identity beliefs with the user''s memories as evidence and the snapshots citing them, their clusters, cluster moves, map coordinates, retrieval judgements, the judged queries and the evaluation runs naming them, the layered tiers (profile facts, conversations, messages, threads, insights, concept mentions, cached intents), agent-framework session items, the user''s own knowledge-base documents, the activation log, the work queue''s items, the user''s lexical statistics, and the embedding and index queues and vectors.';
+  'Everything stored about a user in the current tenant, as one JSON document: memories (all states), their history, links, accesses (and the retrievals and uses not folded yet), feedback, the reconstructions of the user''s queries or memories, the identity beliefs with the user''s memories as evidence and the snapshots citing them, their clusters, cluster moves, map coordinates, retrieval judgements, the judged queries and the evaluation runs naming them, the layered tiers (profile facts, conversations, messages, threads, insights, concept mentions, cached intents), agent-framework session items, the user''s own knowledge-base documents, the activation log, the work queue''s items, the user''s lexical statistics, and the embedding and index queues and vectors, the chunks of the user''s documents and a running re-embedding''s queue.';
 
 -- SECURITY DEFINER, audited: history is append-only for pgmem_app, so erasing content from
 -- it needs the owner's rights. Every statement below filters on v_tenant, the caller's

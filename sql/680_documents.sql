@@ -46,6 +46,7 @@ declare
   v_cur text := null;
   v_n integer := 0;
 begin
+  perform pgmem._check_args('chunk_document', jsonb_build_object('content', chunk_document.content));  -- sizes first (issue 27)
   if content is null or content !~ '\S' then
     perform pgmem._bad_input('the document is empty: it needs some text');
   end if;
@@ -129,6 +130,8 @@ declare
   v_n integer;
   v_tokens integer;
 begin
+  perform pgmem._check_args('ingest_document', jsonb_build_object('title', ingest_document.title, 'content', ingest_document.content, 'source', ingest_document.source, 'user_id', ingest_document.user_id, 'metadata', ingest_document.metadata, 'embedding_model', ingest_document.embedding_model));  -- sizes first (issue 27)
+  perform pgmem._check_items(ingest_document.embeddings, 'embeddings', pgmem._limit('max_items', 10000), 'max_items');
   if title is null or title !~ '\S' then
     perform pgmem._bad_input('a document needs a title', 'e.g. pgmem.ingest_document(''Runbook: deploys'', ''...'')');
   end if;
@@ -190,6 +193,8 @@ declare
   v_tenant text := pgmem._require_tenant();
   v_n integer;
 begin
+  perform pgmem._check_args('set_chunk_embeddings', jsonb_build_object('embedding_model', set_chunk_embeddings.embedding_model));  -- sizes first (issue 27)
+  perform pgmem._check_items(set_chunk_embeddings.embeddings, 'embeddings', pgmem._limit('max_items', 10000), 'max_items');
   select d.chunks into v_n from pgmem.documents d where d.id = set_chunk_embeddings.document_id and d.tenant = v_tenant;
   if v_n is null then
     raise exception 'document % does not exist for tenant "%"', set_chunk_embeddings.document_id, v_tenant
@@ -227,6 +232,7 @@ declare
   v_wl float8;
   v_tsq tsquery;
 begin
+  perform pgmem._check_args('search_documents', jsonb_build_object('query_text', search_documents.query_text, 'user_id', search_documents.user_id));  -- sizes first (issue 27)
   perform pgmem._check_between(k, 'k', 1, 1000);
   if (query_text is null or query_text !~ '\S') and query_embedding is null then
     perform pgmem._bad_input('search_documents needs a query_text or a query_embedding');
@@ -281,7 +287,7 @@ as $$
     from pgmem.documents d
    where d.tenant = pgmem._require_tenant()
      and (list_documents.user_id is null or d.user_id = list_documents.user_id)
-     and (include_deleted or d.state = 'active')
+     and (include_deleted or d.state = 'active') and pgmem._check_args('list_documents', jsonb_build_object('user_id', list_documents.user_id))
    order by d.created_at desc, d.id desc
    limit 1000
 $$;

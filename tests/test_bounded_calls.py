@@ -24,8 +24,7 @@ import numpy as np
 import psycopg
 import pytest
 
-from conftest import TEMPLATE, _janitor, connect
-from test_tenancy import login_roles
+from conftest import TEMPLATE, _janitor, connect, login_roles
 
 TENANT = "bounded"
 DIM = 384
@@ -264,17 +263,34 @@ def test_one_tenants_extraction_does_not_stall_anothers_mcp_call(bdb):
 
 
 def test_the_cluster_fit_ends_at_the_statement_timeout(bdb):
-    """H1, clustering: the k-means fit on 3,000 memories took 7.7 s here; under a 1 s timeout it
-    ends within 2 s (a cancel check between scikit-learn's mini-batch steps). An admin's job."""
+    """H1, clustering: the k-means fit is cancelled at the statement timeout (a cancel check
+    between scikit-learn's mini-batch steps), not when it ends. An admin's job. The fit's own time
+    is measured first (about 1 s on 3,000 memories on a quiet 2-core machine, 7.7 s under load),
+    and the timeout is a quarter of it, so the check is exercised on any machine."""
     with connect(bdb, tenant=TENANT) as c:
-        c.execute("set statement_timeout = 1000")
         # a run goes through phases, one bounded batch a call (sql/470_cluster.sql); the fit is the
-        # long one: every call ends within 2 s, and the fit's is cancelled (it never completes)
-        outcomes = []
-        for _ in range(4):
-            took, err = timed(c, "select phase from pgmem.cluster(tenant => %s, refit => true)", (TENANT,))
-            assert took < 2.0, (took, err)
-            outcomes.append(err.sqlstate if err else "done")
-        assert "57014" in outcomes, outcomes
+        # first call of a refit, and the run goes on to its end before the next refit
+        def run_to_end(refit: bool) -> float:
+            fit = 0.0
+            for i in range(200):
+                took, err = timed(c, "select phase, more from pgmem.cluster(tenant => %s, refit => %s)",
+                                  (TENANT, refit and i == 0))
+                assert err is None, err
+                row = c.execute("select phase from pgmem.cluster_state where tenant = %s", (TENANT,)).fetchone()
+                fit = took if i == 0 else fit
+                if row and row[0] == "idle":
+                    return fit
+            raise AssertionError("the cluster run did not end in 200 calls")
+
+        run_to_end(False)
+        fit = run_to_end(True)
+        before = c.execute("select generation, phase from pgmem.cluster_state where tenant = %s", (TENANT,)).fetchone()
+        limit_ms = max(20, int(fit * 1000 / 4))
+        c.execute(f"set statement_timeout = {limit_ms}")
+        took, err = timed(c, "select phase from pgmem.cluster(tenant => %s, refit => true)", (TENANT,))
+        assert err is not None and err.sqlstate == "57014", (fit, limit_ms, took, err)
+        assert took < limit_ms / 1000 + 1.0, (fit, limit_ms, took)
         c.execute("set statement_timeout = 0")
-        assert c.execute("select count(*) from pgmem.clusters where tenant = %s and state = 'active'", (TENANT,)).fetchone()[0] == 0
+        # the cancelled fit left nothing: the state as before, and no half-built clusters
+        assert c.execute("select generation, phase from pgmem.cluster_state where tenant = %s", (TENANT,)).fetchone() == before
+        assert c.execute("select count(*) from pgmem.clusters where tenant = %s and state = 'building'", (TENANT,)).fetchone()[0] == 0

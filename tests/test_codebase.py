@@ -100,20 +100,15 @@ def test_no_test_module_imports_another():
                        "helper module (tests/sqlhelpers.py, searchhelpers.py, registry.py, ...):\n" + "\n".join(found))
 
 
-#: checked by mypy only once issue 27's branch (reliab) has merged: its files change there
-MYPY_NOT_YET = ("python/pgmem/engine/", "python/pgmem/mcp_server.py")
-
-
 @pytest.mark.slow  # about 35 s of CPU without mypy's cache (.mypy_cache), 3 s with it
 def test_mypy_passes_on_the_package():
     """The package ships py.typed: its annotations are a promise ([tool.mypy] in pyproject.toml).
-    Errors in MYPY_NOT_YET's files are left out until that tuple is emptied."""
+    Every file is checked (engine/ and mcp_server.py included)."""
     out = subprocess.run([sys.executable, "-m", "mypy", "python/pgmem"], cwd=ROOT, capture_output=True, text=True,
                          timeout=600)
     if "No module named mypy" in out.stderr:
         pytest.fail("mypy is not installed: run `make setup` (it is in the [test] extra)")
-    errors = [line for line in out.stdout.splitlines() if re.match(r"python/pgmem/\S+:\d+: error:", line)
-              and not line.startswith(MYPY_NOT_YET)]
+    errors = [line for line in out.stdout.splitlines() if re.match(r"python/pgmem/\S+:\d+: error:", line)]
     assert not errors and (out.returncode == 0 or len(out.stdout.splitlines()) > 1), \
         "\n".join(errors[:80]) + (out.stderr if out.returncode not in (0, 1) else "")
 

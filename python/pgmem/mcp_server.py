@@ -410,14 +410,17 @@ def build_server(tools: MemoryTools, *, tokens: TokenStore | None = None, base_u
 
     from . import __version__
 
-    auth = {}
+    from pydantic import AnyHttpUrl
+
+    verifier, settings = None, None
     if tokens is not None:
         # The tokens are issued by `pgmem mcp --new-token`, not by an OAuth server: the SDK
         # asks for an issuer URL all the same, and this server's own URL is the honest one.
-        auth = dict(token_verifier=TokenVerifier(tokens),
-                    auth=AuthSettings(issuer_url=base_url or f"http://127.0.0.1:{DEFAULT_PORT}",
-                                      resource_server_url=None))
-    server = MCPServer("pgmem", instructions=INSTRUCTIONS, version=__version__, log_level="WARNING", **auth)
+        verifier = TokenVerifier(tokens)
+        settings = AuthSettings(issuer_url=AnyHttpUrl(base_url or f"http://127.0.0.1:{DEFAULT_PORT}"),
+                                resource_server_url=None)
+    server = MCPServer("pgmem", instructions=INSTRUCTIONS, version=__version__, log_level="WARNING",
+                       token_verifier=verifier, auth=settings)
     fixed = tools.principal if tokens is None else None
 
     def tool(fn: Callable) -> None:

@@ -194,20 +194,21 @@ def decide(items: list[dict], *, tokens: dict, threshold: float, weights: dict, 
         else:
             d = _score(i, it, mine, toks, sims, shared, sizes, stored_toks, weights, weights_no_embedding, rarity_cap,
                        by_cat)
+            surprise = d.surprise if d.surprise is not None else 1.0  # _score always sets it
             # A restatement with different numbers (a moved date, a new price) is an update,
             # not a repeat: the gate keeps it (pgmem's addition to Engram; bench/EVAL.md).
-            if d.surprise < threshold and not it["force"] and d.nearest is not None:
+            if surprise < threshold and not it["force"] and d.nearest is not None:
                 if d.nearest.id is None:
-                    near_toks = toks[d.nearest.ord]
+                    near_toks = toks[d.nearest.ord] if d.nearest.ord is not None else frozenset()
                 else:
                     near_toks = stored_toks.get(d.nearest.id, frozenset())
                 d.new_numbers = [t for t in _digits(toks[i]) if t not in near_toks]
-            if d.surprise < threshold and not it["force"] and not d.new_numbers:
+            if surprise < threshold and not it["force"] and not d.new_numbers:
                 d.decision = "rejected"
                 out.append(d)
                 continue
             d.decision = "stored"
-            d.forced = bool(it["force"]) and d.surprise < threshold and not d.new_numbers
+            d.forced = bool(it["force"]) and surprise < threshold and not d.new_numbers
         # stored: the session's previous memory (the latest at or before this one's time)
         if it["session"] is not None:
             best = None  # (created_at, 0 stored / 1 batch, id or ord)
@@ -308,7 +309,7 @@ def _score(i, it, mine, toks, sims, shared, sizes, stored_toks, weights, weights
                     s = float(row[jj])
                     if near_sim is None or s > near_sim:  # ties: the stored memory (lower id)
                         nearest, near_sim = Ref(ord=mine[jj]), s
-            sem = 1.0 if nearest is None else 1.0 - max(0.0, min(1.0, near_sim))
+            sem = 1.0 if nearest is None or near_sim is None else 1.0 - max(0.0, min(1.0, near_sim))
         else:
             sem = 1.0
     # 3. keyword novelty = 1 - max Jaccard, over the semantic neighbours, the scope's recent

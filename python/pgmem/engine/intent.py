@@ -157,7 +157,7 @@ Reply with a single JSON object and nothing else: {"intent": "<one of the five>"
 def llm_payload(text: str, model: str, recent: list[str] | None = None) -> dict[str, Any]:
     """The chat-completions request body for classifying ``text`` (with up to three earlier
     user messages as context, so the model can tell a continuation)."""
-    user = {"message": text}
+    user: dict[str, Any] = {"message": text}
     if recent:
         user["earlier_messages"] = list(recent)[-3:]
     return {"model": model, "temperature": 0, "response_format": {"type": "json_object"},
@@ -174,7 +174,7 @@ def parse_llm(obj: Any) -> dict[str, Any] | None:
     if intent not in INTENTS:
         return None
     try:
-        conf = float(obj.get("confidence"))
+        conf = float(obj.get("confidence"))  # type: ignore[arg-type]  # None/str: the except below
     except (TypeError, ValueError):
         conf = 0.7
     if not 0.0 <= conf <= 1.0:

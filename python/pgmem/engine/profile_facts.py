@@ -187,7 +187,7 @@ def detect_facts(text: str | None, speaker: str | None = None) -> list[dict[str,
         where[key] = offset + m.start()
 
     for rule, rx in RULES:
-        for offset, part in parts:
+        for _offset, part in parts:
             tick()
             for m in rx.finditer(part):
                 v = m.group("v")
