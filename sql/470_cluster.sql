@@ -244,15 +244,30 @@ returns integer
   language plpgsql volatile
   set search_path = pgmem, public, pg_temp
 as $$
-declare n integer;
+declare
+  n integer;
+  v_locked bigint[];
+  v_skipped integer;
 begin
-  perform 1 from pgmem.memories x
-   where x.id in (select (e->>'memory_id')::bigint from jsonb_array_elements(p_moves) e) and x.tenant = p_tenant
-   order by x.id for update;
+  -- the rows another transaction holds (a tenant's own SELECT ... FOR UPDATE) are skipped, not
+  -- waited for: one tenant's locks never stall the all-tenant job (issue 27, M1). They keep
+  -- their cluster until a later run moves them; the count is in the job run's details.
+  select array_agg(x.id) into v_locked
+    from (select x.id from pgmem.memories x
+           where x.id in (select (e->>'memory_id')::bigint from jsonb_array_elements(p_moves) e) and x.tenant = p_tenant
+           order by x.id for update skip locked) x;
+  v_skipped := (select count(distinct (e->>'memory_id')::bigint) from jsonb_array_elements(p_moves) e
+                 where not coalesce((e->>'memory_id')::bigint = any(v_locked), false)
+                   and exists (select 1 from pgmem.memories x where x.id = (e->>'memory_id')::bigint and x.tenant = p_tenant));
+  if v_skipped > 0 then
+    perform set_config('pgmem.cluster_skipped_locked',
+                       (coalesce(nullif(current_setting('pgmem.cluster_skipped_locked', true), ''), '0')::int + v_skipped)::text, true);
+  end if;
   perform pgmem._set_op('update', jsonb_build_object('job', 'cluster', 'reason', p_reason, 'job_run_id', p_run));
   with mv as (
     select (e->>'memory_id')::bigint as memory_id, (e->>'to_cluster')::bigint as to_cluster, (e->>'pull')::float8 as pull
-      from jsonb_array_elements(p_moves) e),
+      from jsonb_array_elements(p_moves) e
+     where (e->>'memory_id')::bigint = any(v_locked)),
   upd as (
     update pgmem.memories m set cluster_id = mv.to_cluster
       from mv join pgmem.clusters c on c.id = mv.to_cluster and c.tenant = p_tenant
@@ -631,8 +646,13 @@ begin
      order by 1
   loop
     -- refit applies once per tenant: only while that tenant is between runs
+    perform set_config('pgmem.cluster_skipped_locked', '0', true);
     r := pgmem._cluster_tenant(t, batch, refit and coalesce((select s.phase = 'idle' from pgmem.cluster_state s where s.tenant = t), true),
                                v_as_of, v_run);
+    -- memories another transaction held, left where they were (issue 27, M1)
+    if current_setting('pgmem.cluster_skipped_locked', true)::int > 0 then
+      r := r || jsonb_build_object('skipped_locked', current_setting('pgmem.cluster_skipped_locked', true)::int);
+    end if;
     tenant_id := t; phase := r->>'phase'; examined := (r->>'examined')::bigint; changed := (r->>'changed')::bigint;
     more := (r->>'more')::boolean;
     v_more := v_more or more;

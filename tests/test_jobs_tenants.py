@@ -185,3 +185,50 @@ def test_a_flood_of_near_duplicates_waits_for_the_next_runs(dsn):
                                (flood,)).fetchone()[0]
         assert merged == len(flood) - 1                          # one survivor of the flood
         assert admin.execute("select count(*) from pgmem.job_state where job = 'merge:used'").fetchone()[0] == 0
+
+
+def test_a_tenants_row_locks_do_not_stall_the_cluster_job(cluster, dsn, roles):
+    """M1, the cluster job: its moves skip the memories another transaction holds (FOR UPDATE
+    SKIP LOCKED) and report them per tenant in job_runs.details, instead of waiting; a's other
+    memories and b's move on. A refit after a lets go moves the held ones too."""
+    rng = np.random.default_rng(2717)
+    ids: dict[str, list[int]] = {"a": [], "b": []}
+    with connect(dsn, tenant="a") as a, connect(dsn, tenant="b") as b:
+        for name, c in (("a", a), ("b", b)):
+            centres = [unit(rng) for _ in range(3)]
+            for i in range(24):
+                ids[name].append(store(c, f"{name}'s clustered note {i}", near(centres[i % 3], rng, 0.5)))
+    with connect(dsn, tenant=None) as admin:
+        admin.execute("""CALL pgmem.run_job('cluster', '{"tenant": "*", "refit": true}')""")
+        first = dict(admin.execute("select id, cluster_id from pgmem.memories where id = any(%s)",
+                                   (ids["a"] + ids["b"],)).fetchall())
+        assert all(v is not None for v in first.values())
+    attacker = role_connect(cluster, dsn, roles, "app", "a")
+    attacker.autocommit = False
+    held = ids["a"][:2]
+    try:
+        attacker.execute("select id from pgmem.memories where id = any(%s) order by id for update", (held,))
+        with connect(dsn, tenant=None) as admin:
+            admin.execute("set statement_timeout = '60s'")
+            last = admin.execute("select coalesce(max(id), 0) from pgmem.job_runs").fetchone()[0]
+            t, out = in_thread(lambda: admin.execute("""CALL pgmem.run_job('cluster', '{"tenant": "*", "refit": true}')"""))
+            t.join(30)
+            assert not t.is_alive(), "the cluster job waited for tenant a's row locks"
+            assert "error" not in out, out
+            now = dict(admin.execute("select id, cluster_id from pgmem.memories where id = any(%s)",
+                                     (ids["a"] + ids["b"],)).fetchall())
+            # the refit moved every memory to the new generation's clusters, but the two held ones
+            assert [m for m in ids["b"] if now[m] == first[m]] == []
+            assert [m for m in ids["a"] if now[m] == first[m]] == held
+            runs = rows(admin, "select status, details from pgmem.job_runs where job = 'cluster' and id > %s", (last,))
+            assert runs and all(r["status"] == "ok" for r in runs), runs
+            skipped = sum((r["details"].get("tenants") or {}).get("a", {}).get("skipped_locked", 0) for r in runs)
+            assert skipped == 2, runs
+            assert all("skipped_locked" not in ((r["details"].get("tenants") or {}).get("b") or {}) for r in runs)
+        attacker.rollback()
+        with connect(dsn, tenant=None) as admin:
+            admin.execute("""CALL pgmem.run_job('cluster', '{"tenant": "*", "refit": true}')""")
+            again = dict(admin.execute("select id, cluster_id from pgmem.memories where id = any(%s)", (held,)).fetchall())
+            assert all(again[m] != first[m] for m in held)
+    finally:
+        attacker.close()
