@@ -14,7 +14,7 @@
 -- history statement at 1M.)
 create or replace function pgmem._snapshot(m pgmem.memories) returns jsonb
   language plpgsql immutable parallel safe
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
 declare v_embedded boolean := m.embedding is not null;
 begin
@@ -38,7 +38,7 @@ create or replace function pgmem._op_details() returns jsonb
 -- 0.12 ms of every row a remember_many batch inserted.)
 create or replace function pgmem._write_limits() returns jsonb
   language plpgsql stable
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
 declare v_tenant text := coalesce(pgmem.current_tenant(), '*');
 begin
@@ -56,7 +56,7 @@ comment on function pgmem._write_limits() is
 create or replace function pgmem._check_bytes(p_value text, p_name text, p_limits jsonb, p_key text, p_where text default '')
 returns void
   language plpgsql immutable
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
 declare v_max bigint := (p_limits->>p_key)::bigint;
 begin
@@ -73,7 +73,7 @@ end $$;
 create or replace function pgmem._check_memory(n pgmem.memories, p_old pgmem.memories, p_limits jsonb, p_where text default '')
 returns void
   language plpgsql stable
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
 declare
   o pgmem.memories := p_old;
@@ -174,7 +174,7 @@ comment on function pgmem._check_memory(pgmem.memories, pgmem.memories, jsonb, t
 
 create or replace function pgmem._memories_before() returns trigger
   language plpgsql
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
 declare
   -- The rows pgmem._remember_core inserts were validated, item by item, before its INSERT: the
@@ -241,7 +241,7 @@ end $$;
 -- History op of an UPDATE the caller did not name (pgmem.op unset): inferred from the change.
 create or replace function pgmem._inferred_op(o pgmem.memories, n pgmem.memories) returns text
   language sql immutable
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
   return case
     when n.state is distinct from o.state and n.state = 'deleted' then 'delete'
     when n.state is distinct from o.state and n.state = 'archived' then 'archive'
@@ -310,7 +310,7 @@ comment on function pgmem._changed_sql() is
 
 create or replace function pgmem._memories_after_insert() returns trigger
   language plpgsql
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
 begin
   execute format($q$
@@ -330,7 +330,7 @@ end $$;
 
 create or replace function pgmem._memories_after_update() returns trigger
   language plpgsql
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
 declare
   v_op text := nullif(current_setting('pgmem.op', true), '');
@@ -413,7 +413,7 @@ end $$;
 
 create or replace function pgmem._memories_after_delete() returns trigger
   language plpgsql
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
 declare
   v_op text := nullif(current_setting('pgmem.op', true), '');
