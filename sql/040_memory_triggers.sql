@@ -213,7 +213,7 @@ begin
       perform pgmem._check_memory(new, old, pgmem._write_limits());
     end if;
     new.updated_at := now();
-    if new.content is distinct from old.content and new.embedding is not distinct from old.embedding then
+    if new.content is distinct from old.content and new.embedding::real[] is not distinct from old.embedding::real[] then
       new.embedding := null;  -- stale: the worker re-embeds the new text
     end if;
     if new.state is distinct from old.state then
@@ -223,7 +223,7 @@ begin
   if (tg_op = 'INSERT' and not v_checked) or (tg_op = 'UPDATE' and new.category is distinct from old.category) then
     perform pgmem._check_category(new.category);
   end if;
-  if tg_op = 'INSERT' or new.embedding is distinct from old.embedding then
+  if tg_op = 'INSERT' or new.embedding::real[] is distinct from old.embedding::real[] then
     if not v_checked then
       perform pgmem._check_embedding(new.embedding);
     end if;
@@ -389,23 +389,23 @@ begin
   -- qualifies: 17 s for a 4,000-row UPDATE at 1M.)
   execute $q$select count(*) > 0 from old_rows o join new_rows n on n.id = o.id
               where (n.state, n.user_id, n.tenant) is distinct from (o.state, o.user_id, o.tenant)
-                 or n.embedding is distinct from o.embedding$q$ into v_vectors;
+                 or n.embedding::real[] is distinct from o.embedding::real[]$q$ into v_vectors;
   if not v_vectors then
     return null;
   end if;
   execute $q$
   delete from pgmem.vector_queue q using old_rows o join new_rows n on n.id = o.id
    where q.memory_id = n.id
-     and ((n.state, n.user_id, n.tenant) is distinct from (o.state, o.user_id, o.tenant) or n.embedding is distinct from o.embedding)$q$;
+     and ((n.state, n.user_id, n.tenant) is distinct from (o.state, o.user_id, o.tenant) or n.embedding::real[] is distinct from o.embedding::real[])$q$;
   execute $q$
   delete from pgmem.memory_vectors v using old_rows o join new_rows n on n.id = o.id
    where v.memory_id = n.id
-     and ((n.state, n.user_id, n.tenant) is distinct from (o.state, o.user_id, o.tenant) or n.embedding is distinct from o.embedding)$q$;
+     and ((n.state, n.user_id, n.tenant) is distinct from (o.state, o.user_id, o.tenant) or n.embedding::real[] is distinct from o.embedding::real[])$q$;
   execute $q$
   insert into pgmem.vector_queue (memory_id, tenant)
   select n.id, n.tenant from old_rows o join new_rows n on n.id = o.id
    where n.state = 'active' and n.embedding is not null
-     and ((n.state, n.user_id, n.tenant) is distinct from (o.state, o.user_id, o.tenant) or n.embedding is distinct from o.embedding)
+     and ((n.state, n.user_id, n.tenant) is distinct from (o.state, o.user_id, o.tenant) or n.embedding::real[] is distinct from o.embedding::real[])
    order by n.id
   on conflict (memory_id) do nothing$q$;
   return null;

@@ -46,7 +46,7 @@ create or replace function pgmem._memories_cluster() returns trigger
 as $$
 declare r record;
 begin
-  if new.embedding is not null and (tg_op = 'INSERT' or new.embedding is distinct from old.embedding) then
+  if new.embedding is not null and (tg_op = 'INSERT' or new.embedding::real[] is distinct from old.embedding::real[]) then
     -- pgmem._nearest_cluster's statement, inline: PL/pgSQL caches its plan (the SQL function,
     -- with its SET clause, was planned on every call: 70 µs of every row remember inserted)
     select c.id as cluster_id into r
