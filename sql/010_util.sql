@@ -1,9 +1,11 @@
 -- pgmem idempotent layer: utilities used by every other file.
 -- Re-applied after every upgrade (create or replace only). Load order = file name order.
 --
--- Convention: API functions pin search_path (pgmem, public, pg_temp). Tiny pure-math SQL
--- helpers that run once per row are left unpinned so the planner can inline them; they
--- reference only pg_catalog built-ins and schema-qualified pgmem objects.
+-- Convention: API functions pin search_path (pgmem, pg_catalog, pg_temp) and name pgvector's
+-- objects by their schema: public.vector, operator(public.<=>), public.l2_normalize() (issue
+-- 28; tests/test_codebase.py checks the catalog). Tiny pure-math SQL helpers that run once per
+-- row are left unpinned so the planner can inline them; they reference only pg_catalog
+-- built-ins and schema-qualified pgmem and pgvector objects.
 
 -- ------------------------------------------------------------------ tenancy
 -- Who may act for which tenant (issue 14; SECURITY.md, "Tenants and logins"). A session names
@@ -242,7 +244,7 @@ comment on function pgmem.current_tenant() is
 -- (the memories trigger, 040).
 create or replace function pgmem._check_registered(p_tenant text) returns text
   language plpgsql stable
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
 begin
   if p_tenant <> '*' and pgmem._setting_bool('enforce_tenants')
@@ -258,7 +260,7 @@ comment on function pgmem._check_registered(text) is
 
 create or replace function pgmem._require_tenant() returns text
   language plpgsql stable
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
 declare t text := pgmem.current_tenant();
 begin
@@ -459,7 +461,7 @@ comment on function pgmem.sign_tenant_claim(text, interval, text, text) is
 -- queries skip the row-level security policies, which would check the tenant again each.)
 create or replace function pgmem._setting(p_key text) returns jsonb
   language plpgsql stable parallel safe security definer
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
 declare v jsonb;
 begin
@@ -489,7 +491,7 @@ create or replace function pgmem._setting_bool(p_key text) returns boolean
 -- every error message in the code at once.
 create or replace function pgmem._bad_input(p_message text, p_hint text default null) returns void
   language plpgsql volatile parallel safe
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
 begin
   if p_hint is null then
@@ -615,20 +617,20 @@ comment on function pgmem.cosine_sim(vector, vector) is
   'Cosine similarity of two vectors clipped to [0,1] (negative similarity counts as unrelated).';
 
 -- ------------------------------------------------------------------ validation
-create or replace function pgmem._check_embedding(p_embedding vector, p_what text default 'embedding') returns vector
+create or replace function pgmem._check_embedding(p_embedding public.vector, p_what text default 'embedding') returns public.vector
   language plpgsql stable parallel safe
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
 declare
   want int := (pgmem._setting('embedding_dim'))::text::int;
   n float8;
 begin
   if p_embedding is null then return null; end if;
-  if vector_dims(p_embedding) <> want then
-    perform pgmem._bad_input(format('%s has %s dimensions, but this pgmem installation stores %s', p_what, vector_dims(p_embedding), want),
+  if public.vector_dims(p_embedding) <> want then
+    perform pgmem._bad_input(format('%s has %s dimensions, but this pgmem installation stores %s', p_what, public.vector_dims(p_embedding), want),
       'use an embedder that makes the installed dimension (embedding_dim in pgmem.settings; PGMEM_EMBEDDER, PGMEM_EMBED_MODEL, PGMEM_EMBED_DIMENSIONS); the dimension is chosen at install: pgmem migrate --dimensions N');
   end if;
-  n := vector_norm(p_embedding);
+  n := public.vector_norm(p_embedding);
   if n = 'NaN'::float8 or n = 'Infinity'::float8 then
     perform pgmem._bad_input(format('%s contains NaN or infinite values', p_what), 'check the embedding model output');
   end if;
@@ -653,7 +655,7 @@ comment on function pgmem._check_embedding(vector, text) is
 -- SECURITY DEFINER for the reason _setting is: it reads '*' rows and the checked tenant's only.
 create or replace function pgmem._check_category(p_category text) returns real
   language plpgsql stable parallel safe security definer
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
 declare w real;
 begin
@@ -678,7 +680,7 @@ comment on function pgmem._check_category(text) is 'The Engram importance weight
 
 create or replace function pgmem._check_unit(p_value float8, p_name text) returns float8
   language plpgsql immutable parallel safe
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
 begin
   if p_value is not null and (p_value <> p_value or p_value < 0 or p_value > 1) then
@@ -690,7 +692,7 @@ end $$;
 -- A count argument (k, batch, candidates): NULL or out of [p_min, p_max] is a clear error.
 create or replace function pgmem._check_between(p_value bigint, p_name text, p_min bigint, p_max bigint) returns bigint
   language plpgsql immutable parallel safe
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
 begin
   if p_value is null or p_value < p_min or p_value > p_max then
@@ -704,7 +706,7 @@ comment on function pgmem._check_between(bigint, text, bigint, bigint) is
 
 create or replace function pgmem._check_time(p_value timestamptz, p_name text, p_allow_future boolean default false) returns timestamptz
   language plpgsql stable parallel safe
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
 declare
   -- an observation time (created_at: never in the future) starts at the Unix epoch: a memory

@@ -71,7 +71,7 @@ comment on function pgmem.fragment_strength(float8, timestamptz, timestamptz[], 
 
 create or replace function pgmem.memory_strength(p_memory_id bigint, p_as_of timestamptz default now()) returns float8
   language sql stable parallel safe
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
   select pgmem.fragment_strength(m.salience, m.created_at,
            array(select a.accessed_at from pgmem.accesses a cross join generate_series(1, a.count)  -- (a row counts its accesses)

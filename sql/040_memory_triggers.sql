@@ -14,7 +14,7 @@
 -- history statement at 1M.)
 create or replace function pgmem._snapshot(m pgmem.memories) returns jsonb
   language plpgsql immutable parallel safe
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
 declare v_embedded boolean := m.embedding is not null;
 begin
@@ -38,7 +38,7 @@ create or replace function pgmem._op_details() returns jsonb
 -- 0.12 ms of every row a remember_many batch inserted.)
 create or replace function pgmem._write_limits() returns jsonb
   language plpgsql stable
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
 declare v_tenant text := coalesce(pgmem.current_tenant(), '*');
 begin
@@ -56,7 +56,7 @@ comment on function pgmem._write_limits() is
 create or replace function pgmem._check_bytes(p_value text, p_name text, p_limits jsonb, p_key text, p_where text default '')
 returns void
   language plpgsql immutable
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
 declare v_max bigint := (p_limits->>p_key)::bigint;
 begin
@@ -73,7 +73,7 @@ end $$;
 create or replace function pgmem._check_memory(n pgmem.memories, p_old pgmem.memories, p_limits jsonb, p_where text default '')
 returns void
   language plpgsql stable
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
 declare
   o pgmem.memories := p_old;
@@ -174,7 +174,7 @@ comment on function pgmem._check_memory(pgmem.memories, pgmem.memories, jsonb, t
 
 create or replace function pgmem._memories_before() returns trigger
   language plpgsql
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
 declare
   -- The rows pgmem._remember_core inserts were validated, item by item, before its INSERT: the
@@ -213,7 +213,7 @@ begin
       perform pgmem._check_memory(new, old, pgmem._write_limits());
     end if;
     new.updated_at := now();
-    if new.content is distinct from old.content and new.embedding is not distinct from old.embedding then
+    if new.content is distinct from old.content and new.embedding::real[] is not distinct from old.embedding::real[] then
       new.embedding := null;  -- stale: the worker re-embeds the new text
     end if;
     if new.state is distinct from old.state then
@@ -223,7 +223,7 @@ begin
   if (tg_op = 'INSERT' and not v_checked) or (tg_op = 'UPDATE' and new.category is distinct from old.category) then
     perform pgmem._check_category(new.category);
   end if;
-  if tg_op = 'INSERT' or new.embedding is distinct from old.embedding then
+  if tg_op = 'INSERT' or new.embedding::real[] is distinct from old.embedding::real[] then
     if not v_checked then
       perform pgmem._check_embedding(new.embedding);
     end if;
@@ -241,7 +241,7 @@ end $$;
 -- History op of an UPDATE the caller did not name (pgmem.op unset): inferred from the change.
 create or replace function pgmem._inferred_op(o pgmem.memories, n pgmem.memories) returns text
   language sql immutable
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
   return case
     when n.state is distinct from o.state and n.state = 'deleted' then 'delete'
     when n.state is distinct from o.state and n.state = 'archived' then 'archive'
@@ -310,7 +310,7 @@ comment on function pgmem._changed_sql() is
 
 create or replace function pgmem._memories_after_insert() returns trigger
   language plpgsql
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
 begin
   execute format($q$
@@ -330,7 +330,7 @@ end $$;
 
 create or replace function pgmem._memories_after_update() returns trigger
   language plpgsql
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
 declare
   v_op text := nullif(current_setting('pgmem.op', true), '');
@@ -389,23 +389,23 @@ begin
   -- qualifies: 17 s for a 4,000-row UPDATE at 1M.)
   execute $q$select count(*) > 0 from old_rows o join new_rows n on n.id = o.id
               where (n.state, n.user_id, n.tenant) is distinct from (o.state, o.user_id, o.tenant)
-                 or n.embedding is distinct from o.embedding$q$ into v_vectors;
+                 or n.embedding::real[] is distinct from o.embedding::real[]$q$ into v_vectors;
   if not v_vectors then
     return null;
   end if;
   execute $q$
   delete from pgmem.vector_queue q using old_rows o join new_rows n on n.id = o.id
    where q.memory_id = n.id
-     and ((n.state, n.user_id, n.tenant) is distinct from (o.state, o.user_id, o.tenant) or n.embedding is distinct from o.embedding)$q$;
+     and ((n.state, n.user_id, n.tenant) is distinct from (o.state, o.user_id, o.tenant) or n.embedding::real[] is distinct from o.embedding::real[])$q$;
   execute $q$
   delete from pgmem.memory_vectors v using old_rows o join new_rows n on n.id = o.id
    where v.memory_id = n.id
-     and ((n.state, n.user_id, n.tenant) is distinct from (o.state, o.user_id, o.tenant) or n.embedding is distinct from o.embedding)$q$;
+     and ((n.state, n.user_id, n.tenant) is distinct from (o.state, o.user_id, o.tenant) or n.embedding::real[] is distinct from o.embedding::real[])$q$;
   execute $q$
   insert into pgmem.vector_queue (memory_id, tenant)
   select n.id, n.tenant from old_rows o join new_rows n on n.id = o.id
    where n.state = 'active' and n.embedding is not null
-     and ((n.state, n.user_id, n.tenant) is distinct from (o.state, o.user_id, o.tenant) or n.embedding is distinct from o.embedding)
+     and ((n.state, n.user_id, n.tenant) is distinct from (o.state, o.user_id, o.tenant) or n.embedding::real[] is distinct from o.embedding::real[])
    order by n.id
   on conflict (memory_id) do nothing$q$;
   return null;
@@ -413,7 +413,7 @@ end $$;
 
 create or replace function pgmem._memories_after_delete() returns trigger
   language plpgsql
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
 declare
   v_op text := nullif(current_setting('pgmem.op', true), '');

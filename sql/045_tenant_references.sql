@@ -4,7 +4,7 @@
 
 create or replace function pgmem._check_memory_tenant() returns trigger
   language plpgsql
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
 declare
   col text;

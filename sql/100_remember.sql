@@ -85,12 +85,9 @@ returns table (ord integer, decision text, memory_id bigint, memory_ord integer,
   set search_path = pgmem, pg_catalog, pg_temp
 as $$
 import json
-mod = GD.get("pgmem.gate")
-if mod is None:
-    import sys, types
-    src = plpy.execute("select source from pgmem.py_modules where name = 'gate'")[0]["source"]
-    mod = types.ModuleType("pgmem_gate"); sys.modules["pgmem_gate"] = mod  # (dataclasses look their module up)
-    exec(src, mod.__dict__); GD["pgmem.gate"] = mod
+if "pgmem.gate" not in GD:  # the one loader (pgmem._py_load: the engine's import hook)
+    plpy.execute("select pgmem._py_load('gate')")
+mod = GD["pgmem.gate"]
 if not p_scope:
     return []
 split = lambda s: s.split(" ") if s else []
@@ -132,12 +129,9 @@ returns table (ord integer, memory_id bigint)
   language plpython3u stable
   set search_path = pgmem, pg_catalog, pg_temp
 as $$
-mod = GD.get("pgmem.gate")
-if mod is None:
-    import sys, types
-    src = plpy.execute("select source from pgmem.py_modules where name = 'gate'")[0]["source"]
-    mod = types.ModuleType("pgmem_gate"); sys.modules["pgmem_gate"] = mod
-    exec(src, mod.__dict__); GD["pgmem.gate"] = mod
+if "pgmem.gate" not in GD:  # the one loader (pgmem._py_load: the engine's import hook)
+    plpy.execute("select pgmem._py_load('gate')")
+mod = GD["pgmem.gate"]
 if not p_scope or not p_q_id:
     return []
 vec = mod.vector_from_send
@@ -176,7 +170,7 @@ create or replace function pgmem._remember_core(p_rows pgmem.memories[], p_force
                                                 p_dry_run boolean default false, p_exclude_id bigint default null)
 returns setof pgmem.remember_outcome
   language plpgsql volatile
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
   set hnsw.iterative_scan = strict_order
 as $$
 #variable_conflict use_column
@@ -527,7 +521,7 @@ create or replace function pgmem.surprise(
 returns table (surprise float8, semantic_novelty float8, keyword_novelty float8, rarity float8,
                nearest_id bigint, nearest_similarity float8, duplicate_id bigint)
   language plpgsql volatile security definer
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
 #variable_conflict use_variable
 declare
@@ -577,7 +571,7 @@ returns setof pgmem.remember_result
   -- SECURITY DEFINER (sql/900_security.sql, rule 3): it writes history rows for rejected and
   -- duplicate candidates, which pgmem_app may not write; every statement filters on v_tenant
   language plpgsql volatile security definer
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
 #variable_conflict use_variable
 declare
@@ -611,7 +605,7 @@ create or replace function pgmem.remember_many(items jsonb)
 returns table (ord integer, memory_id bigint, decision text, surprise real, importance real, salience real,
                nearest_id bigint, nearest_similarity real, details jsonb)
   language plpgsql volatile security definer
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
 #variable_conflict use_column
 declare
@@ -657,7 +651,7 @@ begin
       'pass text fields as strings (serialise structured data into metadata instead)');
   end if;
   -- a vector of the wrong dimension is _check_embedding's clear error (not the column type's)
-  perform pgmem._check_embedding((e.v->>'embedding')::vector, format('item %s of remember_many: embedding', e.i))
+  perform pgmem._check_embedding((e.v->>'embedding')::public.vector, format('item %s of remember_many: embedding', e.i))
      from jsonb_array_elements(items) with ordinality e(v, i) where e.v->>'embedding' is not null;
   -- each item as a memories row: remember()'s defaults, then the item's keys that are not null
   -- ("when"/"where" renamed)

@@ -4,7 +4,7 @@
 -- A reason given to forget, restore or update_memory: at most max_reason_bytes (it is kept in history).
 create or replace function pgmem._check_reason(p_reason text) returns void
   language plpgsql stable
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
 begin
   perform pgmem._check_bytes(p_reason, 'reason', jsonb_build_object('max_reason_bytes', pgmem._setting_num('max_reason_bytes', 2048)),
@@ -13,7 +13,7 @@ end $$;
 
 create or replace function pgmem.get_memory(memory_id bigint) returns setof pgmem.memories
   language sql stable
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
   select * from pgmem.memories m where m.id = get_memory.memory_id and m.tenant = pgmem._require_tenant()
 $$;
@@ -21,7 +21,7 @@ comment on function pgmem.get_memory(bigint) is 'One memory of the current tenan
 
 create or replace function pgmem._get_for_update(p_id bigint) returns pgmem.memories
   language plpgsql volatile
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
 declare m pgmem.memories;
 begin
@@ -35,7 +35,7 @@ end $$;
 
 create or replace function pgmem.forget(memory_id bigint, reason text default null) returns pgmem.memories
   language plpgsql volatile
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
 declare m pgmem.memories := pgmem._get_for_update(forget.memory_id);
 begin
@@ -58,7 +58,7 @@ comment on function pgmem.forget(bigint, text) is
 
 create or replace function pgmem.restore(memory_id bigint, reason text default null) returns pgmem.memories
   language plpgsql volatile
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
 declare m pgmem.memories;
 begin
@@ -94,7 +94,7 @@ comment on function pgmem.restore(bigint, text) is 'Brings a deleted or archived
 -- is refused: its content was not kept, on purpose.
 create or replace function pgmem._restore_from_history(p_id bigint, p_reason text) returns pgmem.memories
   language plpgsql volatile security definer  -- (it writes the id: no application role may; 900_security.sql)
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
 declare
   v_tenant text := pgmem._require_tenant();
@@ -145,7 +145,7 @@ comment on function pgmem._restore_from_history(bigint, text) is
 -- error naming them; a merged or deleted memory is refused (what to do instead is named).
 create or replace function pgmem.archive(ids bigint[], reason text default null) returns setof pgmem.memories
   language plpgsql volatile
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
 declare
   v_tenant text := pgmem._require_tenant();
@@ -189,7 +189,7 @@ comment on function pgmem.archive(bigint[], text) is
 create or replace function pgmem.update_memory(memory_id bigint, changes jsonb, reason text default null)
 returns pgmem.memories
   language plpgsql volatile
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
 declare
   m pgmem.memories := pgmem._get_for_update(update_memory.memory_id);
@@ -213,7 +213,7 @@ begin
     end if;
   end loop;
   if changes ? 'embedding' and jsonb_typeof(changes->'embedding') = 'array' then
-    perform pgmem._check_embedding((changes->>'embedding')::vector);
+    perform pgmem._check_embedding((changes->>'embedding')::public.vector);
   end if;
   -- jsonb_populate_record applies exactly the given keys over the current row
   r := pgmem._snapshot(m) || changes;
@@ -225,7 +225,7 @@ begin
     importance = p.importance, salience = p.salience, metadata = p.metadata, expires_at = p.expires_at,
     user_id = p.user_id, agent_id = p.agent_id, session_id = p.session_id, motor = p.motor, sensory = p.sensory,
     token_count = case when changes ? 'token_count' then p.token_count else x.token_count end,
-    embedding = case when changes ? 'embedding' then (changes->>'embedding')::vector else x.embedding end,
+    embedding = case when changes ? 'embedding' then (changes->>'embedding')::public.vector else x.embedding end,
     embedding_model = case when changes ? 'embedding_model' then p.embedding_model else x.embedding_model end,
     gate = case when changes ? 'importance' then x.gate || '{"importance_source": "caller"}' else x.gate end
   from jsonb_populate_record(null::pgmem.memories, r - 'embedding') p
@@ -240,7 +240,7 @@ comment on function pgmem.update_memory(bigint, jsonb, text) is
 create or replace function pgmem.history(memory_id bigint)
 returns table (id bigint, op text, at timestamptz, actor text, before jsonb, after jsonb, details jsonb)
   language sql stable
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
   select h.id, h.op, h.at, h.actor, h.before, h.after, h.details
     from pgmem.history h
@@ -253,7 +253,7 @@ comment on function pgmem.history(bigint) is
 -- Restore a memory's fields to what they were before a given history entry.
 create or replace function pgmem.revert(history_id bigint) returns pgmem.memories
   language plpgsql volatile
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
 declare
   h pgmem.history;

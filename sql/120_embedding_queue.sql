@@ -18,7 +18,7 @@ create or replace function pgmem.claim_embeddings(batch integer default 64, all_
 returns table (memory_id bigint, tenant text, content text, who text, what text, location text, why text,
                how text, attempts integer)
   language plpgsql volatile security definer
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
 declare v_tenant text;
 begin
@@ -46,10 +46,10 @@ comment on function pgmem.claim_embeddings(integer, boolean) is
 
 -- Stores the embedding, completes the write-time fields that needed it (semantic novelty,
 -- surprise, importance when it was derived from surprise, salience novelty) and dequeues.
-create or replace function pgmem.complete_embedding(memory_id bigint, embedding vector, model text default null)
+create or replace function pgmem.complete_embedding(memory_id bigint, embedding public.vector, model text default null)
 returns pgmem.memories
   language plpgsql volatile security definer
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
 #variable_conflict use_variable
 declare
@@ -145,7 +145,7 @@ comment on function pgmem.complete_embedding(bigint, vector, text) is
 
 create or replace function pgmem.fail_embedding(memory_id bigint, error text) returns void
   language sql volatile security definer
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
   update pgmem.embedding_queue e
      set attempts = e.attempts + 1, last_error = left(error, 2000),

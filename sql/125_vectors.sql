@@ -15,11 +15,11 @@
 -- Every nearest-neighbour lookup outside the read path uses pgmem._neighbours: the HNSW top-N
 -- of memory_vectors UNION the exact distance over the tenant's queued (not yet indexed) rows.
 
-create or replace function pgmem._neighbours(p_tenant text, p_embedding vector, p_n integer,
+create or replace function pgmem._neighbours(p_tenant text, p_embedding public.vector, p_n integer,
                                              p_user_scope text default null)
 returns table (id bigint, distance float8)
   language plpgsql stable
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
   set hnsw.iterative_scan = strict_order
 as $$
 begin

@@ -59,7 +59,7 @@ create or replace function pgmem._binding_kinds() returns text[]
 -- The per-kind weights: the setting, overridden by p_weights; each a number >= 0.
 create or replace function pgmem._binding_weights(p_weights jsonb default null) returns jsonb
   language plpgsql stable
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
 declare
   -- the installation's weights, a tenant's own (for the kinds it sets), the caller's
@@ -88,7 +88,7 @@ comment on function pgmem._binding_weights(jsonb) is
 
 create or replace function pgmem._check_kinds(p_kinds text[]) returns text[]
   language plpgsql immutable
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
 declare k text;
 begin
@@ -122,7 +122,7 @@ comment on function pgmem._cue_pattern(jsonb) is
 create or replace function pgmem._previous_in_session(p_tenant text, p_session text, p_at timestamptz, p_id bigint)
 returns bigint
   language sql stable
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
   select y.id from pgmem.memories y
    where y.tenant = p_tenant and y.session_id = p_session and y.state in ('active', 'archived')
@@ -133,7 +133,7 @@ $$;
 -- temporal: the previous memory of the same session, by (created_at, id): what remember() links.
 create or replace function pgmem._bind_temporal(p_tenant text, p_ids bigint[]) returns bigint
   language plpgsql volatile
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
 declare v_tenant text := p_tenant; n bigint;
 begin
@@ -152,10 +152,10 @@ end $$;
 -- The nearest neighbours of an embedding among the active memories of a tenant and user scope
 -- (HNSW). The one place the semantic bindings ask the index: pgmem._neighbours, the shared
 -- helper over pgmem.memory_vectors and the memories still queued for it (STORAGE.md, 125_vectors.sql).
-create or replace function pgmem._semantic_neighbours(p_tenant text, p_embedding vector, p_n integer, p_scope text)
+create or replace function pgmem._semantic_neighbours(p_tenant text, p_embedding public.vector, p_n integer, p_scope text)
 returns table (id bigint, distance float8)
   language sql stable
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
   select n.id, n.distance from pgmem._neighbours(p_tenant, p_embedding, p_n, p_scope) n
 $$;
@@ -163,7 +163,7 @@ $$;
 -- semantic: HNSW neighbours; a pair is stored once, (least id, greatest id).
 create or replace function pgmem._bind_semantic(p_tenant text, p_ids bigint[], p_threshold float8, p_neighbours integer) returns bigint
   language plpgsql volatile
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
   set hnsw.iterative_scan = relaxed_order
 as $$
 declare v_tenant text := p_tenant; n bigint;
@@ -190,7 +190,7 @@ end $$;
 -- concept: memories sharing entities that are not hubs; the strongest p_neighbours by Jaccard.
 create or replace function pgmem._bind_concept(p_tenant text, p_ids bigint[], p_neighbours integer, p_max_df integer) returns bigint
   language plpgsql volatile
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
 declare v_tenant text := p_tenant; n bigint;
 begin
@@ -232,7 +232,7 @@ end $$;
 -- causal: a turn opening with a cue phrase and the previous turn of its session.
 create or replace function pgmem._bind_causal(p_tenant text, p_ids bigint[], p_cues jsonb) returns bigint
   language plpgsql volatile
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
 declare
   v_tenant text := p_tenant;
@@ -267,7 +267,7 @@ end $$;
 -- numbers differ; the newer memory (by event time, then id) supersedes the older.
 create or replace function pgmem._bind_supersedes(p_tenant text, p_ids bigint[], p_similarity float8, p_categories text[]) returns bigint
   language plpgsql volatile
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
 declare v_tenant text := p_tenant; n bigint;
 begin
@@ -307,7 +307,7 @@ end $$;
 create or replace function pgmem._refresh_bindings(p_tenant text, p_ids bigint[], p_kinds text[])
 returns table (kind text, written bigint)
   language plpgsql volatile
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
 #variable_conflict use_column
 declare
@@ -342,7 +342,7 @@ end $$;
 create or replace function pgmem.refresh_bindings(ids bigint[], kinds text[] default null)
 returns table (kind text, written bigint)
   language plpgsql volatile security definer
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
 #variable_conflict use_column
 declare
@@ -370,7 +370,7 @@ create or replace function pgmem.bind(src_id bigint, dst_id bigint, kind text, w
                                       metadata jsonb default '{}')
 returns pgmem.links
   language plpgsql volatile
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
 #variable_conflict use_variable
 declare
@@ -414,7 +414,7 @@ comment on function pgmem.bind(bigint, bigint, text, float8, jsonb) is
 create or replace function pgmem.causal_candidates(batch integer default 50)
 returns table (first_id bigint, first_who text, first_content text, second_id bigint, second_who text, second_content text)
   language plpgsql stable
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
 declare v_tenant text := pgmem._require_tenant();
 begin
@@ -436,7 +436,7 @@ comment on function pgmem.causal_candidates(integer) is
 
 create or replace function pgmem.record_causal(items jsonb) returns integer
   language plpgsql volatile
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
 declare
   v_tenant text := pgmem._require_tenant();

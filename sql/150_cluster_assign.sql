@@ -8,10 +8,10 @@
 -- Cost on the write path: one look-up among at most 64 centroids (k <= 64) per embedded row.
 
 -- The nearest active cluster of a tenant to a vector.
-create or replace function pgmem._nearest_cluster(p_tenant text, p_embedding vector)
+create or replace function pgmem._nearest_cluster(p_tenant text, p_embedding public.vector)
 returns table (cluster_id bigint, distance float8)
   language sql stable
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
   select c.id, c.centroid operator(public.<->) p_embedding
     from pgmem.clusters c
@@ -25,10 +25,10 @@ comment on function pgmem._nearest_cluster(text, vector) is
 -- JAM Stage 4.2, assign_concept: the nearest centre; confidence = 1 / (1 + distance).
 -- SECURITY DEFINER (audited, 900_security.sql): _nearest_cluster is private; every statement
 -- filters on the caller's tenant.
-create or replace function pgmem.assign_cluster(embedding vector)
+create or replace function pgmem.assign_cluster(embedding public.vector)
 returns table (cluster_id bigint, distance float8, confidence float8, label text)
   language sql stable security definer
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
   select n.cluster_id, n.distance, 1.0 / (1.0 + n.distance), c.label
     from pgmem._nearest_cluster(pgmem._require_tenant(), pgmem._check_embedding(assign_cluster.embedding)) n
@@ -42,11 +42,11 @@ comment on function pgmem.assign_cluster(vector) is
 -- by hand must name a cluster of the memory's own tenant.
 create or replace function pgmem._memories_cluster() returns trigger
   language plpgsql
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
 declare r record;
 begin
-  if new.embedding is not null and (tg_op = 'INSERT' or new.embedding is distinct from old.embedding) then
+  if new.embedding is not null and (tg_op = 'INSERT' or new.embedding::real[] is distinct from old.embedding::real[]) then
     -- pgmem._nearest_cluster's statement, inline: PL/pgSQL caches its plan (the SQL function,
     -- with its SET clause, was planned on every call: 70 µs of every row remember inserted)
     select c.id as cluster_id into r

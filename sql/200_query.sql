@@ -51,7 +51,7 @@ comment on function pgmem.query_terms(text) is
 -- ------------------------------------------------------------------ profiles and weights
 create or replace function pgmem._profile(p_name text, p_method text) returns pgmem.profiles
   language plpgsql stable
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
 declare p pgmem.profiles;
 begin
@@ -81,7 +81,7 @@ end $$;
 -- Weights: a JSON object of known signal names to non-negative numbers summing to 1.
 create or replace function pgmem.check_weights(weights jsonb, known text[]) returns jsonb
   language plpgsql immutable
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
 declare
   k text;
@@ -118,7 +118,7 @@ comment on function pgmem.check_weights(jsonb, text[]) is
 -- A filter value that names one or several strings, as an array (NULL when the key is absent).
 create or replace function pgmem._filter_strings(p_filters jsonb, p_key text) returns text[]
   language plpgsql immutable
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
 declare v jsonb := p_filters->p_key;
 begin
@@ -132,7 +132,7 @@ end $$;
 
 create or replace function pgmem._filter_time(p_filters jsonb, p_key text) returns timestamptz
   language plpgsql stable
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
 declare v jsonb := p_filters->p_key;
 begin
@@ -151,7 +151,7 @@ end $$;
 -- 'active' (archived, deleted, merged) only on request.
 create or replace function pgmem._query_filters(q pgmem.query, p_filters jsonb) returns pgmem.query
   language plpgsql stable
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
 declare k text;
 begin
@@ -751,12 +751,12 @@ end $$;
 -- names (tokens() per actor), the lexicon look-ups (four per lexeme), a dozen settings read one
 -- by one and the time phrases; now one read of each (bench/README.md R4).
 create or replace function pgmem._query(
-  p_ranking text, p_text text, p_embedding vector, p_k integer, p_candidates integer,
+  p_ranking text, p_text text, p_embedding public.vector, p_k integer, p_candidates integer,
   p_actor text, p_location text, p_profile text, p_weights jsonb, p_filters jsonb, p_as_of timestamptz,
   p_exact boolean default false)
 returns pgmem.query
   language plpgsql volatile
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
 declare
   q pgmem.query;

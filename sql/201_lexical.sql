@@ -14,7 +14,7 @@
 create or replace function pgmem._lexicon_append(p_tenant text[], p_user_id text[], p_who text[], p_tsv tsvector[],
                                                  p_sign integer[]) returns void
   language sql volatile
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 begin atomic
   insert into pgmem.lexicon_delta (tenant, scope, lexeme, df, len)
   select r.tenant, d.scope, d.lexeme, sum(d.df), sum(d.len)
@@ -37,7 +37,7 @@ end;
 -- user, actor or state changed (touch's access counts cost one join and nothing else).
 create or replace function pgmem._lexicon_track() returns trigger
   language plpgsql
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
 begin
   if tg_op = 'INSERT' then
@@ -84,7 +84,7 @@ create or replace trigger memories_lexicon_delete after delete on pgmem.memories
 -- read adds up short.
 create or replace function pgmem._fold_lexicon(p_tenant text, p_batch integer) returns bigint
   language plpgsql volatile
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
 declare
   n bigint;
@@ -108,7 +108,7 @@ end $$;
 -- for every tenant (an administrator's run, tenant '*' or none set).
 create or replace function pgmem.fold_lexicon(batch integer default 100000, tenant text default null) returns bigint
   language plpgsql volatile
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
 declare
   v_tenant text := pgmem._job_scope(case when tenant = '*' then null else tenant end);
@@ -135,7 +135,7 @@ comment on function pgmem.fold_lexicon(integer, text) is
 -- no delta is lost or counted twice. Returns the lexicon rows written.
 create or replace function pgmem.rebuild_lexicon() returns bigint
   language plpgsql volatile
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
 declare
   v_tenant text := pgmem._require_tenant();
@@ -215,7 +215,7 @@ end;
 
 create or replace function pgmem.query_actors(p_text text) returns text[]
   language sql stable
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
   return (select a.named from pgmem._query_actors(pgmem._require_tenant(), p_text) a
            where pgmem._check_args('query_actors', jsonb_build_object('p_text', p_text)));  -- sizes first (issue 27)
 comment on function pgmem.query_actors(text) is
@@ -230,7 +230,7 @@ comment on function pgmem.query_actors(text) is
 create or replace function pgmem.query_embedding_text(p_text text, p_profile text default null, p_user_id text default null)
 returns text
   language plpgsql stable
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
 declare
   v_params jsonb;
@@ -272,7 +272,7 @@ comment on function pgmem.query_embedding_text(text, text, text) is
 create or replace function pgmem._lexical_probe(p_lexemes text[], p_df bigint[], p_docs bigint, p_budget float8)
 returns tsquery
   language plpgsql immutable
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
 declare
   v_probe tsquery;
@@ -310,7 +310,7 @@ comment on function pgmem._lexical_probe(text[], bigint[], bigint, float8) is
 
 create or replace function pgmem.lexical_probe(p_text text, p_budget float8 default null) returns tsquery
   language plpgsql stable
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
 declare
   v_tenant text := pgmem._require_tenant();

@@ -40,7 +40,7 @@ comment on function pgmem._eligible(pgmem.memories, pgmem.query) is
 --                     memory of the tenant through a b-tree).
 create or replace function pgmem._candidates_planned(q pgmem.query, p_branch text) returns bigint[]
   language plpgsql stable
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
   set plan_cache_mode = force_custom_plan
 as $$
 begin
@@ -131,7 +131,7 @@ comment on function pgmem._candidates_planned(pgmem.query, text) is
 -- Every id is checked again by the ranking statement (tenant, state, _eligible).
 create or replace function pgmem._candidate_ids(q pgmem.query) returns bigint[]
   language plpgsql stable
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
   -- each statement is planned once per session, with the record's fields as parameters: a
   -- custom plan per call cost 1-3 ms of planning (R4), and these statements' plans do not
   -- depend on the values (tests/test_search.py checks the paths they take)

@@ -36,11 +36,11 @@ comment on type pgmem.search_hit is 'One row of search()/search_exact(): the fus
 -- neither @@ nor <=> is, so the GIN and HNSW paths would be lost for pgmem_app; it runs as the
 -- owner, and every memory it reads is filtered on the caller's tenant (q.tenant, pgmem._eligible).
 create or replace function pgmem._search(
-  p_exact boolean, query_text text, query_embedding vector, k integer, actor text, location text,
+  p_exact boolean, query_text text, query_embedding public.vector, k integer, actor text, location text,
   profile text, weights jsonb, filters jsonb, as_of timestamptz, candidates integer)
 returns setof pgmem.search_hit
   language plpgsql volatile security definer
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
   set plan_cache_mode = force_generic_plan  -- plans cached for the session, never per call (sql/203_candidates.sql)
 as $$
 declare
@@ -175,7 +175,7 @@ create or replace function pgmem.search(
   candidates integer default null)
 returns setof pgmem.search_hit
   language plpgsql volatile
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
 declare
   hits pgmem.search_hit[];
@@ -209,7 +209,7 @@ create or replace function pgmem.search_exact(
   as_of timestamptz default null)
 returns setof pgmem.search_hit
   language sql volatile
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
   select * from pgmem._search(true, query_text, query_embedding, k, actor, location, profile, weights, filters, as_of, null)
 $$;
@@ -228,7 +228,7 @@ create or replace function pgmem.explain_search(
   as_of timestamptz default null)
 returns table (rank bigint, id bigint, score float8, signal text, value float8, weight float8, contribution float8, content text)
   language plpgsql volatile security definer
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
 declare
   q pgmem.query := pgmem._query('search', query_text, query_embedding, k, null, explain_search.actor,

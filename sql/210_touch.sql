@@ -5,7 +5,7 @@
 
 create or replace function pgmem.touch(ids bigint[], kind text default 'touch', query_id uuid default null) returns integer
   language plpgsql volatile
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
 declare
   v_tenant text := pgmem._require_tenant();

@@ -23,7 +23,7 @@
 
 create or replace function pgmem.context_threshold(context_type text, profile text default 'shadow') returns float8
   language plpgsql stable
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
 declare
   v_params jsonb := (pgmem._profile(coalesce(context_threshold.profile, 'shadow'), 'activate')).params;
@@ -61,7 +61,7 @@ returns table (id bigint, score float8, activated boolean, relevance_type text, 
                embedding_sim float8, metadata_sim float8, summary_sim float8, temporal float8,
                memory_summary text, content text, who text, category text, created_at timestamptz)
   language plpgsql volatile security definer
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
   set plan_cache_mode = force_generic_plan  -- plans cached for the session, never per call (sql/203_candidates.sql)
 as $$
 declare
@@ -142,7 +142,7 @@ returns table (id bigint, score float8, activated boolean, relevance_type text, 
                embedding_sim float8, metadata_sim float8, summary_sim float8, temporal float8,
                memory_summary text, content text, who text, category text, created_at timestamptz)
   language plpgsql volatile
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
 begin
   if query_id is null then

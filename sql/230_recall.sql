@@ -28,7 +28,7 @@ create or replace function pgmem.recall(
 returns table (id bigint, score float8, relevance float8, decayed_importance float8, recency float8, access_frequency float8,
                content text, summary text, who text, category text, importance real, access_count integer, created_at timestamptz)
   language plpgsql volatile security definer
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
   set plan_cache_mode = force_generic_plan  -- plans cached for the session, never per call (sql/203_candidates.sql)
 as $$
 declare

@@ -9,13 +9,11 @@ create or replace function pgmem._pack(relevance float8[], embeddings bytea, dim
                                        importance float8[], budget integer, lam float8)
 returns table (idx integer, mmr_score float8, value float8, selected boolean, pick integer)
   language plpython3u immutable
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
-mod = GD.get("pgmem.packing")
-if mod is None:
-    import types
-    src = plpy.execute("select source from pgmem.py_modules where name = 'packing'")[0]["source"]
-    mod = types.ModuleType("pgmem_packing"); exec(src, mod.__dict__); GD["pgmem.packing"] = mod
+if "pgmem.packing" not in GD:  # the one loader (pgmem._py_load: the engine's import hook)
+    plpy.execute("select pgmem._py_load('packing')")
+mod = GD["pgmem.packing"]
 if not relevance:  # no candidate: nothing to pack (array_agg over no rows is NULL)
     return []
 # the candidates' vectors in pgvector's binary form (vector_send: int16 dim, int16 unused, dim
@@ -51,7 +49,7 @@ returns table (pick integer, id bigint, selected boolean, score float8, mmr_scor
   -- SECURITY DEFINER (sql/900_security.sql, rule 3): pgmem._pack is not executable by
   -- pgmem_app (its memory is bounded only by the checks below); every row is v_tenant's
   language plpgsql volatile security definer
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
 #variable_conflict use_column
 declare

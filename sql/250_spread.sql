@@ -39,7 +39,7 @@ create or replace function pgmem.spread(
   received_only boolean default false)
 returns table (memory_id bigint, activation float8, depth integer, via_kind text, via_id bigint, path bigint[])
   language plpgsql stable security definer
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
 #variable_conflict use_column
 declare
@@ -138,7 +138,7 @@ create or replace function pgmem.search_spread(
 returns table (id bigint, score float8, fused float8, activation float8, depth integer, via_kind text, via_id bigint,
                content text, who text, happened_at timestamptz, created_at timestamptz)
   language plpgsql volatile security definer
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
 #variable_conflict use_column
 declare

@@ -45,7 +45,7 @@ comment on function pgmem._gaussian(bigint, bigint) is
 -- fragment-reconstructive-memory.md, Variance and Certainty (VarianceController.get_certainty)
 create or replace function pgmem.certainty(reconstructions jsonb) returns float8
   language plpgsql immutable
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
 declare
   n integer;
@@ -87,7 +87,7 @@ comment on function pgmem.reconstruction_hash(text, vector, integer, jsonb, text
 
 create or replace function pgmem.reconstruction_certainty(query_hash uuid, window_size integer default null) returns float8
   language plpgsql stable security definer
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
 #variable_conflict use_variable
 declare
@@ -130,7 +130,7 @@ create or replace function pgmem.reconstruct(
   candidates integer default null)
 returns jsonb
   language plpgsql volatile security definer
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
 #variable_conflict use_variable
 declare

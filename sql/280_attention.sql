@@ -10,13 +10,13 @@
 -- factor e^(2/√384) ≈ 1.11: JAM's attention is nearly uniform over the candidates. `scale`
 -- replaces 1/√d (a larger scale is a lower softmax temperature).
 
-create or replace function pgmem.attention(query_embedding vector, ids bigint[], scale float8 default null)
+create or replace function pgmem.attention(query_embedding public.vector, ids bigint[], scale float8 default null)
 returns table (memory_id bigint, score float8, weight float8)
   language sql stable
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
   with q as (select pgmem._check_embedding(attention.query_embedding, 'query_embedding') as v,
-                    coalesce(attention.scale, 1.0 / sqrt(vector_dims(attention.query_embedding))) as s
+                    coalesce(attention.scale, 1.0 / sqrt(public.vector_dims(attention.query_embedding))) as s
               where pgmem._check_args('attention', jsonb_build_object('ids', attention.ids))  -- sizes first (issue 27)
                 and pgmem._check_positive(attention.scale, 'scale')),  -- issue 27, L3: 0 gave NaN weights
   s as (
@@ -42,7 +42,7 @@ create or replace function pgmem.search_attention(
 returns table (id bigint, rank bigint, score float8, fused float8, attention float8, content text, who text,
                created_at timestamptz)
   language plpgsql volatile
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
 #variable_conflict use_column
 begin

@@ -56,7 +56,7 @@ comment on view pgmem.conversation_states is 'Tier C: the 19 ConversationState f
 -- user's conversations go with them (foreign keys). Returns the counts.
 create or replace function pgmem._erase_layered(p_tenant text, p_user_id text) returns jsonb
   language plpgsql volatile
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
 declare
   n_facts bigint; n_conv bigint; n_msgs bigint; n_threads bigint; n_insights bigint; n_mentions bigint; n_cache bigint;

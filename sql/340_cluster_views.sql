@@ -13,7 +13,7 @@
 -- of another tenant.
 create or replace function pgmem.cluster_confidence(memory_id bigint) returns float8
   language sql stable security definer
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
   select 1.0 / (1.0 + (m.embedding operator(public.<->) c.centroid))
     from pgmem.memories m join pgmem.clusters c on c.id = m.cluster_id and c.tenant = m.tenant
@@ -27,7 +27,7 @@ comment on function pgmem.cluster_confidence(bigint) is
 -- first 200 characters of their content and their confidence.
 create or replace function pgmem.cluster_top_members(cluster_id bigint, n integer default 5) returns jsonb
   language sql stable security definer
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
   -- (content only for logins that may read it: pgmem_reader may not, SECURITY.md; issue 27, L2)
   select coalesce(jsonb_agg(jsonb_build_object('id', x.id, 'content', case when pgmem._reads_content() then left(x.content, 200) end,

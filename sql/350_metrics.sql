@@ -7,7 +7,7 @@
 -- as the design writes it: a list shorter than k counts its missing places as misses).
 create or replace function pgmem.precision_at_k(retrieved bigint[], relevant bigint[], k integer) returns float8
   language sql immutable parallel safe
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
   return case when cardinality(retrieved) > 10000 then pgmem._over_limit('retrieved', cardinality(retrieved), 10000, null::float8, 'items')
               when cardinality(relevant) > 10000 then pgmem._over_limit('relevant', cardinality(relevant), 10000, null::float8, 'items')
               when k is null or k <= 0 then null
@@ -22,7 +22,7 @@ comment on function pgmem.precision_at_k(bigint[], bigint[], integer) is
 -- `ideal` for the standard NDCG (pgmem.evaluate does).
 create or replace function pgmem.ndcg(relevance float8[], k integer, ideal float8[] default null) returns float8
   language sql immutable parallel safe
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
   return case when cardinality(relevance) > 10000 then pgmem._over_limit('relevance', cardinality(relevance), 10000, null::float8, 'items')
               when cardinality(ideal) > 10000 then pgmem._over_limit('ideal', cardinality(ideal), 10000, null::float8, 'items')
               -- (issue 27, L3: a NaN relevance gave NaN) graded relevances are finite numbers >= 0
@@ -41,9 +41,9 @@ comment on function pgmem.ndcg(float8[], integer, float8[]) is
   'JAM NDCG@k: DCG of the graded relevances in rank order, Σ (2^rel - 1) / log2(i + 2), over the ideal DCG (of `ideal`, every judged relevance of the query, or else of the same list sorted, as JAM''s code does); 0 when nothing is relevant.';
 
 -- JAM, Intra-List Diversity: the mean pairwise cosine distance 1 - cos(a, b); 0 below two items.
-create or replace function pgmem.ild(embeddings vector[]) returns float8
+create or replace function pgmem.ild(embeddings public.vector[]) returns float8
   language sql immutable parallel safe
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
   -- (at most 1,000 embeddings: the pairs grow with the square)
   return case when cardinality(embeddings) > 1000 then pgmem._over_limit('embeddings', cardinality(embeddings), 1000, null::float8, 'items') else (
     select coalesce(avg(a.v operator(public.<=>) b.v), 0)
@@ -58,7 +58,7 @@ create or replace function pgmem.judge(query text, memory_id bigint, relevance r
                                        query_embedding vector default null)
 returns void
   language plpgsql volatile
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
 declare v_tenant text := pgmem._require_tenant();
 begin
@@ -89,7 +89,7 @@ create or replace function pgmem.evaluate(k integer default 10, method text defa
 returns table (query text, retrieved bigint[], relevant integer, judged integer, precision_at_k float8, ndcg float8,
                ild float8)
   language plpgsql volatile
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
 #variable_conflict use_variable
 declare

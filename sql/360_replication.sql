@@ -8,7 +8,7 @@
 -- (superusers, pg_read_all_settings), never its password.
 create or replace function pgmem._primary_address() returns text
   language plpgsql stable
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
 declare
   v text := nullif(current_setting('pgmem.primary', true), '');
@@ -28,7 +28,7 @@ comment on function pgmem._primary_address() is
 
 create or replace function pgmem._standby_refuses(p_what text) returns void
   language plpgsql stable
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
 begin
   if pg_is_in_recovery() then

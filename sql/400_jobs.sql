@@ -33,7 +33,7 @@
 create or replace function pgmem._jobs()
 returns table (job text, fn text, changes_memories boolean, schedule text, description text)
   language sql immutable
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
   select * from (values
     ('merge',   'merge_duplicates', true,  '0 * * * *',  'Engram duplicate merge (410_merge.sql)'),
@@ -62,7 +62,7 @@ comment on function pgmem._jobs() is
 
 create or replace function pgmem._job_scope(p_tenant text) returns text
   language plpgsql stable
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
 declare t text := coalesce(p_tenant, pgmem.current_tenant());
 begin
@@ -81,7 +81,7 @@ end $$;
 -- the pids of pg_stat_activity; backend_start only for its own sessions (NULL otherwise).
 create or replace function pgmem._backend_alive(p_pid integer, p_since timestamptz default null) returns boolean
   language sql stable
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
   select p_pid is not null and exists (select 1 from pg_catalog.pg_stat_activity a
                                          where a.pid = p_pid and (p_since is null or a.backend_start is null or a.backend_start = p_since))
@@ -94,7 +94,7 @@ $$;
 -- statement calls a job (its query is visible to superusers and pg_read_all_stats).
 create or replace function pgmem._job_lock_holder(p_scope text, p_job text) returns text
   language plpgsql stable
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
 declare
   v_pid integer;
@@ -138,7 +138,7 @@ end $$;
 -- created below, once.
 create or replace function pgmem._job_lock_row(p_scope text, p_job text) returns boolean
   language plpgsql volatile
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
 declare v_prev text := current_setting('lock_timeout');
 begin
@@ -164,7 +164,7 @@ on conflict do nothing;
 -- then the locks. Returns the run id, or NULL when the batch is skipped (the row says why).
 create or replace function pgmem._job_begin(p_job text, p_tenant text, p_params jsonb) returns bigint
   language plpgsql volatile
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
 declare
   v_scope text := coalesce(p_tenant, '*');
@@ -219,7 +219,7 @@ comment on function pgmem._job_begin(text, text, jsonb) is
 create or replace function pgmem._job_end(p_run bigint, p_examined bigint, p_changed bigint, p_details jsonb default '{}')
 returns void
   language sql volatile
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
   update pgmem.job_runs set finished_at = clock_timestamp(), status = 'ok', examined = p_examined,
          changed = p_changed, details = details || coalesce(p_details, '{}')
@@ -230,7 +230,7 @@ $$;
 create or replace function pgmem._job_state_save(p_tenant text, p_job text, p_at timestamptz, p_id bigint)
 returns void
   language sql volatile
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
   insert into pgmem.job_state (tenant, job, cursor_at, cursor_id) values (p_tenant, p_job, p_at, p_id)
   on conflict (tenant, job) do update set cursor_at = excluded.cursor_at, cursor_id = excluded.cursor_id, updated_at = now()
@@ -252,7 +252,7 @@ comment on function pgmem._job_state_save(text, text, timestamptz, bigint) is
 create or replace function pgmem._job_state_reset(p_job text, p_tenant text, p_params jsonb default '{}')
 returns void
   language sql volatile
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
   delete from pgmem.job_state s
    where coalesce((p_params->>'dry_run')::boolean, false) is false
@@ -301,7 +301,7 @@ begin
       using errcode = '42501', hint = 'grant pgmem_admin to the login that runs jobs (pg_cron, `pgmem jobs run`)';
   end if;
   -- a procedure that commits cannot pin search_path with SET: it sets it for its run instead
-  perform set_config('search_path', 'pgmem, public, pg_temp', false);
+  perform set_config('search_path', 'pgmem, pg_catalog, pg_temp', false);
   -- everything is checked before the session is changed in any way
   select j.fn into v_fn from pgmem._jobs() j where j.job = run_job.job;
   if v_fn is null then
@@ -427,7 +427,7 @@ comment on view pgmem.job_status is 'The latest run of each job (per tenant; NUL
 -- cron.database_name is readable by superusers (and pg_read_all_settings) only
 create or replace function pgmem._cron_database() returns text
   language plpgsql stable
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
 begin
   return current_setting('cron.database_name', true);
@@ -454,7 +454,7 @@ create or replace function pgmem.job_schedule_commands(
   tune text default '45 3 * * *', purge text default null, database text default null)
 returns table (job_name text, schedule text, command text, database_name text)
   language sql stable
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
   select format('pgmem-%s-%s', j.job, coalesce(database, current_database())), j.sched,
          format('CALL pgmem.run_job(%L, ''{"tenant": "*"}'')', j.job), coalesce(database, current_database())
@@ -481,7 +481,7 @@ create or replace function pgmem.schedule_jobs(
   tune text default '45 3 * * *', purge text default null)
 returns table (job_name text, schedule text, command text, jobid bigint)
   language plpgsql volatile
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
 declare r record;
 begin
@@ -503,7 +503,7 @@ comment on function pgmem.schedule_jobs(text, text, text, text, text) is
 
 create or replace function pgmem.unschedule_jobs() returns integer
   language plpgsql volatile
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
 declare n integer := 0; j bigint;
 begin

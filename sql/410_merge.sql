@@ -9,7 +9,7 @@ create or replace function pgmem._merge_pair(keep pgmem.memories, gone pgmem.mem
                                              p_method text, p_details jsonb default '{}')
 returns void
   language plpgsql volatile
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
 declare v_links jsonb;
 begin
@@ -85,7 +85,7 @@ create or replace function pgmem.merge_duplicates(
   full_scan boolean default false)
 returns table (survivor_id bigint, merged_id bigint, similarity float8, same_category boolean, method text, applied boolean)
   language plpgsql volatile
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
   set hnsw.iterative_scan = relaxed_order
 as $$
 #variable_conflict use_column
@@ -390,7 +390,7 @@ comment on function pgmem.merge_duplicates(float8, float8, boolean, integer, tex
 
 create or replace function pgmem.unmerge(memory_id bigint) returns pgmem.memories
   language plpgsql volatile
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
 declare
   m pgmem.memories := pgmem._get_for_update(unmerge.memory_id);

@@ -25,7 +25,7 @@ create or replace function pgmem.prune(
   as_of timestamptz default null)
 returns table (memory_id bigint, reason text, decayed_importance float8, applied boolean)
   language plpgsql volatile
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
 #variable_conflict use_column
 declare
@@ -162,7 +162,7 @@ create or replace function pgmem.purge(older_than interval default '30 days', dr
                                        batch integer default 10000, tenant text default null)
 returns table (memory_id bigint, deleted_at timestamptz, applied boolean)
   language plpgsql volatile
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
 #variable_conflict use_column
 declare

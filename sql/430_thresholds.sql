@@ -42,7 +42,7 @@ create or replace function pgmem.feedback(memory_id bigint, query_id uuid, relev
                                           context_type text default null, activated boolean default null)
 returns bigint
   language plpgsql volatile
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
 declare
   v_tenant text := pgmem._require_tenant();
@@ -81,7 +81,7 @@ create or replace function pgmem.tune_thresholds(min_feedback integer default 10
 returns table (tenant_id text, context_type text, old_value float8, new_value float8,
                false_positive_rate float8, false_negative_rate float8, feedback_count bigint)
   language plpgsql volatile
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
 #variable_conflict use_column
 declare

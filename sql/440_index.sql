@@ -13,7 +13,7 @@
 create or replace function pgmem.index_vectors(batch integer default 1000, tenant text default null)
 returns table (indexed bigint, dropped bigint, queued bigint)
   language plpgsql volatile
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
 #variable_conflict use_column
 declare
@@ -69,7 +69,7 @@ comment on function pgmem.index_vectors(integer, text) is
 -- loader), or to repair it. The index job keeps it current otherwise. Returns the rows written.
 create or replace function pgmem.rebuild_recent_vectors() returns bigint
   language plpgsql volatile
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
 declare
   v_tenant text := pgmem._require_tenant();

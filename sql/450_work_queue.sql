@@ -23,7 +23,7 @@ comment on function pgmem.work_priority(text) is
 create or replace function pgmem.work_tasks()
 returns table (task text, priority smallint, priority_name text, handler text, admin_only boolean, description text)
   language sql immutable parallel safe
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
   select t.task, pgmem.work_priority(t.pname), t.pname, '_work_' || t.task, t.admin_only, t.description
     from (values
@@ -141,7 +141,7 @@ create or replace function pgmem.enqueue(task text, memory_ids bigint[] default 
                                          priority integer default null, not_before timestamptz default null)
 returns bigint
   language plpgsql volatile  -- the caller's rights: _is_admin() and RLS see the caller
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
 #variable_conflict use_variable
 declare
@@ -174,7 +174,7 @@ comment on function pgmem.enqueue(text, bigint[], jsonb, integer, timestamptz) i
 -- One 'bind' item per tenant and 1,000 ids of the given memories.
 create or replace function pgmem._enqueue_bind(p_tenants text[], p_ids bigint[]) returns void
   language sql volatile
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
   insert into pgmem.work_queue (tenant, priority, task, memory_ids)
   select b.tenant, 1, 'bind', array_agg(b.id order by b.id)
@@ -186,7 +186,7 @@ $$;
 
 create or replace function pgmem._memories_encode_insert() returns trigger
   language plpgsql
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
 begin
   perform pgmem._enqueue_bind(array_agg(n.tenant), array_agg(n.id))
@@ -196,7 +196,7 @@ end $$;
 
 create or replace function pgmem._memories_encode_update() returns trigger
   language plpgsql
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
 begin
   -- through EXECUTE: planned for this UPDATE's row counts. A statement cached in PL/pgSQL keeps
@@ -221,7 +221,7 @@ create or replace trigger memories_encode_update
 -- Goals changed: one REFLECT item re-scores salience (unless one is already waiting).
 create or replace function pgmem._enqueue_salience(p_tenant text, p_reason text) returns void
   language sql volatile
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
   insert into pgmem.work_queue (tenant, priority, task, params)
   select p_tenant, 2, 'salience', jsonb_build_object('after_id', 0, 'reason', p_reason)
@@ -232,7 +232,7 @@ $$;
 -- ------------------------------------------------------------------ handlers
 create or replace function pgmem._work_touch(p_ids bigint[], p_params jsonb) returns jsonb
   language plpgsql volatile
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
 declare n integer;
 begin
@@ -242,7 +242,7 @@ end $$;
 
 create or replace function pgmem._work_bind(p_ids bigint[], p_params jsonb) returns jsonb
   language plpgsql volatile
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
 declare
   v_tenant text := pgmem._require_tenant();
@@ -257,7 +257,7 @@ end $$;
 
 create or replace function pgmem._work_reflect(p_ids bigint[], p_params jsonb) returns jsonb
   language plpgsql volatile
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
 declare r record;
 begin
@@ -269,7 +269,7 @@ end $$;
 
 create or replace function pgmem._work_salience(p_ids bigint[], p_params jsonb) returns jsonb
   language plpgsql volatile
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
 declare r record;
 begin
@@ -283,7 +283,7 @@ end $$;
 -- a maintenance job for the item's tenant, one batch, with the item's params as named arguments
 create or replace function pgmem._work_job(p_fn text, p_params jsonb) returns jsonb
   language plpgsql volatile
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
 declare
   v_args text := format('tenant => %L', pgmem._require_tenant());
@@ -303,19 +303,19 @@ begin
 end $$;
 
 create or replace function pgmem._work_merge(p_ids bigint[], p_params jsonb) returns jsonb
-  language sql volatile set search_path = pgmem, public, pg_temp
+  language sql volatile set search_path = pgmem, pg_catalog, pg_temp
   return pgmem._work_job('merge_duplicates', p_params);
 create or replace function pgmem._work_prune(p_ids bigint[], p_params jsonb) returns jsonb
-  language sql volatile set search_path = pgmem, public, pg_temp
+  language sql volatile set search_path = pgmem, pg_catalog, pg_temp
   return pgmem._work_job('prune', p_params);
 create or replace function pgmem._work_archive(p_ids bigint[], p_params jsonb) returns jsonb
-  language sql volatile set search_path = pgmem, public, pg_temp
+  language sql volatile set search_path = pgmem, pg_catalog, pg_temp
   return pgmem._work_job('archive_stale', p_params);
 
 -- IDLE: a page of the tenant's active memories (by id) gets its bindings refreshed
 create or replace function pgmem._work_idle(p_ids bigint[], p_params jsonb) returns jsonb
   language plpgsql volatile
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
 declare
   v_tenant text := pgmem._require_tenant();
@@ -340,7 +340,7 @@ create or replace function pgmem.work(max_items integer default 100, tenant text
 returns table (item_id bigint, task text, priority smallint, tenant_id text, status text, examined bigint,
                changed bigint, ms float8, error text)
   language plpgsql volatile security definer
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
 #variable_conflict use_column
 declare

@@ -21,7 +21,7 @@ create or replace function pgmem._rescore_salience(p_tenant text, p_ids bigint[]
                                                    p_reason text default null)
 returns table (examined bigint, changed bigint, last_id bigint)
   language plpgsql volatile
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
 #variable_conflict use_column
 declare
@@ -60,7 +60,7 @@ end $$;
 create or replace function pgmem.rescore_salience(ids bigint[] default null, after_id bigint default 0, batch integer default 1000)
 returns table (examined bigint, changed bigint, last_id bigint)
   language plpgsql volatile security definer
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
 declare v_tenant text := pgmem._require_tenant();
 begin
@@ -77,7 +77,7 @@ comment on function pgmem.rescore_salience(bigint[], bigint, integer) is
 create or replace function pgmem.reflect(tenant text default null, batch integer default 1000, full_scan boolean default false)
 returns table (tenant_id text, examined bigint, bindings bigint, salience_changed bigint, more boolean)
   language plpgsql volatile security definer
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
 #variable_conflict use_column
 declare

@@ -31,7 +31,7 @@
 -- number (JAM's Clustering Parameters: "Clusters: 50") fixes it. Never more than n.
 create or replace function pgmem.cluster_k(n bigint, fixed integer default null) returns integer
   language sql immutable parallel safe
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
   return case when n is null or n <= 0 then 0
               else least(coalesce(fixed, least(greatest(8, n / 10), 64)), n)::integer end;
 comment on function pgmem.cluster_k(bigint, integer) is
@@ -40,48 +40,17 @@ comment on function pgmem.cluster_k(bigint, integer) is
 -- A setting of a given tenant (jobs run for many tenants at once, with no session tenant).
 create or replace function pgmem._tenant_setting(p_tenant text, p_key text) returns jsonb
   language sql stable
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
   select s.value from pgmem.settings s
    where s.key = p_key and s.tenant in (coalesce(p_tenant, '*'), '*')
    order by (s.tenant = '*') limit 1
 $$;
 
--- The source of an engine module, or an error telling how to install it.
-create or replace function pgmem._py_source(p_module text) returns text
-  language plpgsql stable
-  set search_path = pgmem, public, pg_temp
-as $$
-declare s text;
-begin
-  select m.source into s from pgmem.py_modules m where m.name = p_module;
-  if s is null then
-    raise exception 'engine module "%" is not installed in pgmem.py_modules', p_module using errcode = '55000',
-      hint = 'run pgmem migrate: it stores python/pgmem/engine/*.py in the database';
-  end if;
-  return s;
-end $$;
-comment on function pgmem._py_source(text) is 'The source of an engine module (pgmem.py_modules), or an error naming the fix.';
-
--- Loads an engine module into this session's GD["pgmem.<module>"] (PL/Python's dictionary shared
--- by every PL/Python function of the session) through the engine's import hook
--- (pgmem._engine_setup, 600_layered_engine.sql: engine modules import engine.guard, whose
--- cancellation check the long steps run); a new session loads the installed source again.
-create or replace function pgmem._py_load(p_module text) returns void
-  language plpython3u volatile
-  set search_path = pgmem, public, pg_temp
-as $$
-import importlib
-plpy.execute(plpy.prepare("select pgmem._py_source($1) s", ["text"]), [p_module])  # a clear error when it is missing
-if "pgmem.engine_finder" not in GD:
-    plpy.execute("select pgmem._engine_setup()")
-GD["pgmem." + p_module] = importlib.import_module("pgmem.engine." + p_module)
-$$;
-
 -- Whether the current role may ANALYZE a table (its owner, or a member of the owner role).
 create or replace function pgmem._is_table_owner(p_table regclass) returns boolean
   language sql stable
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
   select pg_has_role(current_user, c.relowner, 'usage') from pg_class c where c.oid = p_table
 $$;
@@ -89,69 +58,106 @@ $$;
 -- ------------------------------------------------------------------ PL/Python steps
 -- Embeddings travel as pgvector's binary form (vector_send), one bytes object per row.
 
+-- JAM Stage 4.1, the k-means fit of the given vectors (pure Python, engine/clustering.py; no
+-- SQL in its body: pgmem._cluster_fit gathers and writes). One row per centroid: its vector
+-- as text and its k-means count. The fit checks for a cancel between mini-batch steps.
+create or replace function pgmem._cluster_fit_points(p_vectors bytea[], p_k integer)
+returns table (centroid text, n_seen float8)
+  language plpython3u volatile
+  set search_path = pgmem, pg_catalog, pg_temp
+as $$
+if "pgmem.clustering" not in GD:
+    plpy.execute("select pgmem._py_load('clustering')")
+mod = GD["pgmem.clustering"]
+if not p_vectors:
+    return []
+dim = int.from_bytes(p_vectors[0][:2], "big")
+centers, counts = mod.fit(mod.from_vector_bytes(list(p_vectors), dim), min(p_k, len(p_vectors)))
+return [(mod.to_vector_text(c), float(w)) for c, w in zip(centers, counts)]
+$$;
+
+-- JAM Stage 4.1, "partial fit for new data" (pure Python): the centroids and their counts,
+-- moved by the given vectors in mini-batches of 100. One row per centroid, in the order given.
+create or replace function pgmem._cluster_partial_fit_points(p_centroids bytea[], p_counts float8[], p_vectors bytea[])
+returns table (ord integer, centroid text, n_seen float8)
+  language plpython3u volatile
+  set search_path = pgmem, pg_catalog, pg_temp
+as $$
+if "pgmem.clustering" not in GD:
+    plpy.execute("select pgmem._py_load('clustering')")
+mod = GD["pgmem.clustering"]
+if not p_centroids or not p_vectors:
+    return []
+import numpy as np
+dim = int.from_bytes(p_centroids[0][:2], "big")
+C = mod.from_vector_bytes(list(p_centroids), dim)
+X = mod.from_vector_bytes(list(p_vectors), dim)
+centers, counts = mod.partial_fit(C, np.array(p_counts, dtype=float), [X])
+return [(i + 1, mod.to_vector_text(c), float(w)) for i, (c, w) in enumerate(zip(centers, counts))]
+$$;
+
 -- JAM Stage 4.1, initial fit on a sample (every memory when there are at most p_sample).
 -- Inserts k clusters in state 'building'; returns the sampling step (1: every memory was fitted).
 create or replace function pgmem._cluster_fit(p_tenant text, p_k integer, p_sample integer, p_generation integer,
                                               p_energy float8)
 returns integer
-  language plpython3u volatile
-  set search_path = pgmem, public, pg_temp
+  language plpgsql volatile
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
-if "pgmem.clustering" not in GD:
-    plpy.execute("select pgmem._py_load('clustering')")
-mod = GD["pgmem.clustering"]
-n = plpy.execute(plpy.prepare("select count(*) n from pgmem.memories m where m.tenant = $1 and m.state = 'active' "
-                              "and m.embedding is not null", ["text"]), [p_tenant])[0]["n"]
-every = max(1, n // max(1, p_sample))
-sample = plpy.prepare("select vector_send(m.embedding) b from pgmem.memories m where m.tenant = $1 and m.state = 'active' "
-                      "and m.embedding is not null and ($2 = 1 or (hashint8(m.id) & 2147483647) % $2 = 0) order by m.id",
-                      ["text", "int8"])
-rows = plpy.execute(sample, [p_tenant, every])
-if len(rows) < p_k:
-    every = 1
-    rows = plpy.execute(sample, [p_tenant, 1])
-if len(rows) == 0:
-    return 0
-dim = int.from_bytes(rows[0]["b"][:2], "big")
-X = mod.from_vector_bytes([r["b"] for r in rows], dim)
-centers, counts = mod.fit(X, min(p_k, len(rows)))
-ins = plpy.prepare("insert into pgmem.clusters (tenant, state, centroid, n_seen, generation, energy) "
-                   "values ($1, 'building', $2::vector, $3, $4, $5)", ["text", "text", "float8", "int4", "float8"])
-for c, w in zip(centers, counts):
-    plpy.execute(ins, [p_tenant, mod.to_vector_text(c), float(w), p_generation, p_energy])
-return every
-$$;
+declare
+  v_n bigint;
+  v_every bigint;
+  v_vecs bytea[];
+begin
+  select count(*) into v_n from pgmem.memories m where m.tenant = p_tenant and m.state = 'active' and m.embedding is not null;
+  v_every := greatest(1, v_n / greatest(1, p_sample));
+  select array_agg(public.vector_send(m.embedding) order by m.id) into v_vecs
+    from pgmem.memories m
+   where m.tenant = p_tenant and m.state = 'active' and m.embedding is not null
+     and (v_every = 1 or (hashint8(m.id) & 2147483647) % v_every = 0);
+  if coalesce(cardinality(v_vecs), 0) < p_k and v_every > 1 then
+    v_every := 1;
+    select array_agg(public.vector_send(m.embedding) order by m.id) into v_vecs
+      from pgmem.memories m where m.tenant = p_tenant and m.state = 'active' and m.embedding is not null;
+  end if;
+  if v_vecs is null then
+    return 0;
+  end if;
+  insert into pgmem.clusters (tenant, state, centroid, n_seen, generation, energy)
+  select p_tenant, 'building', f.centroid::public.vector, f.n_seen, p_generation, p_energy
+    from pgmem._cluster_fit_points(v_vecs, p_k) f;
+  return v_every;
+end $$;
 
 -- JAM Stage 4.1, "partial fit for new data": the given memories, in mini-batches of 100, move
 -- the tenant's clusters of state p_state (their centroid and k-means counts). Returns rows used.
 create or replace function pgmem._cluster_partial_fit(p_tenant text, p_state text, p_ids bigint[])
 returns integer
-  language plpython3u volatile
-  set search_path = pgmem, public, pg_temp
+  language plpgsql volatile
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
-if "pgmem.clustering" not in GD:
-    plpy.execute("select pgmem._py_load('clustering')")
-mod = GD["pgmem.clustering"]
-cl = plpy.execute(plpy.prepare("select c.id, vector_send(c.centroid) b, c.n_seen from pgmem.clusters c "
-                               "where c.tenant = $1 and c.state = $2 order by c.id", ["text", "text"]), [p_tenant, p_state])
-if not cl or not p_ids:
-    return 0
-rows = plpy.execute(plpy.prepare("select vector_send(m.embedding) b from pgmem.memories m where m.id = any($1) "
-                                 "and m.tenant = $2 and m.embedding is not null order by m.id", ["int8[]", "text"]),
-                    [p_ids, p_tenant])
-if not rows:
-    return 0
-dim = int.from_bytes(cl[0]["b"][:2], "big")
-import numpy as np
-C = mod.from_vector_bytes([r["b"] for r in cl], dim)
-X = mod.from_vector_bytes([r["b"] for r in rows], dim)
-centers, counts = mod.partial_fit(C, np.array([r["n_seen"] for r in cl], dtype=float), [X])
-upd = plpy.prepare("update pgmem.clusters set centroid = $2::vector, n_seen = $3, updated_at = now() where id = $1",
-                   ["int8", "text", "float8"])
-for r, c, w in zip(cl, centers, counts):
-    plpy.execute(upd, [r["id"], mod.to_vector_text(c), float(w)])
-return len(rows)
-$$;
+declare
+  v_cids bigint[];
+  v_cents bytea[];
+  v_counts float8[];
+  v_vecs bytea[];
+begin
+  select array_agg(c.id order by c.id), array_agg(public.vector_send(c.centroid) order by c.id), array_agg(c.n_seen order by c.id)
+    into v_cids, v_cents, v_counts
+    from pgmem.clusters c where c.tenant = p_tenant and c.state = p_state;
+  if v_cids is null or p_ids is null then
+    return 0;
+  end if;
+  select array_agg(public.vector_send(m.embedding) order by m.id) into v_vecs
+    from pgmem.memories m where m.id = any(p_ids) and m.tenant = p_tenant and m.embedding is not null;
+  if v_vecs is null then
+    return 0;
+  end if;
+  update pgmem.clusters c set centroid = f.centroid::public.vector, n_seen = f.n_seen, updated_at = now()
+    from pgmem._cluster_partial_fit_points(v_cents, v_counts, v_vecs) f
+   where c.id = v_cids[f.ord];
+  return cardinality(v_vecs);
+end $$;
 
 -- JAM, Gradient Flow Dynamics, for the given memories: each one's mean affinity to the
 -- members of every active cluster (.4 co-access + .3 temporal proximity + .3 semantic,
@@ -162,7 +168,7 @@ create or replace function pgmem._cluster_flow(p_tenant text, p_ids bigint[], p_
                                                p_step timestamptz default null)
 returns table (memory_id bigint, from_cluster bigint, to_cluster bigint, pull float8)
   language plpython3u volatile
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
 if "pgmem.clustering" not in GD:
     plpy.execute("select pgmem._py_load('clustering')")
@@ -175,7 +181,7 @@ if not cl or not p_ids:
 pos = {r["id"]: i for i, r in enumerate(cl)}
 k = len(cl)
 page = plpy.execute(plpy.prepare(
-    "select m.id, m.cluster_id, vector_send(m.embedding) b, extract(epoch from coalesce(m.happened_at, m.created_at)) / 3600.0 t "
+    "select m.id, m.cluster_id, public.vector_send(m.embedding) b, extract(epoch from coalesce(m.happened_at, m.created_at)) / 3600.0 t "
     "from pgmem.memories m where m.id = any($1) and m.tenant = $2 and m.state = 'active' and m.embedding is not null "
     "and m.cluster_id is not null order by m.id", ["int8[]", "text"]), [p_ids, p_tenant])
 if not page:
@@ -188,7 +194,7 @@ skey = ("pgmem.cluster_flow", p_tenant, p_step, tuple(r["id"] for r in cl), p_ha
 stats = GD.get("pgmem.cluster_flow.stats")
 if p_step is None or stats is None or stats[0] != skey:
     members = plpy.execute(plpy.prepare(
-        "select m.cluster_id, count(*) n, vector_send(sum(l2_normalize(m.embedding))) s, "
+        "select m.cluster_id, count(*) n, public.vector_send(public.sum(public.l2_normalize(m.embedding))) s, "
         "array_agg(extract(epoch from coalesce(m.happened_at, m.created_at)) / 3600.0) t "
         "from pgmem.memories m where m.tenant = $1 and m.state = 'active' and m.embedding is not null "
         "and m.cluster_id is not null group by m.cluster_id", ["text"]), [p_tenant])
@@ -242,7 +248,7 @@ $$;
 create or replace function pgmem._cluster_move(p_tenant text, p_moves jsonb, p_reason text, p_run bigint)
 returns integer
   language plpgsql volatile
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
 declare
   n integer;
@@ -288,7 +294,7 @@ end $$;
 create or replace function pgmem._cluster_assign(p_tenant text, p_ids bigint[], p_reason text, p_run bigint)
 returns integer
   language sql volatile
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
   select pgmem._cluster_move(p_tenant, coalesce(jsonb_agg(jsonb_build_object('memory_id', x.id, 'to_cluster', n.cluster_id)), '[]'),
                              p_reason, p_run)
@@ -302,7 +308,7 @@ $$;
 create or replace function pgmem._cluster_energy(p_tenant text, p_steps integer, p_access_from bigint, p_access_to bigint)
 returns void
   language sql volatile
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
   update pgmem.clusters c
      set energy = least(1.0, c.energy + 0.05 * coalesce(a.n, 0)) * power(0.99, p_steps), updated_at = now()
@@ -323,7 +329,7 @@ $$;
 create or replace function pgmem._cluster_merge(p_tenant text, p_threshold float8, p_run bigint)
 returns integer
   language plpgsql volatile
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
 declare
   p record;
@@ -348,7 +354,7 @@ begin
     update pgmem.clusters c
        set centroid = case when keep.n_seen + gone.n_seen > 0
                            then (select array_agg((a * keep.n_seen + b * gone.n_seen) / (keep.n_seen + gone.n_seen) order by o)
-                                   from unnest(keep.centroid::real[], gone.centroid::real[]) with ordinality u(a, b, o))::vector
+                                   from unnest(keep.centroid::real[], gone.centroid::real[]) with ordinality u(a, b, o))::public.vector
                            else c.centroid end,
            n_seen = keep.n_seen + gone.n_seen, energy = greatest(keep.energy, gone.energy), updated_at = now()
      where c.id = keep.id;
@@ -371,7 +377,7 @@ end $$;
 create or replace function pgmem._cluster_labels(p_tenant text, p_sample integer)
 returns integer
   language plpgsql volatile
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
 declare n integer;
 begin
@@ -422,7 +428,7 @@ create or replace function pgmem._cluster_tenant(p_tenant text, p_batch integer,
                                                  p_run bigint)
 returns jsonb
   language plpgsql volatile
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
 declare
   s pgmem.cluster_state;
@@ -592,7 +598,7 @@ end $$;
 -- the flow view refer to them); the assign phase then moves every memory to its new cluster.
 create or replace function pgmem._cluster_swap(p_tenant text, p_generation integer) returns void
   language sql volatile
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
   update pgmem.clusters c set state = 'retired', updated_at = now()
    where c.tenant = p_tenant and c.state = 'active';
@@ -607,7 +613,7 @@ create or replace function pgmem.cluster(batch integer default 20000, tenant tex
                                          as_of timestamptz default null)
 returns table (tenant_id text, phase text, examined bigint, changed bigint, more boolean)
   language plpgsql volatile
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
 declare
   v_tenant text := pgmem._job_scope(tenant);

@@ -5,39 +5,59 @@
 -- umap-learn, which Debian does not package, so the client computes it (pgmem map --method
 -- umap) and stores it with pgmem.save_coords. `pgmem map` draws the page (python/pgmem/map.py).
 
--- Projects the tenant's most recent p_limit active embedded memories; replaces the tenant's
--- coordinates of that method (one projection is one frame: coordinates of two runs do not mix).
-create or replace function pgmem._project_coords(p_tenant text, p_method text, p_limit integer) returns integer
+-- The projection itself, pure Python (engine/projection.py): the vectors in pgvector's binary
+-- form (vector_send) in, x, y, z per point out, flattened in point order. No SQL in its body:
+-- pgmem._project_coords gathers the points and writes the coordinates (issue 28, item 3).
+create or replace function pgmem._project_points(p_vectors bytea[], p_method text) returns float8[]
   language plpython3u volatile
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
 if "pgmem.projection" not in GD:
     plpy.execute("select pgmem._py_load('projection')")
 mod = GD["pgmem.projection"]
+if not p_vectors:
+    return []
 import numpy as np
-rows = plpy.execute(plpy.prepare(
-    "select m.id, vector_send(m.embedding) b from pgmem.memories m where m.tenant = $1 and m.state = 'active' "
-    "and m.embedding is not null order by m.created_at desc, m.id desc limit $2", ["text", "int4"]), [p_tenant, p_limit])
-plpy.execute(plpy.prepare("delete from pgmem.memory_coords c where c.tenant = $1 and c.method = $2", ["text", "text"]),
-             [p_tenant, p_method])
-if not rows:
-    return 0
-dim = int.from_bytes(rows[0]["b"][:2], "big")
-X = np.vstack([np.frombuffer(r["b"], dtype=">f4", count=dim, offset=4) for r in rows]).astype(np.float64)
-P = mod.project(X, p_method)
-plpy.execute(plpy.prepare(
-    "insert into pgmem.memory_coords (tenant, memory_id, method, x, y, z) "
-    "select $1, u.id, $2, u.x, u.y, u.z from unnest($3::int8[], $4::float8[], $5::float8[], $6::float8[]) u(id, x, y, z)",
-    ["text", "text", "int8[]", "float8[]", "float8[]", "float8[]"]),
-    [p_tenant, p_method, [r["id"] for r in rows], P[:, 0].tolist(), P[:, 1].tolist(), P[:, 2].tolist()])
-return len(rows)
+dim = int.from_bytes(p_vectors[0][:2], "big")
+X = np.vstack([np.frombuffer(b, dtype=">f4", count=dim, offset=4) for b in p_vectors]).astype(np.float64)
+return mod.project(X, p_method).reshape(-1).tolist()
 $$;
+comment on function pgmem._project_points(bytea[], text) is
+  'PCA or t-SNE of the given vectors (pgvector''s binary form) to 3-D (PL/Python, module projection): x, y, z of each point in order, flattened. Internal to project().';
+
+-- Projects the tenant's most recent p_limit active embedded memories; replaces the tenant's
+-- coordinates of that method (one projection is one frame: coordinates of two runs do not mix).
+create or replace function pgmem._project_coords(p_tenant text, p_method text, p_limit integer) returns integer
+  language plpgsql volatile
+  set search_path = pgmem, pg_catalog, pg_temp
+as $$
+declare
+  v_ids bigint[];
+  v_vecs bytea[];
+  v_xyz float8[];
+begin
+  select array_agg(x.id order by x.o), array_agg(x.b order by x.o) into v_ids, v_vecs
+    from (select m.id, public.vector_send(m.embedding) as b, row_number() over (order by m.created_at desc, m.id desc) as o
+            from pgmem.memories m
+           where m.tenant = p_tenant and m.state = 'active' and m.embedding is not null
+           order by m.created_at desc, m.id desc
+           limit p_limit) x;
+  delete from pgmem.memory_coords c where c.tenant = p_tenant and c.method = p_method;
+  if v_ids is null then
+    return 0;
+  end if;
+  v_xyz := pgmem._project_points(v_vecs, p_method);
+  insert into pgmem.memory_coords (tenant, memory_id, method, x, y, z)
+  select p_tenant, u.id, p_method, v_xyz[3 * u.o - 2], v_xyz[3 * u.o - 1], v_xyz[3 * u.o]
+    from unnest(v_ids) with ordinality u(id, o);
+  return cardinality(v_ids);
+end $$;
 
 -- SECURITY DEFINER (audited, 900_security.sql): the projection is PL/Python, which pgmem_app
 -- may not call; every statement of _project_coords filters on the caller's tenant.
 create or replace function pgmem.project(method text default 'pca', max_points integer default 5000) returns integer
   language plpgsql volatile security definer
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
 declare
   v_tenant text := pgmem._require_tenant();
@@ -73,7 +93,7 @@ comment on function pgmem.project(text, integer) is
 -- LOCK them for every tenant); every statement filters on the caller's tenant.
 create or replace function pgmem.save_coords(method text, ids bigint[], xs float8[], ys float8[], zs float8[]) returns integer
   language plpgsql volatile security definer
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
 declare
   v_tenant text := pgmem._require_tenant();
@@ -110,7 +130,7 @@ create or replace function pgmem.map_points(method text default 'pca', max_point
 returns table (memory_id bigint, x float8, y float8, z float8, cluster_id bigint, label text, energy float8,
                age_days float8, access_count integer, content text, created_at timestamptz)
   language sql stable
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
   select c.memory_id, c.x, c.y, c.z, m.cluster_id, k.label, k.energy::float8,
          extract(epoch from (now() - coalesce(m.happened_at, m.created_at))) / 86400.0, m.access_count, m.content,

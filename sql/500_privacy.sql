@@ -6,7 +6,7 @@
 -- subquery filters on t.tenant, the caller's tenant, or on the ids of mem (the tenant's memories).
 create or replace function pgmem.export_user(user_id text) returns jsonb
   language sql stable security definer
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
   with t as (select pgmem._require_tenant() as tenant
               where pgmem._check_args('export_user', jsonb_build_object('user_id', export_user.user_id))),  -- sizes first (issue 27)
@@ -134,7 +134,7 @@ comment on function pgmem.export_user(text) is
 create or replace function pgmem.erase_user(user_id text)
 returns table (memories bigint, history_scrubbed bigint, links bigint, accesses bigint, feedback bigint)
   language plpgsql volatile security definer
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
 #variable_conflict use_variable
 declare

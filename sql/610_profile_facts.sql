@@ -13,7 +13,7 @@
 
 create or replace function pgmem.detect_facts(content text, speaker text default null) returns jsonb
   language sql immutable security definer
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
   return case when pgmem._check_args('detect_facts', jsonb_build_object('content', content, 'speaker', speaker))  -- sizes first (issue 27)
               then pgmem._engine('profile_facts', 'detect_facts', jsonb_build_object('text', content, 'speaker', speaker)) end;
 comment on function pgmem.detect_facts(text, text) is
@@ -21,7 +21,7 @@ comment on function pgmem.detect_facts(text, text) is
 
 create or replace function pgmem._fact_key(p_key text) returns text
   language plpgsql immutable
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
 declare k text := lower(btrim(p_key));
 begin
@@ -36,14 +36,14 @@ end $$;
 -- One writer per (tenant, user, key) until the transaction ends: validity intervals stay disjoint.
 create or replace function pgmem._lock_fact(p_tenant text, p_user_id text, p_key text) returns void
   language sql volatile
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
   return (select null::void from (select pg_advisory_xact_lock(hashtextextended(
             'pgmem.fact' || chr(31) || p_tenant || chr(31) || p_user_id || chr(31) || p_key, 0))) x);
 
 create or replace function pgmem._fact_history(p_tenant text, p_op text, p_before jsonb, p_after jsonb, p_details jsonb)
 returns void
   language sql volatile
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
   insert into pgmem.history (tenant, memory_id, op, before, after, details)
   values (p_tenant, null, p_op, p_before, p_after, jsonb_build_object('table', 'profile_facts') || p_details)
@@ -62,7 +62,7 @@ create or replace function pgmem.set_fact(
   metadata jsonb default '{}')
 returns table (fact_id bigint, decision text, previous_value jsonb, retired bigint[])
   language plpgsql volatile security definer
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
 #variable_conflict use_variable
 declare
@@ -160,7 +160,7 @@ comment on function pgmem.set_fact(text, text, jsonb, timestamptz, timestamptz, 
 create or replace function pgmem.end_fact(user_id text, key text, valid_to timestamptz default null, statement text default null)
 returns table (fact_id bigint, decision text)
   language plpgsql volatile security definer
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
 #variable_conflict use_variable
 declare
@@ -199,7 +199,7 @@ create or replace function pgmem.profile(user_id text, as_of timestamptz default
 returns table (key text, value jsonb, confidence real, valid_from timestamptz, valid_to timestamptz,
                recorded_from timestamptz, source text, source_memory_id bigint, statement text, fact_id bigint)
   language sql stable security definer
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
   select f.key, f.value, f.confidence, f.valid_from, f.valid_to, f.recorded_from, f.source, f.source_memory_id,
          f.statement, f.id
@@ -219,7 +219,7 @@ returns table (fact_id bigint, key text, value jsonb, confidence real, valid_fro
                recorded_from timestamptz, recorded_to timestamptz, status text, source text, source_memory_id bigint,
                statement text, replaces bigint)
   language sql stable security definer
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
   -- the BI view's rows and status (sql/330_tier_views.sql), of the caller's tenant
   select h.fact_id, h.key, h.value, h.confidence, h.valid_from, h.valid_to, h.recorded_from, h.recorded_to, h.status,
@@ -241,7 +241,7 @@ create or replace function pgmem.apply_facts(user_id text, facts jsonb, valid_fr
                                              source_memory_id bigint default null, source text default 'heuristic')
 returns table (key text, value jsonb, fact_id bigint, decision text)
   language plpgsql volatile security definer
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
 #variable_conflict use_variable
 declare
@@ -285,7 +285,7 @@ comment on function pgmem.apply_facts(text, jsonb, timestamptz, bigint, text) is
 -- rows; measured in tests/test_layered_profile.py's notes and bench figures in README).
 create or replace function pgmem._memory_facts() returns trigger
   language plpgsql
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
 begin
   if new.tenant is distinct from pgmem.current_tenant() then
@@ -309,7 +309,7 @@ create or replace trigger memories_profile_facts
 -- Lisbon" never re-applies the nearest memory's "Berlin".
 create or replace function pgmem._repeated_facts() returns trigger
   language plpgsql
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
 declare
   v_mem pgmem.memories;

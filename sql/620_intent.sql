@@ -11,13 +11,13 @@
 
 create or replace function pgmem._text_hash(p_text text) returns uuid
   language sql immutable parallel safe
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
   return md5(pgmem._content_key(p_text))::uuid;
 
 create or replace function pgmem.classify_intent(query_text text, conversation_id text default null)
 returns table (intent text, confidence real, source text, rule text, needs_llm boolean, facts jsonb)
   language plpgsql volatile security definer
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
 #variable_conflict use_variable
 declare
@@ -59,7 +59,7 @@ create or replace function pgmem.cache_intent(query_text text, intent text, conf
                                               user_id text default null, source text default 'llm')
 returns pgmem.intent_cache
   language plpgsql volatile security definer
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
 #variable_conflict use_variable
 declare

@@ -17,7 +17,7 @@
 -- Rules are checked on every write: a condition must parse as jsonpath, flags must be known.
 create or replace function pgmem._check_rule_condition() returns trigger
   language plpgsql
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
 begin
   begin
@@ -97,7 +97,7 @@ on conflict (tenant, name) do nothing;
 -- condition holds; its precision mode, when it sets none, is the conversation's.
 create or replace function pgmem.behaviour_decision(features jsonb) returns jsonb
   language sql stable security definer
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
   with rules as (
     select distinct on (r.mode) r.* from pgmem.behaviour_rules r
@@ -124,7 +124,7 @@ comment on function pgmem.behaviour_decision(jsonb) is
 -- every enabled rule whose condition holds, in ascending priority (a later rule overrides).
 create or replace function pgmem.resolve_policy(features jsonb) returns jsonb
   language sql stable security definer
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
   with rules as (
     select distinct on (r.name) r.* from pgmem.policy_rules r

@@ -10,7 +10,7 @@
 create or replace function pgmem._conversation(p_tenant text, p_conversation_id text, p_user_id text,
                                               p_at timestamptz) returns pgmem.conversations
   language plpgsql volatile
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
 declare c pgmem.conversations;
 begin
@@ -35,7 +35,7 @@ end $$;
 -- An existing conversation, locked for this transaction, or P0002 naming how one starts.
 create or replace function pgmem._locked_conversation(p_tenant text, p_conversation_id text) returns pgmem.conversations
   language plpgsql volatile
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
 declare c pgmem.conversations;
 begin
@@ -50,10 +50,10 @@ end $$;
 
 -- Appends a message to a conversation (user or assistant turn); returns its row.
 create or replace function pgmem._add_message(p_tenant text, p_conversation_id text, p_role text, p_content text,
-                                             p_embedding vector, p_intent text, p_confidence real, p_memory_id bigint,
+                                             p_embedding public.vector, p_intent text, p_confidence real, p_memory_id bigint,
                                              p_at timestamptz, p_thread_id bigint default null) returns pgmem.messages
   language plpgsql volatile
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
 declare m pgmem.messages;
 begin
@@ -74,14 +74,14 @@ end $$;
 -- first sentence, at most 60 characters, cut at a word.
 create or replace function pgmem._title(p_text text) returns text
   language sql immutable parallel safe
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
   return (select case when length(s) <= 60 then s else regexp_replace(left(s, 59), '\s+\S*$', '') || '…' end
             from (select btrim(regexp_replace(substring(p_text from '^[^.!?\n]*[.!?]?'), '\s+', ' ', 'g')) as s) x);
 
 -- The 19 ConversationState fields of a row, as the design names them.
 create or replace function pgmem._state_json(c pgmem.conversations) returns jsonb
   language sql immutable
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
   return jsonb_build_object(
     'current_topic', c.current_topic, 'topic_turns_stable', c.topic_turns_stable, 'topic_drift_count', c.topic_drift_count,
     'emotional_tone', c.emotional_tone, 'tone_shift_count', c.tone_shift_count, 'interaction_pattern', c.interaction_pattern,
@@ -103,7 +103,7 @@ create or replace function pgmem.observe_turn(
   rule text default null)
 returns jsonb
   language plpgsql volatile security definer
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
 #variable_conflict use_variable
 declare
@@ -180,7 +180,7 @@ comment on function pgmem.observe_turn(text, text, vector, text, text, float8, t
 
 create or replace function pgmem.conversation_state(conversation_id text) returns jsonb
   language sql stable security definer
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
   select pgmem._state_json(c) || jsonb_build_object('conversation_id', c.conversation_id, 'user_id', c.user_id, 'title', c.title,
            'behaviour_mode', c.behaviour_mode, 'last_topic_similarity', c.last_topic_similarity,

@@ -14,7 +14,7 @@
 
 create or replace function pgmem._summarize_thread(p_tenant text, p_thread_id bigint) returns pgmem.threads
   language plpgsql volatile
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
 declare
   t pgmem.threads;
@@ -38,11 +38,11 @@ begin
   return t;
 end $$;
 
-create or replace function pgmem.resolve_thread(conversation_id text, embedding vector, message_id bigint default null)
+create or replace function pgmem.resolve_thread(conversation_id text, embedding public.vector, message_id bigint default null)
 returns table (thread_id bigint, decision text, similarity float8, label text, message_count integer,
                archived bigint[], summary text, summary_source text, summary_due boolean)
   language plpgsql volatile security definer
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
 #variable_conflict use_variable
 declare
@@ -120,7 +120,7 @@ create or replace function pgmem.set_thread_summary(thread_id bigint, summary te
                                                     source text default 'llm')
 returns pgmem.threads
   language plpgsql volatile security definer
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
 #variable_conflict use_variable
 declare t pgmem.threads;
@@ -149,7 +149,7 @@ create or replace function pgmem.conversation_threads(conversation_id text, incl
 returns table (thread_id bigint, label text, status text, message_count integer, summary text, summary_source text,
                created_at timestamptz, last_message_at timestamptz)
   language sql stable security definer
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
   select t.id, t.label, t.status, t.message_count, t.summary, t.summary_source, t.created_at, t.last_message_at
     from pgmem.threads t
@@ -164,7 +164,7 @@ comment on function pgmem.conversation_threads(text, boolean) is
 create or replace function pgmem.thread_messages(thread_id bigint)
 returns table (message_id bigint, seq integer, role text, content text, created_at timestamptz)
   language sql stable security definer
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
   select m.id, m.seq, m.role, m.content, m.created_at
     from pgmem.messages m

@@ -10,7 +10,7 @@
 
 create or replace function pgmem.extract_insights(content text) returns jsonb
   language sql immutable security definer
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
   return case when pgmem._check_args('extract_insights', jsonb_build_object('content', content))  -- sizes first (issue 27)
               then pgmem._engine('insights', 'extract_insights', jsonb_build_object('text', content)) end;
 comment on function pgmem.extract_insights(text) is
@@ -18,7 +18,7 @@ comment on function pgmem.extract_insights(text) is
 
 create or replace function pgmem.extract_concepts(content text) returns jsonb
   language sql immutable security definer
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
   return case when pgmem._check_args('extract_concepts', jsonb_build_object('content', content))  -- sizes first (issue 27)
               then pgmem._engine('insights', 'concepts', jsonb_build_object('text', content)) end;
 comment on function pgmem.extract_concepts(text) is
@@ -29,7 +29,7 @@ create or replace function pgmem._mention_concepts(p_tenant text, p_user_id text
                                                   p_thread_id bigint, p_message_id bigint, p_insight_id bigint,
                                                   p_memory_id bigint, p_text text, p_concepts jsonb default null) returns jsonb
   language plpgsql volatile
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
 declare
   v_concepts jsonb := coalesce(p_concepts, pgmem.extract_concepts(p_text));
@@ -68,10 +68,10 @@ end $$;
 -- concepts may come with it (pgmem._message_research has them from the same engine call).
 create or replace function pgmem._store_insight(p_tenant text, p_type text, p_content text, p_confidence float8,
                                                p_user_id text, p_conversation_id text, p_thread_id bigint,
-                                               p_message_id bigint, p_embedding vector, p_source text,
+                                               p_message_id bigint, p_embedding public.vector, p_source text,
                                                p_concepts jsonb default null) returns bigint
   language plpgsql volatile
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
 declare
   v_id bigint;
@@ -136,7 +136,7 @@ create or replace function pgmem.add_insight(
   source text default 'api')
 returns bigint
   language sql volatile security definer
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
   return case when pgmem._check_args('add_insight', jsonb_build_object('type', type, 'content', content, 'user_id', user_id, 'conversation_id', conversation_id, 'source', source))  -- sizes first (issue 27)
               then pgmem._store_insight((select pgmem._require_tenant()), type, content, confidence, user_id, conversation_id,
                                         thread_id, message_id, embedding, source) end;
@@ -147,7 +147,7 @@ comment on function pgmem.add_insight(text, text, float8, text, text, bigint, bi
 create or replace function pgmem._message_research(p_tenant text, p_message_id bigint, p_insights jsonb default null)
 returns jsonb
   language plpgsql volatile
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
 declare
   m pgmem.messages;
@@ -168,7 +168,7 @@ begin
   end if;
   for it in select x from jsonb_array_elements(v_items) x loop
     v_id := pgmem._store_insight(p_tenant, it->>'type', it->>'content', (it->>'confidence')::float8, v_user,
-                                 m.conversation_id, m.thread_id, m.id, coalesce((it->>'embedding')::vector, m.embedding),
+                                 m.conversation_id, m.thread_id, m.id, coalesce((it->>'embedding')::public.vector, m.embedding),
                                  case when p_insights is not null then coalesce(it->>'source', 'llm') else 'cue' end,
                                  it->'concepts');
     if v_id is not null then
@@ -189,7 +189,7 @@ create or replace function pgmem.observe_reply(
   created_at timestamptz default null)
 returns jsonb
   language plpgsql volatile security definer
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
 #variable_conflict use_variable
 declare
@@ -229,7 +229,7 @@ comment on function pgmem.observe_reply(text, text, vector, jsonb, boolean, time
 create or replace function pgmem._search_insights(
   p_tenant text,
   query_text text,
-  query_embedding vector,
+  query_embedding public.vector,
   user_id text,
   k integer,
   types text[],
@@ -240,7 +240,7 @@ returns table (id bigint, type text, content text, confidence real, score float8
                concept float8, thread_id bigint, thread_label text, conversation_id text, same_thread boolean,
                concepts text[], insight_user text, created_at timestamptz)
   language plpgsql stable
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
 #variable_conflict use_column
 declare
@@ -250,7 +250,7 @@ declare
                                 case when query_text is not null
                                      then array(select c->>'concept' from jsonb_array_elements(pgmem.extract_concepts(query_text)) c)
                                 end, '{}');
-  v_emb vector := pgmem._check_embedding(query_embedding, 'query embedding');
+  v_emb public.vector := pgmem._check_embedding(query_embedding, 'query embedding');
   v_ws float8 := case when query_embedding is not null then 0.6 else 0 end;
   v_wl float8 := case when numnode(v_q) > 0 then 0.25 else 0 end;
   v_wc float8 := case when cardinality(v_concepts) > 0 then 0.15 else 0 end;
@@ -305,7 +305,7 @@ returns table (id bigint, type text, content text, confidence real, score float8
                concept float8, thread_id bigint, thread_label text, conversation_id text, same_thread boolean,
                concepts text[], insight_user text, created_at timestamptz)
   language sql stable security definer
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
   select * from pgmem._search_insights((select pgmem._require_tenant()), query_text, query_embedding, user_id, k, types,
                                        current_thread_id, min_confidence)
@@ -323,7 +323,7 @@ create or replace function pgmem.research_context(query_text text, query_embeddi
                                                   k integer default 5)
 returns jsonb
   language sql stable security definer
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
   with q as (select (select pgmem._require_tenant()) as tenant,
                     array(select c->>'concept' from jsonb_array_elements(pgmem.extract_concepts(query_text)) c) as concepts

@@ -15,7 +15,7 @@
 -- The privacy frame: what is stored about a user, tier by tier (the privacy intent's context).
 create or replace function pgmem.user_data_summary(user_id text) returns jsonb
   language sql stable security definer
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
   with t as (select pgmem._require_tenant() as tenant
               where pgmem._check_args('user_data_summary', jsonb_build_object('user_id', user_data_summary.user_id)))  -- sizes first (issue 27)
@@ -78,14 +78,14 @@ create or replace function pgmem.context_for(
   created_at timestamptz default null)
 returns jsonb
   language plpgsql volatile security definer
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
   -- (the messages' HNSW index, 0019: a filtered scan goes on until the filter is met, in order)
   set hnsw.iterative_scan = strict_order
 as $$
 #variable_conflict use_variable
 declare
   v_tenant text := pgmem._require_tenant();
-  v_emb vector := pgmem._check_embedding(query_embedding, 'query embedding');
+  v_emb public.vector := pgmem._check_embedding(query_embedding, 'query embedding');
   v_conv pgmem.conversations;
   v_user text;
   c record;

@@ -27,7 +27,7 @@ on conflict (tenant, key) do nothing;
 
 create or replace function pgmem._identity_inertia(p_part text, p_given float8) returns float8
   language plpgsql stable
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
 begin
   if p_given is not null then
@@ -40,7 +40,7 @@ end $$;
 
 create or replace function pgmem._identity_check(p_what text, p_value text, p_max integer) returns void
   language plpgsql immutable
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
 begin
   if p_value is null or p_value !~ '\S' then
@@ -59,7 +59,7 @@ end $$;
 -- The identity of an agent as one document (goal embeddings left out: see has_embedding).
 create or replace function pgmem._identity_doc(p_tenant text, p_agent text) returns jsonb
   language sql stable
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
   select jsonb_build_object(
     'agent_id', p_agent,
@@ -80,7 +80,7 @@ $$;
 
 create or replace function pgmem._identity_snap(p_tenant text, p_agent text, p_reason text) returns bigint
   language sql volatile
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
   insert into pgmem.identity_snapshots (tenant, agent_id, reason, identity)
   values (p_tenant, p_agent, p_reason, pgmem._identity_doc(p_tenant, p_agent))
@@ -92,7 +92,7 @@ create or replace function pgmem.identity_update_trait(name text, observed float
                                                        agent_id text default '')
 returns pgmem.identity_traits
   language plpgsql volatile security definer
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
 #variable_conflict use_variable
 declare
@@ -126,7 +126,7 @@ create or replace function pgmem.identity_update_belief(key text, statement text
                                                         agent_id text default '')
 returns setof pgmem.identity_beliefs
   language plpgsql volatile security definer
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
 #variable_conflict use_variable
 declare
@@ -182,7 +182,7 @@ create or replace function pgmem.identity_set_goal(key text, goal text, embeddin
                                                    agent_id text default '')
 returns pgmem.identity_goals
   language plpgsql volatile security definer
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
 #variable_conflict use_variable
 declare
@@ -205,8 +205,8 @@ begin
     set goal = excluded.goal,
         embedding = case when excluded.embedding is null then g.embedding
                          when g.embedding is null then excluded.embedding
-                         else l2_normalize((select array_agg(coalesce(inertia, g.inertia) * a + (1 - coalesce(inertia, g.inertia)) * b order by o)
-                                              from unnest(g.embedding::real[], excluded.embedding::real[]) with ordinality u(a, b, o))::vector) end,
+                         else public.l2_normalize((select array_agg(coalesce(inertia, g.inertia) * a + (1 - coalesce(inertia, g.inertia)) * b order by o)
+                                              from unnest(g.embedding::real[], excluded.embedding::real[]) with ordinality u(a, b, o))::public.vector) end,
         priority = coalesce(inertia, g.inertia) * g.priority + (1 - coalesce(inertia, g.inertia)) * excluded.priority,
         inertia = case when inertia is not null then inertia else g.inertia end,
         state = 'active', observations = g.observations + 1, updated_at = clock_timestamp()
@@ -221,7 +221,7 @@ comment on function pgmem.identity_set_goal(text, text, vector, float8, float8, 
 create or replace function pgmem.identity_end_goal(key text, state text default 'achieved', agent_id text default '')
 returns pgmem.identity_goals
   language plpgsql volatile security definer
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
 #variable_conflict use_variable
 declare
@@ -250,7 +250,7 @@ comment on function pgmem.identity_end_goal(text, text, text) is
 -- ------------------------------------------------------------------ reading
 create or replace function pgmem.identity(agent_id text default '') returns jsonb
   language plpgsql stable security definer
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
 declare v_tenant text := pgmem._require_tenant();
 begin
@@ -262,7 +262,7 @@ comment on function pgmem.identity(text) is
 
 create or replace function pgmem.identity_snapshot(reason text default 'requested', agent_id text default '') returns bigint
   language plpgsql volatile security definer
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
 declare v_tenant text := pgmem._require_tenant();
 begin
@@ -275,7 +275,7 @@ comment on function pgmem.identity_snapshot(text, text) is
 
 create or replace function pgmem.identity_at(as_of timestamptz, agent_id text default '') returns jsonb
   language plpgsql stable security definer
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
 #variable_conflict use_variable
 declare
@@ -304,9 +304,9 @@ comment on function pgmem.identity_at(timestamptz, text) is
 -- memory's embedding and the embedding of an active goal of the tenant's agent ('') or of the
 -- memory's agent. NULL when there is no such goal or no embedding: salience then leaves the
 -- component out and renormalises (pgmem.salience).
-create or replace function pgmem.goal_relevance(embedding vector, agent_id text default null) returns float8
+create or replace function pgmem.goal_relevance(embedding public.vector, agent_id text default null) returns float8
   language sql stable
-  set search_path = pgmem, public, pg_temp
+  set search_path = pgmem, pg_catalog, pg_temp
 as $$
   select max(pgmem.cosine_sim(goal_relevance.embedding, g.embedding))
     from pgmem.identity_goals g

@@ -93,9 +93,10 @@ def preflight(conn) -> Preflight:
     if "vector" in rows and _version_tuple(rows["vector"]) < MIN_PGVECTOR:
         p.missing.append("vector")
         p.warnings.append(f"pgvector {rows['vector']} is too old: pgmem needs 0.8.0 (iterative index scans)")
-    # pgmem's functions resolve names in pgmem, public, pg_temp: a role that may create objects in
-    # public could plant a function there (SECURITY.md). PostgreSQL 15 revokes it by default;
-    # clusters upgraded from older versions keep the old grant.
+    # pgmem's functions pin pgmem, pg_catalog, pg_temp and name pgvector's objects by schema, but
+    # their signatures resolve `vector` in public at install: a role that may create objects in
+    # public could plant one there (SECURITY.md). PostgreSQL 15 revokes it by default; clusters
+    # upgraded from older versions keep the old grant.
     if conn.execute("select has_schema_privilege('public', 'public', 'CREATE')").fetchone()[0]:
         p.warnings.append("every role may create objects in schema public, where pgmem's functions look up names: "
                           "run REVOKE CREATE ON SCHEMA public FROM PUBLIC (PostgreSQL 15's default; SECURITY.md)")
