@@ -4,7 +4,7 @@
 -- session may change, and PostgreSQL applies a role's own defaults (ALTER ROLE ... SET) only
 -- to sessions that log in as that role, not to the members of pgmem_app or pgmem_reader. So
 -- the database checks them where every tenant session passes, pgmem.current_tenant()
--- (010_util.sql, in the same query as the login's grant): a session of a login that is not
+-- (005_tenancy.sql, in the same query as the login's grant): a session of a login that is not
 -- an administrator must run with both timeouts switched on and at most the installation's
 -- maxima (settings max_statement_timeout_ms and max_idle_in_transaction_ms), or it gets an
 -- error naming the fix. MemoryClient sets both; an operator gives other logins defaults

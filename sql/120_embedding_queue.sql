@@ -8,7 +8,7 @@
 -- A worker that dies mid-batch rolls back: nothing half-written, locks released, and the
 -- rows are taken by the next worker.
 
--- (pgmem._is_admin(): sql/010_util.sql, tenancy)
+-- (pgmem._is_admin(): sql/005_tenancy.sql)
 -- The three queue functions are SECURITY DEFINER (sql/900_security.sql, rule 3): the queue is
 -- written by pgmem only, so pgmem_app holds no write privilege on it (a DELETE privilege would
 -- also let it LOCK the table for every tenant); each statement filters on the caller's tenant,

@@ -6,7 +6,7 @@ role, ids chosen by the database only, history's actor = the login.
   every upgrade), so SECURITY DEFINER functions and jobs run without superuser rights, and no
   other role (pgmem_admin included) can create triggers, rules or policies on the tables.
 - ``pgmem.tenant_grants``: login (or group) role -> the tenants it may act for. Checked by
-  pgmem.current_tenant(), which every policy and every entry point uses (sql/010_util.sql).
+  pgmem.current_tenant(), which every policy and every entry point uses (now sql/005_tenancy.sql).
 - ``pgmem.claim_keys``: HMAC-SHA256 keys that verify signed tenant claims (HS256 JWTs) of a
   shared application role; readable only by the owner. The key is kept with its HMAC pads
   (K xor ipad, K xor opad) so that the database verifies with the built-in sha256().

@@ -4,7 +4,7 @@ An application that serves many tenants through one database login cannot be bou
 tenant with ``pgmem.grant_tenant``. Instead its auth service signs a short-lived claim for the
 tenant of each request, with a key the application's login cannot read, and the application
 passes it on: ``MemoryClient(tenant_claim=token)``, or ``SET pgmem.tenant_claim = '<token>'``.
-The database verifies it (``pgmem.current_tenant()``, sql/010_util.sql) with the key stored by
+The database verifies it (``pgmem.current_tenant()``, sql/005_tenancy.sql) with the key stored by
 ``select pgmem.add_claim_key('default')``, which returns the key once for the auth service.
 
 A claim is an HS256 JSON Web Token, so any JWT library can sign one as well:

@@ -1,7 +1,7 @@
 """Tenant names and the tenant a signed claim names, on the client side.
 
 The database checks the same rule and, for every statement, that the login may act for the
-tenant (``pgmem.current_tenant()``, sql/010_util.sql); the client checks the name early so that
+tenant (``pgmem.current_tenant()``, sql/005_tenancy.sql); the client checks the name early so that
 a typo is an error that names the rule, before any connection is made. The claim itself is
 read here, never verified: the database verifies it (pgmem.claims signs one).
 """
