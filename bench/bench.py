@@ -1399,8 +1399,10 @@ def plot(results_dir: Path) -> Path | None:
         log("matplotlib is missing: no plot (pip install matplotlib)")
         return None
     runs: dict[int, dict] = {}
+    tenant_run: dict | None = None
     for f in sorted(results_dir.glob("*-*.json")):
-        if f.name == "latest.json" or f.name.startswith("eval") or f.stem.endswith(("-tune", "-partial")):
+        # (a partial run with the read path counts: e.g. --skip cluster at 1M)
+        if f.name == "latest.json" or f.name.startswith("eval") or f.stem.endswith("-tune"):
             continue
         try:
             d = json.loads(f.read_text())
@@ -1408,6 +1410,8 @@ def plot(results_dir: Path) -> Path | None:
             continue
         if "n" in d and "fused_p95_ms" in d and d.get("corpus") == C._cache_key(C.POOL_SIZE, C.N_QUERIES):
             runs[int(d["n"])] = d  # the latest run of each N (files sort by timestamp)
+        if isinstance(d.get("multitenant"), dict):
+            tenant_run = d  # the latest multi-tenant run (--tenants)
     if not runs:
         return None
     ns = sorted(runs)
@@ -1419,6 +1423,15 @@ def plot(results_dir: Path) -> Path | None:
                               ("naive_p95_ms", "naive JAM (flat index + numpy) p95", "v-")):
         xs = [x for x in ns if runs[x].get(key) is not None]
         ax.plot(xs, [runs[x][key] for x in xs], style, label=label)
+    if tenant_run is not None:
+        # the multi-tenant run: each tenant measured at its own size (x = its memories)
+        mt = tenant_run["multitenant"]
+        pts = [mt[k] for k in ("largest", "median", "smallest") if isinstance(mt.get(k), dict)]
+        total = tenant_run.get("n")
+        ax.plot([p["memories"] for p in pts], [p["fused"]["p95_ms"] for p in pts], "*", ms=11,
+                label=f"pgmem.search p95, one tenant of {mt.get('tenants')} ({total:,} memories in all)")
+        ax.plot([p["memories"] for p in pts], [p["knn"]["p95_ms"] for p in pts], "x", ms=9,
+                label="kNN over that tenant's rows p95")
     ax.axhline(25, color="grey", lw=0.8, ls=":", label="target: fused p95 < 25 ms at 1M")
     ax.set_xscale("log")
     ax.set_yscale("log")
@@ -1646,7 +1659,9 @@ def main() -> int:
     RESULTS.mkdir(parents=True, exist_ok=True)
     stamp = started.strftime("%Y%m%dT%H%M%SZ")
     body = json.dumps(R, indent=2, default=str)
-    if args.tune or skip:  # a partial run: kept apart from the full runs (latest.json, the plot)
+    if args.tenants:  # the multi-tenant scenario (its points are in the plot)
+        (RESULTS / f"{stamp}-{n}-t{args.tenants}.json").write_text(body + "\n")
+    elif args.tune or skip:  # a partial run: kept apart from the full runs (latest.json)
         (RESULTS / f"{stamp}-{n}-{'tune' if args.tune else 'partial'}.json").write_text(body + "\n")
     else:
         (RESULTS / f"{stamp}-{n}.json").write_text(body + "\n")
