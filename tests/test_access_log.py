@@ -133,18 +133,3 @@ def test_one_query_does_not_decide_the_next(conn, mem):
     conn.execute("select pgmem.fold_access_log(100000)")
     assert top("editor", e(10), k=2) == b2 == b0[:2]
     assert [i for i, _ in top("peanuts", e(1))][:2] == [i for i, _ in a0][:2]
-
-
-def test_the_log_is_unlogged_so_a_search_commits_without_a_wal_flush(conn, mem):
-    """Migration 0020: the one row a search appends goes to an unlogged table, so the search's
-    transaction writes no WAL record of its own (a heap insert into a logged table would) and its
-    commit does not wait for a flush. The commit record is the only WAL the call adds."""
-    assert scalar(conn, "select relpersistence from pg_class where oid = 'pgmem.access_log'::regclass") == "u"
-    q = e(1)
-    call(conn, "search", "peanut allergy", query_embedding=q, k=3)  # (pages pruned, caches warm)
-    with conn.transaction():
-        before = scalar(conn, "select pg_current_wal_insert_lsn()")
-        call(conn, "search", "peanut allergy", query_embedding=q, k=3)
-        assert scalar(conn, "select count(*) from pgmem.access_log where kind = 'retrieval'") >= 1
-        # no WAL inside the transaction: the log row is not WAL-logged
-        assert scalar(conn, "select pg_wal_lsn_diff(pg_current_wal_insert_lsn(), %s)", (before,)) == 0

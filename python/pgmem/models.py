@@ -364,8 +364,7 @@ def make_metadata(embedding_dim: int = DEFAULT_EMBEDDING_DIM) -> MetaData:
         CheckConstraint("count >= 1", name="accesses_count_check"),
     )
     # What the rankings returned and the contexts packed, appended by the read path and folded by
-    # the job access (0016, sql/212_access_log.sql); unlogged since 0020 (a search waits for no
-    # WAL flush).
+    # the job access (0016, sql/212_access_log.sql).
     Table(
         "access_log", md,
         Column("id", BigInteger, Identity(always=True), nullable=False),
@@ -381,7 +380,6 @@ def make_metadata(embedding_dim: int = DEFAULT_EMBEDDING_DIM) -> MetaData:
         CheckConstraint("cardinality(ids) >= 1 AND cardinality(ids) <= 1000", name="access_log_ids_check"),
         comment="What the rankings returned (retrieval) and what was packed into a context or marked used (use), "
                 "appended by the read path and folded by the job access into pgmem.accesses and memories' access counts.",
-        prefixes=["UNLOGGED"],
     )
 
     # Every change to a memory. No foreign key on memory_id: history outlives purges.
