@@ -79,6 +79,14 @@ begin
       if jsonb_typeof(v) <> 'number' or (v #>> '{}')::float8 < 0 or (v #>> '{}')::float8 > 100 then
         perform pgmem._bad_input(format('%s: params.%s must be a number between 0 and 100, got %s', what, k, v));
       end if;
+    elsif k = 'decay' then
+      if jsonb_typeof(v) <> 'string' or v #>> '{}' not in ('exponential', 'power') then
+        perform pgmem._bad_input(format('%s: params.decay must be "exponential" or "power", got %s', what, v));
+      end if;
+    elsif k = 'decay_alpha' then
+      if jsonb_typeof(v) <> 'number' or (v #>> '{}')::float8 <= 0 or (v #>> '{}')::float8 > 10 then
+        perform pgmem._bad_input(format('%s: params.decay_alpha must be a number above 0 and at most 10, got %s', what, v));
+      end if;
     elsif k = 'bm25_b' then
       if jsonb_typeof(v) <> 'number' or (v #>> '{}')::float8 < 0 or (v #>> '{}')::float8 > 1 then
         perform pgmem._bad_input(format('%s: params.bm25_b must be a number between 0 and 1, got %s', what, v));

@@ -123,6 +123,8 @@ insert into pgmem.settings (tenant, key, value, description) values
   ('*', 'thread_alpha', '0.3', 'EMA weight of the newest message in a thread centroid'),
   ('*', 'thread_attach_threshold', '0.55', 'a message joins the nearest active thread when its cosine to the centroid is at least this'),
   ('*', 'thread_max_active', '12', 'active threads per conversation; a new one archives the least recently used'),
+  ('*', 'thread_enabled', 'true', 'THREAD_ENABLED (layered design): false skips step 4c of context_for (no thread is resolved, created or summarised)'),
+  ('*', 'research_insights_enabled', 'true', 'RESEARCH_INSIGHTS_ENABLED (layered design): false skips step 4d of context_for (no research context is read, and the message''s insights and concepts are not stored)'),
   ('*', 'thread_summary_interval', '8', 'a thread is summarised when its message count reaches a multiple of this'),
   -- Step 6: RECENCY_WINDOW, SEMANTIC_K
   ('*', 'history_recency_window', '6', 'history pruning keeps the last this many messages'),
@@ -140,6 +142,7 @@ insert into pgmem.settings (tenant, key, value, description) values
   ('*', 'cluster_k', '"adaptive"', 'concept clusters: "adaptive" = JAM''s min(max(8, n / 10), 64), or a number (JAM''s Clustering Parameters use 50)'),
   ('*', 'cluster_fit_sample', '20000', 'the k-means fit runs on at most this many memories; partial_fit then streams every memory'),
   ('*', 'cluster_initial_energy', '0.5', 'energy of a new cluster (liquid clusters; energy is in [0, 1])'),
+  ('*', 'cluster_energy_spread', '0', 'JAM energy propagation through the cluster network: each liquid step, a cluster moves this share of its energy toward the centroid-cosine-weighted mean energy of the other active clusters (0: off)'),
   ('*', 'cluster_step_hours', '1', 'length of a liquid step: energy x .99 per step, one flow of memories per step'),
   ('*', 'cluster_temporal_half_life_hours', '24', 'liquid affinity: temporal proximity 2^(-|dt| / half-life) between two memories'' times'),
   -- (JAM gives no number. 0.15 = .3 x 1 x .5: the pull of a new cluster (energy .5) on a memory

@@ -117,9 +117,16 @@ comment on function pgmem.event_time(pgmem.memories) is
   'When a memory''s event happened: happened_at (the 5W1H "when") if known, else created_at. Recency, decay and the time window of search read it.';
 
 -- recency = e^(-ln2 · age / half-life), half-life 30 days, age of the event   (JAM Time Decay Models: exponential)
+-- JAM's two time-decay models (Time Decay Models): exponential, e^(-ln2·t/half_life) (the
+-- default), or with the profile's params.decay = 'power' the power law 1/(1+t)^α, α =
+-- params.decay_alpha (1.5) for long-term retention. (The test of a text field per candidate is
+-- ~.1 us; the record has no field of its own for it.)
 create or replace function pgmem._jam_recency(m pgmem.memories, q pgmem.query) returns float8
   language sql immutable parallel safe
-  return pgmem.exp_decay(pgmem.age_days(pgmem.event_time(m), q.as_of), q.half_life);
+  return case when q.params->>'decay' = 'power'
+              then pgmem.power_law_decay(pgmem.age_days(pgmem.event_time(m), q.as_of),
+                                         coalesce((q.params->>'decay_alpha')::float8, 1.5))
+              else pgmem.exp_decay(pgmem.age_days(pgmem.event_time(m), q.as_of), q.half_life) end;
 
 -- actor = 1.0 when the memory's who is the asking actor, else 0.3   (JAM Stage 2.2: actor relevance)
 -- With no actor given, a profile with params.actor_from_text takes the actors the question

@@ -304,7 +304,8 @@ as $$
 $$;
 
 -- JAM, Energy Dynamics: energy = min(1, energy + .05 x accesses) for the accesses of each
--- cluster's members since the last step (pgmem.accesses), then x .99 for each step elapsed.
+-- cluster's members since the last step (pgmem.accesses), then x .99 for each step elapsed;
+-- then the optional propagation between similar clusters (below).
 create or replace function pgmem._cluster_energy(p_tenant text, p_steps integer, p_access_from bigint, p_access_to bigint)
 returns void
   language sql volatile
@@ -317,7 +318,23 @@ as $$
                  from pgmem.accesses x join pgmem.memories m on m.id = x.memory_id
                 where x.tenant = p_tenant and x.id > p_access_from and x.id <= p_access_to
                 group by m.cluster_id) a on a.cluster_id = c2.id
-   where c.id = c2.id and c.tenant = p_tenant and c.state = 'active'
+   where c.id = c2.id and c.tenant = p_tenant and c.state = 'active';
+  -- JAM, Real-time Updates: "energy propagation through the cluster network". The design gives
+  -- no formula; pgmem's: after each step, a cluster moves the share s (setting
+  -- cluster_energy_spread, 0 = off, the default) of its energy toward the mean energy of the
+  -- other active clusters weighted by centroid cosine (negative cosines count 0). All clusters
+  -- at once, from the energies before this statement; with s = 0 nothing changes.
+  with w as (
+    select a.id, sum(greatest(0.0, 1.0 - (a.centroid operator(public.<=>) b.centroid)) * b.energy) as we,
+           sum(greatest(0.0, 1.0 - (a.centroid operator(public.<=>) b.centroid))) as ws
+      from pgmem.clusters a join pgmem.clusters b on b.tenant = a.tenant and b.state = 'active' and b.id <> a.id
+     where a.tenant = p_tenant and a.state = 'active'
+       and coalesce(pgmem._tenant_setting(p_tenant, 'cluster_energy_spread')::text::float8, 0) > 0
+     group by a.id)
+  update pgmem.clusters c
+     set energy = least(1.0, greatest(0.0, (1 - s.v) * c.energy + s.v * w.we / w.ws))
+    from w, (select coalesce(pgmem._tenant_setting(p_tenant, 'cluster_energy_spread')::text::float8, 0) as v) s
+   where c.id = w.id and w.ws > 0;
 $$;
 
 -- JAM, Energy Dynamics: "if cosine_similarity(centroid1, centroid2) > 0.85: merge_clusters".

@@ -214,7 +214,13 @@ begin
   end if;
   m := pgmem._add_message(v_tenant, c.conversation_id, 'assistant', content, embedding, null, null,
                           case when r.decision in ('stored', 'duplicate', 'replayed') then r.memory_id end, created_at, q.thread_id);
-  v_research := pgmem._message_research(v_tenant, m.id, insights);
+  -- the layered design's RESEARCH_INSIGHTS_ENABLED (setting research_insights_enabled): off, the
+  -- reply's cue insights and concepts are not extracted (insights the caller passes are stored)
+  if insights is not null or coalesce((pgmem._setting('research_insights_enabled'))::text::boolean, true) then
+    v_research := pgmem._message_research(v_tenant, m.id, insights);
+  else
+    v_research := jsonb_build_object('insights', '[]'::jsonb, 'concepts', '[]'::jsonb, 'concept_links', 0);
+  end if;
   return jsonb_build_object('message_id', m.id, 'seq', m.seq, 'thread_id', m.thread_id, 'memory_id', m.memory_id,
                             'remembered', r.decision) || v_research;
 end $$;

@@ -171,8 +171,10 @@ begin
   v_user := o->>'user_id';
   v_behaviour := o->'behaviour';
 
-  -- step 4c: thread
-  if v_emb is not null then
+  -- step 4c: thread (the layered design's THREAD_ENABLED: setting thread_enabled)
+  if not coalesce((pgmem._setting('thread_enabled'))::text::boolean, true) then
+    v_thread := jsonb_build_object('stage', 'thread', 'thread_id', null, 'decision', 'skipped', 'reason', 'thread_enabled is false');
+  elsif v_emb is not null then
     select * into t from pgmem.resolve_thread(conversation_id, v_emb, v_msg);
     v_thread := jsonb_build_object('stage', 'thread', 'thread_id', t.thread_id, 'decision', t.decision,
                                    'similarity', round(t.similarity::numeric, 4), 'label', t.label,
@@ -182,9 +184,15 @@ begin
     v_thread := jsonb_build_object('stage', 'thread', 'thread_id', null, 'decision', 'skipped', 'reason', 'no query embedding');
   end if;
 
-  -- step 4d: research context; then this message's own insights and concepts are stored
-  v_research := pgmem.research_context(query_text, v_emb, v_user, (v_thread->>'thread_id')::bigint, 5);
-  v_own := pgmem._message_research(v_tenant, v_msg);
+  -- step 4d: research context; then this message's own insights and concepts are stored (the
+  -- layered design's RESEARCH_INSIGHTS_ENABLED: setting research_insights_enabled)
+  if coalesce((pgmem._setting('research_insights_enabled'))::text::boolean, true) then
+    v_research := pgmem.research_context(query_text, v_emb, v_user, (v_thread->>'thread_id')::bigint, 5);
+    v_own := pgmem._message_research(v_tenant, v_msg);
+  else
+    v_research := jsonb_build_object('insights', '[]'::jsonb, 'concepts', '[]'::jsonb, 'skipped', 'research_insights_enabled is false');
+    v_own := jsonb_build_object('insights', '[]'::jsonb, 'concepts', '[]'::jsonb, 'concept_links', 0);
+  end if;
 
   -- step 5: policy
   v_policy := pgmem.resolve_policy(o->'features' || jsonb_build_object('intent', v_intent));

@@ -222,6 +222,50 @@ def test_energy_from_the_access_log_by_hand(conn):
 
 # ------------------------------------------------------------------ flow by hand
 
+
+def test_energy_propagates_between_similar_clusters_by_hand(conn):
+    """JAM, Real-time Updates, "energy propagation through the cluster network" (setting
+    cluster_energy_spread s, 0 by default): after a step's access and decay, each cluster moves
+    s of its energy toward the other active clusters' mean energy weighted by the positive
+    cosine of the centroids, all at once. Recomputed by hand from the stored centroids."""
+    rng = np.random.default_rng(7)
+    # three tight groups that share a direction (axis 5): centroid cosines about .2, positive,
+    # and below the .85 at which clusters merge
+    base = scalar(conn, "select now() - interval '60 days'")
+    ids = {}
+    for g in (0, 1, 2):
+        ids[g] = []
+        for i in range(10):
+            v = np.zeros(DIM)
+            v[g], v[5] = 1.0, 0.5
+            ids[g].append(add(conn, f"{WORDS[g]} note {i}", unit(v + rng.normal(scale=0.05, size=DIM) / np.sqrt(DIM)),
+                              happened_at=base + timedelta(days=10 * g, minutes=i)))
+    run_cluster(conn)
+    st = rows(conn, "select * from pgmem.cluster_state")[0]
+    assert scalar(conn, "select count(*) from pgmem.clusters where state = 'active'") == 3
+    conn.execute("insert into pgmem.settings (tenant, key, value) values ('acme', 'cluster_energy_spread', '0.2')")
+    e0 = {r["id"]: r["energy"] for r in rows(conn, "select id, energy from pgmem.clusters where state = 'active'")}
+    for _ in range(3):
+        conn.execute("select pgmem.touch(%s::bigint[])", (ids[0][:2],))
+    coffee = scalar(conn, "select cluster_id from pgmem.memories where id = %s", (ids[0][0],))
+    cent = {r["id"]: np.asarray(r["c"].to_numpy(), dtype=np.float64)
+            for r in rows(conn, "select id, centroid as c from pgmem.clusters where state = 'active'")}
+    run_cluster(conn, as_of=(st["step_at"] + timedelta(hours=1, minutes=5)).isoformat())
+    e1 = {r["id"]: r["energy"] for r in rows(conn, "select id, energy from pgmem.clusters where state = 'active'")}
+    # the step without propagation, then the propagation from those energies
+    mid = {cid: min(1.0, e0[cid] + 0.05 * (6 if cid == coffee else 0)) * 0.99 for cid in e0}
+
+    def cosine(a, b):
+        return float(a @ b / (np.linalg.norm(a) * np.linalg.norm(b)))
+
+    for cid in e0:
+        w = {j: max(0.0, cosine(cent[cid], cent[j])) for j in e0 if j != cid}
+        spread = sum(w[j] * mid[j] for j in w) / sum(w.values()) if sum(w.values()) > 0 else mid[cid]
+        want = 0.8 * mid[cid] + 0.2 * spread if sum(w.values()) > 0 else mid[cid]
+        assert e1[cid] == pytest.approx(want, abs=1e-5), cid
+    # the accessed cluster gave some of its energy to the others, which gained
+    assert e1[coffee] < mid[coffee] and all(e1[c] > mid[c] for c in e0 if c != coffee)
+
 def _flow_fixture(conn):
     """Two clusters made by hand: A (energy .5) around axis 0, B (energy 1) around axis 1,
     far apart in time. m2 is semantically A's but used together with B's m3."""

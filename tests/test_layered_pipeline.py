@@ -456,3 +456,29 @@ def test_behaviour_modes_from_the_messages_themselves(conn):
     st = scalar(conn, "select pgmem.conversation_state('beh')")
     assert (st["repetition_count"], st["meta_comment_count"], st["message_count"]) == (1, 1, 9)
     assert st["tone_shift_count"] >= 2 and st["emotional_tone"] == "positive"
+
+
+def test_thread_and_research_switches(conn):
+    """The layered design's THREAD_ENABLED and RESEARCH_INSIGHTS_ENABLED (settings thread_enabled
+    and research_insights_enabled, per tenant): off, context_for skips step 4c (no thread is
+    made) and 4d (no research context read, no insight or concept stored), and observe_reply
+    stores no cue insights; on again, both run."""
+    conn.execute("insert into pgmem.settings (tenant, key, value) values ('acme', 'thread_enabled', 'false'), "
+                 "('acme', 'research_insights_enabled', 'false')")
+    a = ctx(conn, "sw", "How should we index the embeddings with HNSW?", e(0), user="ana")
+    assert stage(a, "thread") == {"stage": "thread", "thread_id": None, "decision": "skipped", "reason": "thread_enabled is false"}
+    assert a["context"]["thread"] is None and a["context"]["research"]["skipped"] == "research_insights_enabled is false"
+    ra = scalar(conn, "select pgmem.observe_reply('sw', %s, %s)", ("We decided to use HNSW with m = 16.", e(0)))
+    assert ra["insights"] == [] and ra["concepts"] == []
+    assert scalar(conn, "select count(*) from pgmem.threads") == 0
+    assert scalar(conn, "select count(*) from pgmem.insights") == 0
+    assert scalar(conn, "select count(*) from pgmem.concept_mentions") == 0
+    # explicit insights (an LLM's) are still stored when asked for
+    rb = scalar(conn, "select pgmem.observe_reply('sw', %s, %s, %s::jsonb)",
+                ("Noted.", e(0), '[{"type": "decision", "content": "Use HNSW with m = 16.", "confidence": 0.9}]'))
+    assert [i["type"] for i in rb["insights"]] == ["decision"]
+    conn.execute("update pgmem.settings set value = 'true' where tenant = 'acme' and key in ('thread_enabled', 'research_insights_enabled')")
+    b = ctx(conn, "sw", "How do we deploy the HNSW index build?", e(1), user="ana")
+    assert stage(b, "thread")["decision"] == "created" and stage(b, "thread")["thread_id"] is not None
+    assert "skipped" not in b["context"]["research"]
+    assert scalar(conn, "select count(*) from pgmem.concept_mentions") > 0

@@ -1001,3 +1001,30 @@ def test_search_with_a_small_lexical_budget_still_agrees_with_search_exact(big):
         assert res["200"][0] >= res["0"][0] - 0.03
         # a query without an embedding searches every lexeme whatever the budget
         assert res["200"][1] == res["0"][1]
+
+
+def test_power_law_decay_is_selectable_in_a_profile(conn, fx):
+    """JAM, Time Decay Models: the power law 1/(1+t)^α as the alternative to exponential decay,
+    chosen by a profile's params.decay = 'power' (α = params.decay_alpha, 1.5 by default);
+    recomputed by hand for every row, the fused score with it; a bad model is refused."""
+    conn.execute("""insert into pgmem.profiles (tenant, name, method, weights, params)
+                    select 'acme', 'jam_power', method, weights, params || '{"decay": "power"}'
+                      from pgmem.profiles where tenant = '*' and name = 'jam'""")
+    conn.execute("""insert into pgmem.profiles (tenant, name, method, weights, params)
+                    select 'acme', 'jam_power3', method, weights, params || '{"decay": "power", "decay_alpha": 3}'
+                      from pgmem.profiles where tenant = '*' and name = 'jam'""")
+    exp = expected_signals(conn, fx)
+    for profile, alpha in (("jam_power", 1.5), ("jam_power3", 3.0)):
+        rows = search(conn, query_text=Q_TEXT, query_embedding=Q_VEC, actor=Q_ACTOR, location=Q_LOC, as_of=T,
+                      profile=profile)
+        assert len(rows) == 6
+        want = {}
+        for mid, f in zip(fx, FIXTURE):
+            want[mid] = dict(exp[mid], recency=1.0 / (1.0 + f[2]) ** alpha)
+        assert ids(rows) == check_rows(rows, want)
+    by = {r["id"]: r for r in rows}
+    assert by[fx[5]]["recency"] == pytest.approx(1 / 91 ** 3, rel=1e-9)  # 90 days, alpha 3
+    for bad in ('{"decay": "hyperbolic"}', '{"decay_alpha": 0}'):
+        with pytest.raises(psycopg.errors.InvalidParameterValue, match="params.decay"):
+            conn.execute("update pgmem.profiles set params = params || %s::jsonb where tenant = 'acme' and name = 'jam_power'",
+                         (bad,))
