@@ -1022,7 +1022,7 @@ def test_unpinned_functions_are_sql_helpers(conn):
     assert [f"{u['name']} ({u['language']})" for u in _unpinned(conn)
             if u["language"] != "sql" and u["name"] != "run_job"] == []
     src = conn.execute("select prosrc from pg_proc where proname = 'run_job'").fetchone()[0]
-    assert "set_config('search_path', 'pgmem, public, pg_temp', false)" in src
+    assert "set_config('search_path', 'pgmem, pg_catalog, pg_temp', false)" in src
 
 
 def test_rows_cannot_refer_to_another_tenants_memory(cluster, dsn, roles):
