@@ -223,7 +223,6 @@ returns pgmem.identity_goals
   language plpgsql volatile security definer
   set search_path = pgmem, pg_catalog, pg_temp
 as $$
-#variable_conflict use_variable
 declare
   v_tenant text := pgmem._require_tenant();
   r pgmem.identity_goals;
@@ -234,7 +233,7 @@ begin
   end if;
   agent_id := coalesce(agent_id, '');
   update pgmem.identity_goals g set state = identity_end_goal.state, updated_at = clock_timestamp()
-   where g.tenant = v_tenant and g.agent_id = agent_id and g.key = key
+   where g.tenant = v_tenant and g.agent_id = identity_end_goal.agent_id and g.key = identity_end_goal.key
   returning g.* into r;
   if r.key is null then
     perform pgmem._bad_input(format('no goal "%s" for agent "%s"', key, agent_id),
@@ -277,7 +276,6 @@ create or replace function pgmem.identity_at(as_of timestamptz, agent_id text de
   language plpgsql stable security definer
   set search_path = pgmem, pg_catalog, pg_temp
 as $$
-#variable_conflict use_variable
 declare
   v_tenant text := pgmem._require_tenant();
   r pgmem.identity_snapshots;
@@ -287,7 +285,7 @@ begin
     perform pgmem._bad_input('identity_at needs a time (as_of)', 'the current identity is pgmem.identity()');
   end if;
   select * into r from pgmem.identity_snapshots s
-   where s.tenant = v_tenant and s.agent_id = coalesce(agent_id, '') and s.taken_at <= as_of
+   where s.tenant = v_tenant and s.agent_id = coalesce(identity_at.agent_id, '') and s.taken_at <= identity_at.as_of
    order by s.taken_at desc, s.id desc limit 1;
   if r.id is null then
     return jsonb_build_object('agent_id', coalesce(agent_id, ''), 'traits', '{}'::jsonb, 'beliefs', '[]'::jsonb,
