@@ -295,7 +295,6 @@ create or replace function pgmem.set_session_limits(role_name text) returns bool
   language plpgsql volatile
   set search_path = pgmem, pg_catalog, pg_temp
 as $$
-#variable_conflict use_variable
 declare
   v_caps float8[] := array(select coalesce((select (x.value #>> '{}')::float8 from pgmem.settings x
                                               where x.tenant = '*' and x.key = k), 0)
@@ -338,7 +337,6 @@ create or replace function pgmem.grant_tenant(role_name text, tenant text, note 
   language plpgsql volatile
   set search_path = pgmem, pg_catalog, pg_temp
 as $$
-#variable_conflict use_variable
 declare v_new boolean;
 begin
   perform pgmem._check_args('grant_tenant', jsonb_build_object('role_name', role_name, 'tenant', tenant, 'note', note));  -- sizes first (issue 27)
@@ -365,7 +363,6 @@ create or replace function pgmem.revoke_tenant(role_name text, tenant text) retu
   language plpgsql volatile
   set search_path = pgmem, pg_catalog, pg_temp
 as $$
-#variable_conflict use_variable
 begin
   perform pgmem._check_args('revoke_tenant', jsonb_build_object('role_name', role_name, 'tenant', tenant));  -- sizes first (issue 27)
   perform pgmem._require_admin('revoke_tenant');
@@ -380,7 +377,6 @@ create or replace function pgmem.add_claim_key(kid text default 'default', secre
   language plpgsql volatile security definer
   set search_path = pgmem, pg_catalog, pg_temp
 as $$
-#variable_conflict use_variable
 declare
   v_secret bytea := coalesce(secret, uuid_send(gen_random_uuid()) || uuid_send(gen_random_uuid())
                                      || uuid_send(gen_random_uuid()));  -- 48 bytes, 366 random bits
@@ -409,7 +405,6 @@ create or replace function pgmem.drop_claim_key(kid text) returns boolean
   language plpgsql volatile security definer
   set search_path = pgmem, pg_catalog, pg_temp
 as $$
-#variable_conflict use_variable
 begin
   perform pgmem._check_args('drop_claim_key', jsonb_build_object('kid', kid));  -- sizes first (issue 27)
   perform pgmem._require_admin('drop_claim_key');
@@ -423,7 +418,6 @@ create or replace function pgmem.sign_tenant_claim(tenant text, ttl interval def
   language plpgsql volatile security definer
   set search_path = pgmem, pg_catalog, pg_temp
 as $$
-#variable_conflict use_variable
 declare
   v_key pgmem.claim_keys;
   v_msg text;

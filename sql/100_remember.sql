@@ -173,7 +173,6 @@ returns setof pgmem.remember_outcome
   set search_path = pgmem, pg_catalog, pg_temp
   set hnsw.iterative_scan = strict_order
 as $$
-#variable_conflict use_column
 declare
   v_tenant text := pgmem._require_tenant();
   v_limits jsonb := pgmem._write_limits();
@@ -523,7 +522,6 @@ returns table (surprise float8, semantic_novelty float8, keyword_novelty float8,
   language plpgsql volatile security definer
   set search_path = pgmem, pg_catalog, pg_temp
 as $$
-#variable_conflict use_variable
 declare
   v_row pgmem.memories;
 begin
@@ -573,7 +571,6 @@ returns setof pgmem.remember_result
   language plpgsql volatile security definer
   set search_path = pgmem, pg_catalog, pg_temp
 as $$
-#variable_conflict use_variable
 declare
   m pgmem.memories;
 begin
@@ -607,7 +604,6 @@ returns table (ord integer, memory_id bigint, decision text, surprise real, impo
   language plpgsql volatile security definer
   set search_path = pgmem, pg_catalog, pg_temp
 as $$
-#variable_conflict use_column
 declare
   v_max int := pgmem._setting_num('max_batch_items', 1000)::int;
   v_n int;

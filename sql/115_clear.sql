@@ -22,7 +22,6 @@ returns table (clear_id uuid, memories bigint)
   language plpgsql volatile
   set search_path = pgmem, pg_catalog, pg_temp
 as $$
-#variable_conflict use_column
 declare
   v_tenant text := pgmem._require_tenant();
   v_id uuid := gen_random_uuid();

@@ -51,7 +51,6 @@ returns pgmem.memories
   language plpgsql volatile security definer
   set search_path = pgmem, pg_catalog, pg_temp
 as $$
-#variable_conflict use_variable
 declare
   m pgmem.memories;
   near pgmem.memories;

@@ -68,7 +68,6 @@ create or replace function pgmem.reembed(model text) returns pgmem.embedding_mov
   language plpgsql volatile security definer
   set search_path = pgmem, pg_catalog, pg_temp
 as $$
-#variable_conflict use_variable
 declare
   v_tenant text := pgmem._require_tenant();
   mv pgmem.embedding_moves;
@@ -132,7 +131,6 @@ returns boolean
   language plpgsql volatile security definer
   set search_path = pgmem, pg_catalog, pg_temp
 as $$
-#variable_conflict use_variable
 declare
   r record;
 begin
@@ -140,7 +138,7 @@ begin
   select q.memory_id, q.move_id, mv.model as target, m as mem into r
     from pgmem.reembed_queue q join pgmem.embedding_moves mv on mv.id = q.move_id
     join pgmem.memories m on m.id = q.memory_id
-   where q.memory_id = memory_id and (q.tenant = pgmem.current_tenant() or pgmem._is_admin());
+   where q.memory_id = complete_reembedding.memory_id and (q.tenant = pgmem.current_tenant() or pgmem._is_admin());
   if r.memory_id is null then
     return false;  -- the move was cancelled, or the memory purged, meanwhile
   end if;
@@ -148,7 +146,7 @@ begin
     perform pgmem._bad_input(format('memory %s was embedded with model %s, but its move is to %s', memory_id, model, r.target),
       'run the worker with the move''s model (PGMEM_EMBED_MODEL / PGMEM_EMBEDDER)');
   end if;
-  update pgmem.reembed_queue q set embedding = pgmem._check_embedding(embedding, 'the new embedding'),
+  update pgmem.reembed_queue q set embedding = pgmem._check_embedding(complete_reembedding.embedding, 'the new embedding'),
          text_hash = pgmem._embedding_source(r.mem)
    where q.memory_id = r.memory_id;
   return true;

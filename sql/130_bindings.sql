@@ -309,7 +309,6 @@ returns table (kind text, written bigint)
   language plpgsql volatile
   set search_path = pgmem, pg_catalog, pg_temp
 as $$
-#variable_conflict use_column
 declare
   v_sem jsonb := pgmem._setting('semantic_binding');
   v_con jsonb := pgmem._setting('concept_binding');
@@ -344,7 +343,6 @@ returns table (kind text, written bigint)
   language plpgsql volatile security definer
   set search_path = pgmem, pg_catalog, pg_temp
 as $$
-#variable_conflict use_column
 declare
   v_tenant text := pgmem._require_tenant();
   v_kinds text[] := coalesce(pgmem._check_kinds(kinds), array['temporal', 'semantic', 'causal', 'concept', 'supersedes']);
@@ -372,7 +370,6 @@ returns pgmem.links
   language plpgsql volatile
   set search_path = pgmem, pg_catalog, pg_temp
 as $$
-#variable_conflict use_variable
 declare
   v_tenant text := pgmem._require_tenant();
   r pgmem.links;

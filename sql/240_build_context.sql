@@ -51,7 +51,6 @@ returns table (pick integer, id bigint, selected boolean, score float8, mmr_scor
   language plpgsql volatile security definer
   set search_path = pgmem, pg_catalog, pg_temp
 as $$
-#variable_conflict use_column
 declare
   v_tenant text := pgmem._require_tenant();
   v_budget integer := coalesce(token_budget, greatest(0, context_window - reserve_system - reserve_output - conversation_tokens));

@@ -41,7 +41,6 @@ returns table (memory_id bigint, activation float8, depth integer, via_kind text
   language plpgsql stable security definer
   set search_path = pgmem, pg_catalog, pg_temp
 as $$
-#variable_conflict use_column
 declare
   v_tenant text := pgmem._require_tenant();
   v_w jsonb := pgmem._binding_weights(weights);
@@ -140,7 +139,6 @@ returns table (id bigint, score float8, fused float8, activation float8, depth i
   language plpgsql volatile security definer
   set search_path = pgmem, pg_catalog, pg_temp
 as $$
-#variable_conflict use_column
 declare
   v_hits bigint[];
   v_scores float8[];

@@ -89,7 +89,6 @@ create or replace function pgmem.reconstruction_certainty(query_hash uuid, windo
   language plpgsql stable security definer
   set search_path = pgmem, pg_catalog, pg_temp
 as $$
-#variable_conflict use_variable
 declare
   v_tenant text := pgmem._require_tenant();
   v_window integer := coalesce(window_size, (pgmem._setting('reconstruct')->>'window')::int, 20);
@@ -98,7 +97,7 @@ begin
   return pgmem.certainty(coalesce((
     select jsonb_agg(to_jsonb(r.member_ids))
       from (select x.member_ids from pgmem.reconstructions x
-             where x.tenant = v_tenant and x.query_hash = query_hash order by x.id desc limit v_window) r), '[]'));
+             where x.tenant = v_tenant and x.query_hash = reconstruction_certainty.query_hash order by x.id desc limit v_window) r), '[]'));
 end $$;
 comment on function pgmem.reconstruction_certainty(uuid, integer) is
   'Certainty of a query from the reconstruction log: certainty() over its last window_size (setting reconstruct.window, 20) reconstructions of the current tenant. Certainty is not truth, just stability.';

@@ -44,7 +44,6 @@ returns table (id bigint, rank bigint, score float8, fused float8, attention flo
   language plpgsql volatile
   set search_path = pgmem, pg_catalog, pg_temp
 as $$
-#variable_conflict use_column
 begin
   perform pgmem._check_args('search_attention', jsonb_build_object('query_text', query_text, 'filters', filters, 'profile', profile));  -- sizes first (issue 27)
   perform pgmem._check_unit(weight, 'weight');

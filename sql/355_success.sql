@@ -46,7 +46,6 @@ returns table (kind text, retrievals bigint, judged bigint, successful bigint, s
   language plpgsql stable
   set search_path = pgmem, pg_catalog, pg_temp
 as $$
-#variable_conflict use_column
 declare
   v_tenant text := pgmem._require_tenant();
 begin

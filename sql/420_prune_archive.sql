@@ -27,7 +27,6 @@ returns table (memory_id bigint, reason text, decayed_importance float8, applied
   language plpgsql volatile
   set search_path = pgmem, pg_catalog, pg_temp
 as $$
-#variable_conflict use_column
 declare
   v_tenant text := pgmem._job_scope(tenant);
   v_scope text := coalesce(v_tenant, '*');
@@ -164,7 +163,6 @@ returns table (memory_id bigint, deleted_at timestamptz, applied boolean)
   language plpgsql volatile
   set search_path = pgmem, pg_catalog, pg_temp
 as $$
-#variable_conflict use_column
 declare
   v_tenant text := pgmem._job_scope(tenant);
   v_run bigint;
@@ -333,7 +331,6 @@ returns table (id bigint, activation float8, decayed_importance float8, last_use
   language plpgsql stable security definer  -- (the logs of the caller's tenant's memory only; 900_security.sql)
   set search_path = pgmem, pg_catalog, pg_temp
 as $$
-#variable_conflict use_column
 declare
   v_tenant text := pgmem._require_tenant();
   v_as_of timestamptz := coalesce(as_of, now());
@@ -389,7 +386,6 @@ returns table (memory_id bigint, reason text, age_days float8, activation float8
   language plpgsql volatile
   set search_path = pgmem, pg_catalog, pg_temp
 as $$
-#variable_conflict use_column
 declare
   v_tenant text := pgmem._job_scope(tenant);
   v_scope text := coalesce(v_tenant, '*');
@@ -605,7 +601,6 @@ returns table (memory_id bigint, archived_at timestamptz, applied boolean)
   language plpgsql volatile
   set search_path = pgmem, pg_catalog, pg_temp
 as $$
-#variable_conflict use_column
 declare
   v_tenant text := pgmem._job_scope(tenant);
   v_run bigint;

@@ -15,7 +15,6 @@ returns table (indexed bigint, dropped bigint, queued bigint)
   language plpgsql volatile
   set search_path = pgmem, pg_catalog, pg_temp
 as $$
-#variable_conflict use_column
 declare
   v_tenant text := pgmem._job_scope(tenant);
   v_run bigint;

@@ -143,7 +143,6 @@ returns bigint
   language plpgsql volatile  -- the caller's rights: _is_admin() and RLS see the caller
   set search_path = pgmem, pg_catalog, pg_temp
 as $$
-#variable_conflict use_variable
 declare
   v_tenant text := pgmem._require_tenant();
   v_id bigint;
@@ -342,7 +341,6 @@ returns table (item_id bigint, task text, priority smallint, tenant_id text, sta
   language plpgsql volatile security definer
   set search_path = pgmem, pg_catalog, pg_temp
 as $$
-#variable_conflict use_column
 declare
   v_tenant text := pgmem._job_scope(tenant);
   v_prev text := current_setting('pgmem.tenant', true);

@@ -23,7 +23,6 @@ returns table (examined bigint, changed bigint, last_id bigint)
   language plpgsql volatile
   set search_path = pgmem, pg_catalog, pg_temp
 as $$
-#variable_conflict use_column
 declare
   v_weights jsonb := pgmem._setting('salience_weights');
   v_page bigint[];
@@ -79,7 +78,6 @@ returns table (tenant_id text, examined bigint, bindings bigint, salience_change
   language plpgsql volatile security definer
   set search_path = pgmem, pg_catalog, pg_temp
 as $$
-#variable_conflict use_column
 declare
   v_tenant text := pgmem._job_scope(tenant);
   v_prev text := current_setting('pgmem.tenant', true);

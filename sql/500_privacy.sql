@@ -136,7 +136,6 @@ returns table (memories bigint, history_scrubbed bigint, links bigint, accesses 
   language plpgsql volatile security definer
   set search_path = pgmem, pg_catalog, pg_temp
 as $$
-#variable_conflict use_variable
 declare
   v_tenant text := pgmem._require_tenant();
   v_ids bigint[];

@@ -36,7 +36,6 @@ create or replace function pgmem.set_api_key(api_key text, provider text default
   language plpgsql volatile security definer
   set search_path = pgmem, pg_catalog, pg_temp
 as $$
-#variable_conflict use_variable
 declare
   v_tenant text := pgmem._require_tenant();
   v_provider text := pgmem._check_provider(provider);
@@ -65,12 +64,11 @@ create or replace function pgmem.has_api_key(provider text default 'openai') ret
   language plpgsql stable security definer
   set search_path = pgmem, pg_catalog, pg_temp
 as $$
-#variable_conflict use_variable
 declare
   v_tenant text := pgmem._require_tenant();
 begin
   perform pgmem._check_args('has_api_key', jsonb_build_object('provider', provider));  -- sizes first (issue 27)
-  return exists (select 1 from pgmem.api_keys k where k.tenant = v_tenant and k.provider = pgmem._check_provider(provider));
+  return exists (select 1 from pgmem.api_keys k where k.tenant = v_tenant and k.provider = pgmem._check_provider(has_api_key.provider));
 end $$;
 comment on function pgmem.has_api_key(text) is
   'Whether the tenant has stored an API key for the provider (default openai): Shadow''s hasApiKey. The key itself is never returned.';
@@ -79,13 +77,12 @@ create or replace function pgmem.clear_api_key(provider text default 'openai') r
   language plpgsql volatile security definer
   set search_path = pgmem, pg_catalog, pg_temp
 as $$
-#variable_conflict use_variable
 declare
   v_tenant text := pgmem._require_tenant();
   n integer;
 begin
   perform pgmem._check_args('clear_api_key', jsonb_build_object('provider', provider));  -- sizes first (issue 27)
-  delete from pgmem.api_keys k where k.tenant = v_tenant and k.provider = pgmem._check_provider(provider);
+  delete from pgmem.api_keys k where k.tenant = v_tenant and k.provider = pgmem._check_provider(clear_api_key.provider);
   get diagnostics n = row_count;
   return n > 0;
 end $$;
@@ -100,7 +97,6 @@ create or replace function pgmem._api_key(provider text default 'openai') return
   language plpgsql stable security definer
   set search_path = pgmem, pg_catalog, pg_temp
 as $$
-#variable_conflict use_variable
 declare
   v_tenant text := pgmem._require_tenant();
 begin
@@ -109,7 +105,7 @@ begin
       using errcode = '42501',
             hint = 'run the process that calls the LLM with an administrator''s login (pgmem_admin), or give it the key in OPENAI_API_KEY';
   end if;
-  return (select k.api_key from pgmem.api_keys k where k.tenant = v_tenant and k.provider = pgmem._check_provider(provider));
+  return (select k.api_key from pgmem.api_keys k where k.tenant = v_tenant and k.provider = pgmem._check_provider(_api_key.provider));
 end $$;
 comment on function pgmem._api_key(text) is
   'The tenant''s stored API key for the provider, for administrators'' logins only (the web server calling the LLM); 42501 for any other login.';
@@ -142,7 +138,6 @@ returns text
   language plpgsql stable
   set search_path = pgmem, pg_catalog, pg_temp
 as $$
-#variable_conflict use_variable
 declare
   v_items jsonb := memories;
   v_all_activated boolean := false;
@@ -234,7 +229,6 @@ returns jsonb
   language plpgsql volatile
   set search_path = pgmem, pg_catalog, pg_temp
 as $$
-#variable_conflict use_variable
 declare
   v_qid uuid := gen_random_uuid();
   v_rows jsonb;
@@ -425,7 +419,6 @@ returns table (other_id bigint, kind text, direction text, weight float8, streng
   language plpgsql stable
   set search_path = pgmem, pg_catalog, pg_temp
 as $$
-#variable_conflict use_column
 declare
   v_tenant text := pgmem._require_tenant();
 begin

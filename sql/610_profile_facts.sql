@@ -64,7 +64,6 @@ returns table (fact_id bigint, decision text, previous_value jsonb, retired bigi
   language plpgsql volatile security definer
   set search_path = pgmem, pg_catalog, pg_temp
 as $$
-#variable_conflict use_variable
 declare
   v_tenant text := pgmem._require_tenant();
   v_key text := pgmem._fact_key(key);
@@ -162,7 +161,6 @@ returns table (fact_id bigint, decision text)
   language plpgsql volatile security definer
   set search_path = pgmem, pg_catalog, pg_temp
 as $$
-#variable_conflict use_variable
 declare
   v_tenant text := pgmem._require_tenant();
   v_key text := pgmem._fact_key(key);
@@ -243,7 +241,6 @@ returns table (key text, value jsonb, fact_id bigint, decision text)
   language plpgsql volatile security definer
   set search_path = pgmem, pg_catalog, pg_temp
 as $$
-#variable_conflict use_variable
 declare
   v_tenant text := pgmem._require_tenant();
   f jsonb;

@@ -19,7 +19,6 @@ returns table (intent text, confidence real, source text, rule text, needs_llm b
   language plpgsql volatile security definer
   set search_path = pgmem, pg_catalog, pg_temp
 as $$
-#variable_conflict use_variable
 declare
   v_tenant text := pgmem._require_tenant();
   v_history boolean := false;
@@ -61,7 +60,6 @@ returns pgmem.intent_cache
   language plpgsql volatile security definer
   set search_path = pgmem, pg_catalog, pg_temp
 as $$
-#variable_conflict use_variable
 declare
   v_tenant text := pgmem._require_tenant();
   c pgmem.intent_cache;

@@ -44,7 +44,6 @@ returns table (thread_id bigint, decision text, similarity float8, label text, m
   language plpgsql volatile security definer
   set search_path = pgmem, pg_catalog, pg_temp
 as $$
-#variable_conflict use_variable
 declare
   v_tenant text := pgmem._require_tenant();
   c pgmem.conversations;
@@ -122,7 +121,6 @@ returns pgmem.threads
   language plpgsql volatile security definer
   set search_path = pgmem, pg_catalog, pg_temp
 as $$
-#variable_conflict use_variable
 declare t pgmem.threads;
 begin
   perform pgmem._check_args('set_thread_summary', jsonb_build_object('summary', summary, 'label', label, 'source', source));  -- sizes first (issue 27)

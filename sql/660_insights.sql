@@ -191,7 +191,6 @@ returns jsonb
   language plpgsql volatile security definer
   set search_path = pgmem, pg_catalog, pg_temp
 as $$
-#variable_conflict use_variable
 declare
   v_tenant text := pgmem._require_tenant();
   c pgmem.conversations;
@@ -248,7 +247,6 @@ returns table (id bigint, type text, content text, confidence real, score float8
   language plpgsql stable
   set search_path = pgmem, pg_catalog, pg_temp
 as $$
-#variable_conflict use_column
 declare
   v_tenant text := p_tenant;
   v_q tsquery := case when query_text is not null then pgmem._or_tsquery(query_text) end;

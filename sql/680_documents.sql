@@ -35,7 +35,6 @@ returns table (ord integer, chunk text, token_count integer)
   language plpgsql stable
   set search_path = pgmem, pg_catalog, pg_temp
 as $$
-#variable_conflict use_column
 declare
   v_max integer := coalesce(max_tokens, pgmem._setting_num('document_chunk_tokens', 200)::int);
   v_pieces text[] := '{}'::text[];
@@ -121,7 +120,6 @@ returns table (document_id bigint, decision text, chunks integer, tokens integer
   language plpgsql volatile security definer
   set search_path = pgmem, pg_catalog, pg_temp
 as $$
-#variable_conflict use_column
 declare
   v_tenant text := pgmem._require_tenant();
   v_max integer := coalesce(max_tokens, pgmem._setting_num('document_chunk_tokens', 200)::int);
@@ -223,7 +221,6 @@ returns table (chunk_id bigint, document_id bigint, title text, ord integer, con
   set search_path = pgmem, pg_catalog, pg_temp
   set hnsw.iterative_scan = strict_order
 as $$
-#variable_conflict use_column
 declare
   v_tenant text := pgmem._require_tenant();
   v_pool integer := greatest(k * 4, pgmem._setting_num('candidate_pool', 100)::int);

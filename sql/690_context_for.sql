@@ -82,7 +82,6 @@ returns jsonb
   -- (the messages' HNSW index, 0019: a filtered scan goes on until the filter is met, in order)
   set hnsw.iterative_scan = strict_order
 as $$
-#variable_conflict use_variable
 declare
   v_tenant text := pgmem._require_tenant();
   v_emb public.vector := pgmem._check_embedding(query_embedding, 'query embedding');

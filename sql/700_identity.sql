@@ -94,7 +94,6 @@ returns pgmem.identity_traits
   language plpgsql volatile security definer
   set search_path = pgmem, pg_catalog, pg_temp
 as $$
-#variable_conflict use_variable
 declare
   v_tenant text := pgmem._require_tenant();
   v_inertia float8 := pgmem._identity_inertia('trait', inertia);
@@ -108,10 +107,10 @@ begin
   perform pgmem._check_unit(observed, 'observed');
   agent_id := coalesce(agent_id, '');
   insert into pgmem.identity_traits as t (tenant, agent_id, name, value, inertia)
-  values (v_tenant, agent_id, name, observed, v_inertia)
+  values (v_tenant, identity_update_trait.agent_id, identity_update_trait.name, identity_update_trait.observed, v_inertia)
   on conflict on constraint identity_traits_pkey do update
-    set value = coalesce(inertia, t.inertia) * t.value + (1 - coalesce(inertia, t.inertia)) * observed,  -- EMA (the given inertia, else the stored one)
-        inertia = case when inertia is not null then inertia else t.inertia end,
+    set value = coalesce(identity_update_trait.inertia, t.inertia) * t.value + (1 - coalesce(identity_update_trait.inertia, t.inertia)) * identity_update_trait.observed,  -- EMA (the given inertia, else the stored one)
+        inertia = case when identity_update_trait.inertia is not null then identity_update_trait.inertia else t.inertia end,
         observations = t.observations + 1, updated_at = clock_timestamp()
   returning t.* into r;
   perform pgmem._identity_snap(v_tenant, agent_id, format('trait %s observed at %s', name, observed));
@@ -128,7 +127,6 @@ returns setof pgmem.identity_beliefs
   language plpgsql volatile security definer
   set search_path = pgmem, pg_catalog, pg_temp
 as $$
-#variable_conflict use_variable
 declare
   v_tenant text := pgmem._require_tenant();
   v_inertia float8 := pgmem._identity_inertia('belief', inertia);
@@ -153,24 +151,24 @@ begin
       'evidence lists the ids of the memories that support the belief');
   end if;
   agent_id := coalesce(agent_id, '');
-  perform 1 from pgmem.identity_beliefs b where b.tenant = v_tenant and b.agent_id = agent_id and b.key = key for update;
+  perform 1 from pgmem.identity_beliefs b where b.tenant = v_tenant and b.agent_id = identity_update_belief.agent_id and b.key = identity_update_belief.key for update;
   v_first := not found;
   -- the alternatives of the key move towards 0 (each at its own inertia)
   update pgmem.identity_beliefs b set confidence = b.inertia * b.confidence, observations = b.observations + 1,
          updated_at = clock_timestamp()
-   where b.tenant = v_tenant and b.agent_id = agent_id and b.key = key and b.statement <> statement;
+   where b.tenant = v_tenant and b.agent_id = identity_update_belief.agent_id and b.key = identity_update_belief.key and b.statement <> identity_update_belief.statement;
   insert into pgmem.identity_beliefs as b (tenant, agent_id, key, statement, confidence, inertia, evidence)
-  values (v_tenant, agent_id, key, statement,
-          case when v_first then confidence else (1 - v_inertia) * confidence end,  -- a new alternative starts from 0
-          v_inertia, array(select distinct e from unnest(evidence) e order by e))
+  values (v_tenant, identity_update_belief.agent_id, identity_update_belief.key, identity_update_belief.statement,
+          case when v_first then identity_update_belief.confidence else (1 - v_inertia) * identity_update_belief.confidence end,  -- a new alternative starts from 0
+          v_inertia, array(select distinct e from unnest(identity_update_belief.evidence) e order by e))
   on conflict on constraint identity_beliefs_pkey do update
-    set confidence = coalesce(inertia, b.inertia) * b.confidence + (1 - coalesce(inertia, b.inertia)) * confidence,
-        inertia = case when inertia is not null then inertia else b.inertia end,
+    set confidence = coalesce(identity_update_belief.inertia, b.inertia) * b.confidence + (1 - coalesce(identity_update_belief.inertia, b.inertia)) * identity_update_belief.confidence,
+        inertia = case when identity_update_belief.inertia is not null then identity_update_belief.inertia else b.inertia end,
         evidence = array(select distinct e from unnest(b.evidence || excluded.evidence) e order by e),
         observations = b.observations + 1, updated_at = clock_timestamp();
   perform pgmem._identity_snap(v_tenant, agent_id, format('belief %s: %s (%s)', key, left(statement, 200), confidence));
   return query select * from pgmem.identity_beliefs b
-    where b.tenant = v_tenant and b.agent_id = agent_id and b.key = key
+    where b.tenant = v_tenant and b.agent_id = identity_update_belief.agent_id and b.key = identity_update_belief.key
     order by b.confidence desc, b.updated_at desc, b.statement;
 end $$;
 comment on function pgmem.identity_update_belief(text, text, float8, bigint[], float8, text) is
@@ -184,7 +182,6 @@ returns pgmem.identity_goals
   language plpgsql volatile security definer
   set search_path = pgmem, pg_catalog, pg_temp
 as $$
-#variable_conflict use_variable
 declare
   v_tenant text := pgmem._require_tenant();
   v_inertia float8 := pgmem._identity_inertia('goal', inertia);
@@ -200,15 +197,15 @@ begin
   perform pgmem._check_unit(priority, 'priority');
   agent_id := coalesce(agent_id, '');
   insert into pgmem.identity_goals as g (tenant, agent_id, key, goal, embedding, priority, inertia)
-  values (v_tenant, agent_id, key, goal, embedding, priority, v_inertia)
+  values (v_tenant, identity_set_goal.agent_id, identity_set_goal.key, identity_set_goal.goal, identity_set_goal.embedding, identity_set_goal.priority, v_inertia)
   on conflict on constraint identity_goals_pkey do update
     set goal = excluded.goal,
         embedding = case when excluded.embedding is null then g.embedding
                          when g.embedding is null then excluded.embedding
-                         else public.l2_normalize((select array_agg(coalesce(inertia, g.inertia) * a + (1 - coalesce(inertia, g.inertia)) * b order by o)
+                         else public.l2_normalize((select array_agg(coalesce(identity_set_goal.inertia, g.inertia) * a + (1 - coalesce(identity_set_goal.inertia, g.inertia)) * b order by o)
                                               from unnest(g.embedding::real[], excluded.embedding::real[]) with ordinality u(a, b, o))::public.vector) end,
-        priority = coalesce(inertia, g.inertia) * g.priority + (1 - coalesce(inertia, g.inertia)) * excluded.priority,
-        inertia = case when inertia is not null then inertia else g.inertia end,
+        priority = coalesce(identity_set_goal.inertia, g.inertia) * g.priority + (1 - coalesce(identity_set_goal.inertia, g.inertia)) * excluded.priority,
+        inertia = case when identity_set_goal.inertia is not null then identity_set_goal.inertia else g.inertia end,
         state = 'active', observations = g.observations + 1, updated_at = clock_timestamp()
   returning g.* into r;
   perform pgmem._identity_snap(v_tenant, agent_id, format('goal %s set: %s', key, left(goal, 200)));
@@ -223,7 +220,6 @@ returns pgmem.identity_goals
   language plpgsql volatile security definer
   set search_path = pgmem, pg_catalog, pg_temp
 as $$
-#variable_conflict use_variable
 declare
   v_tenant text := pgmem._require_tenant();
   r pgmem.identity_goals;
@@ -234,7 +230,7 @@ begin
   end if;
   agent_id := coalesce(agent_id, '');
   update pgmem.identity_goals g set state = identity_end_goal.state, updated_at = clock_timestamp()
-   where g.tenant = v_tenant and g.agent_id = agent_id and g.key = key
+   where g.tenant = v_tenant and g.agent_id = identity_end_goal.agent_id and g.key = identity_end_goal.key
   returning g.* into r;
   if r.key is null then
     perform pgmem._bad_input(format('no goal "%s" for agent "%s"', key, agent_id),
@@ -277,7 +273,6 @@ create or replace function pgmem.identity_at(as_of timestamptz, agent_id text de
   language plpgsql stable security definer
   set search_path = pgmem, pg_catalog, pg_temp
 as $$
-#variable_conflict use_variable
 declare
   v_tenant text := pgmem._require_tenant();
   r pgmem.identity_snapshots;
@@ -287,7 +282,7 @@ begin
     perform pgmem._bad_input('identity_at needs a time (as_of)', 'the current identity is pgmem.identity()');
   end if;
   select * into r from pgmem.identity_snapshots s
-   where s.tenant = v_tenant and s.agent_id = coalesce(agent_id, '') and s.taken_at <= as_of
+   where s.tenant = v_tenant and s.agent_id = coalesce(identity_at.agent_id, '') and s.taken_at <= identity_at.as_of
    order by s.taken_at desc, s.id desc limit 1;
   if r.id is null then
     return jsonb_build_object('agent_id', coalesce(agent_id, ''), 'traits', '{}'::jsonb, 'beliefs', '[]'::jsonb,

@@ -165,9 +165,11 @@ def test_every_environment_variable_is_documented():
     assert "docs/configuration.md" in README
 
 
-#: `#variable_conflict` pragmas left in sql/ (issue 28 asks for none). The number may only go
+#: `#variable_conflict` pragmas left in sql/ (issue 28 asks for none; 67 before, the four left are in
+#: observe_turn, reconstruct, merge_duplicates
+#: and tune_thresholds). The number may only go
 #: down: qualify the ambiguous column (`m.id`, `f.memory_id`) or rename the OUT column, and lower it.
-VARIABLE_CONFLICT_PRAGMAS = 67
+VARIABLE_CONFLICT_PRAGMAS = 4
 
 
 def test_every_function_pins_one_search_path_without_public(conn):
