@@ -4,18 +4,22 @@
 -- What runs by default (the tenant's search profile, setting search_profile: `pgmem`):
 --
 --   own(m)   = Σ w_s · s(m) over the own signals m has, s in
---                semantic  (1 + cos(m, q)) / 2                                         w .36
+--                semantic  (1 + cos(m, q)) / 2                                         w .27
 --                lexical   BM25 (tenant's document frequencies, k1 1.2, b .4) / the best
---                          candidate's                                                   w .08
---                recency   e^(-ln2 · age of m's event / 30 d)                            w .04
+--                          candidate's                                                   w .06
+--                recency   e^(-ln2 · age of m's event / 30 d)                            w .02
+--                          (or 1/(1+t)^α with the profile's params.decay = 'power')
 --                actor     1 if m's speaker is an actor the question names, else .3     w .10
 --                spatial   shared path components / the longer path                     w .01
 --                usage     ln(1 + uses) / ln(1 + the tenant's most uses)
---                          · e^(-ln2 · days since the last use / 30)  (uses: 212)       w .02
+--                          · e^(-ln2 · days since the last use / 30)  (uses: 212)       w .01
 --                time      1 inside the question's time window, halving every tau days
 --                          outside it (pgmem.time_window)                                w .05
---   session  = max own / present over the candidates of m's session                      w .16
---   neighbour= max own / present over m's neighbours (temporal links)                   w .18
+--                context   (1 + cos(q, m's vector + its previous turn's)) / 2, the
+--                          previous turn among the candidates, else m's own (issue 29)  w .16
+--   session  = max own / present over the candidates of m's session                      w .125
+--   neighbour= max own / present over m's neighbours (temporal links), a second
+--              neighbour's (two turns away) × params.neighbour_far (.9)                 w .195
 --   score(m) = (own(m) + w_session · session + w_neighbour · neighbour) / present(m)
 --              · (superseded_factor, .5, when a newer active memory supersedes m)
 --   present(m) = Σ w_s over the signals m and the question have (a signal the question cannot
