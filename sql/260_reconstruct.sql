@@ -131,7 +131,6 @@ returns jsonb
   language plpgsql volatile security definer
   set search_path = pgmem, pg_catalog, pg_temp
 as $$
-#variable_conflict use_variable
 declare
   v_tenant text := pgmem._require_tenant();
   v_cfg jsonb := coalesce(pgmem._setting('reconstruct'), '{}');
@@ -224,9 +223,9 @@ begin
           from pgmem.identity_beliefs b
           cross join lateral (
             select hb.statement, hb.confidence from pgmem.identity_beliefs hb
-             where hb.tenant = v_tenant and hb.agent_id = agent_id and hb.key = b.key
+             where hb.tenant = v_tenant and hb.agent_id = reconstruct.agent_id and hb.key = b.key
              order by hb.confidence desc, hb.updated_at desc, hb.statement limit 1) h
-         where b.tenant = v_tenant and b.agent_id = agent_id and m.id = any(b.evidence) and h.statement <> b.statement
+         where b.tenant = v_tenant and b.agent_id = reconstruct.agent_id and m.id = any(b.evidence) and h.statement <> b.statement
            and v_identity <> 'off'
          order by b.key limit 1) idc on true),
   sigma as (select v_noise * coalesce(max(c.activation * c.strength), 0) as s from c),

@@ -88,7 +88,6 @@ returns table (survivor_id bigint, merged_id bigint, similarity float8, same_cat
   set search_path = pgmem, pg_catalog, pg_temp
   set hnsw.iterative_scan = relaxed_order
 as $$
-#variable_conflict use_column
 declare
   v_tenant text := pgmem._job_scope(tenant);
   v_run bigint;
@@ -134,9 +133,9 @@ begin
 
   -- Only rows older than the oldest transaction still open: a memory written by a
   -- transaction that started earlier but commits later must not fall behind the cursor.
-  select least(now(), min(a.xact_start)) into v_horizon from pg_stat_activity a
-   where a.datname = current_database() and a.pid <> pg_backend_pid() and a.xact_start is not null
-     and a.backend_type <> 'autovacuum worker';  -- (a vacuum writes no memory)
+  select least(now(), min(sa.xact_start)) into v_horizon from pg_stat_activity sa
+   where sa.datname = current_database() and sa.pid <> pg_backend_pid() and sa.xact_start is not null
+     and sa.backend_type <> 'autovacuum worker';  -- (a vacuum writes no memory)
   v_horizon := coalesce(v_horizon, now());
 
   if full_scan then

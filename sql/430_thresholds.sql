@@ -83,7 +83,6 @@ returns table (tenant_id text, context_type text, old_value float8, new_value fl
   language plpgsql volatile
   set search_path = pgmem, pg_catalog, pg_temp
 as $$
-#variable_conflict use_column
 declare
   v_tenant text := pgmem._job_scope(tenant);
   v_run bigint;
@@ -120,7 +119,7 @@ begin
      where f.tenant = r.tenant and f.context_type = r.context_type and f.tuned_at is null;
     if v_new <> v_old then
       insert into pgmem.thresholds as t (tenant, context_type, threshold) values (r.tenant, r.context_type, v_new)
-      on conflict (tenant, context_type) do update set threshold = excluded.threshold, updated_at = now();
+      on conflict on constraint thresholds_pkey do update set threshold = excluded.threshold, updated_at = now();
       insert into pgmem.threshold_changes (tenant, context_type, old_value, new_value, false_positive_rate,
                                            false_negative_rate, feedback_count, reason, job_run_id)
       values (r.tenant, r.context_type, v_old, v_new, r.fpr, r.fnr, r.n,
@@ -137,7 +136,7 @@ begin
         insert into pgmem.thresholds as t (tenant, context_type, threshold)
         values (r.tenant, case when r.context_type = 'query' then 'conversation' else 'query' end,
                 case when r.context_type = 'query' then q else c end)
-        on conflict (tenant, context_type) do update set threshold = excluded.threshold, updated_at = now();
+        on conflict on constraint thresholds_pkey do update set threshold = excluded.threshold, updated_at = now();
         insert into pgmem.threshold_changes (tenant, context_type, old_value, new_value, feedback_count, reason, job_run_id)
         values (r.tenant, case when r.context_type = 'query' then 'conversation' else 'query' end,
                 case when r.context_type = 'query' then c else q end, case when r.context_type = 'query' then q else c end,

@@ -105,7 +105,6 @@ returns jsonb
   language plpgsql volatile security definer
   set search_path = pgmem, pg_catalog, pg_temp
 as $$
-#variable_conflict use_variable
 declare
   v_tenant text := pgmem._require_tenant();
   c pgmem.conversations;
@@ -135,7 +134,7 @@ begin
   s := u->'state';
   select jsonb_build_object('facts', count(*), 'has_name', coalesce(bool_or(p.key = 'name'), false)) into v_profile
     from pgmem.profile_facts p
-   where p.tenant = v_tenant and p.user_id = coalesce(user_id, c.user_id) and p.recorded_to is null
+   where p.tenant = v_tenant and p.user_id = coalesce(observe_turn.user_id, c.user_id) and p.recorded_to is null
      and p.valid_from <= now() and (p.valid_to is null or p.valid_to > now());
   v_features := jsonb_build_object('intent', intent, 'confidence', confidence, 'rule', rule,
                                    'state', s - 'tracker', 'turn', u->'turn', 'profile', v_profile);
@@ -158,13 +157,13 @@ begin
     avg_query_length = (s->>'avg_query_length')::real,
     short_query_streak = (s->>'short_query_streak')::int,
     dynamic_personality_mode = v_behaviour->>'personality_mode',
-    last_update = coalesce(created_at, now()),
+    last_update = coalesce(observe_turn.created_at, now()),
     precision_mode = v_behaviour->>'precision_mode',
     behaviour_mode = v_behaviour->>'mode',
     last_topic_similarity = v_sim,
-    topic_vector = pgmem._ema(x.topic_vector, embedding, pgmem._setting_num('topic_alpha', 0.2)),
+    topic_vector = pgmem._ema(x.topic_vector, observe_turn.embedding, pgmem._setting_num('topic_alpha', 0.2)),
     tracker = s->'tracker',
-    title = coalesce(x.title, nullif(pgmem._title(content), ''))
+    title = coalesce(x.title, nullif(pgmem._title(observe_turn.content), ''))
   where x.tenant = v_tenant and x.conversation_id = c.conversation_id
   returning x.* into c;
 

@@ -165,14 +165,13 @@ def test_every_environment_variable_is_documented():
     assert "docs/configuration.md" in README
 
 
-#: `#variable_conflict` pragmas left in sql/ (issue 28 asks for none; 67 before, the four left are in
-#: observe_turn, reconstruct, merge_duplicates
-#: and tune_thresholds). The number may only go
-#: down: qualify the ambiguous column (`m.id`, `f.memory_id`) or rename the OUT column, and lower it.
-VARIABLE_CONFLICT_PRAGMAS = 4
+#: `#variable_conflict` pragmas left in sql/: none (issue 28; there were 67). A function whose
+#: parameter or OUT column is named like a column it reads qualifies the name: `fn.param` for the
+#: parameter, the table alias for the column (plpgsql_check reports every ambiguous reference).
+VARIABLE_CONFLICT_PRAGMAS = 0
 
 
-def test_every_function_pins_one_search_path_without_public(conn):
+def test_every_function_pins_one_search_path_without_public_or_pragmas(conn):
     """Every function and procedure of schema pgmem that pins its search_path pins
     `pgmem, pg_catalog, pg_temp`: pgvector's objects are named by schema (public.vector,
     operator(public.<=>)), so nothing created in public is picked up by name. The functions left
@@ -187,6 +186,10 @@ def test_every_function_pins_one_search_path_without_public(conn):
                        "pgvector's names):\n" + "\n".join(f"{f}: {c}" for f, c in rows)
     pinned = conn.execute("""select count(*) from pg_proc p where p.pronamespace = 'pgmem'::regnamespace
                                and p.proconfig::text like '%search_path=%'""").fetchone()[0]
+    # and no function resolves its names by a #variable_conflict pragma
+    pragmas = conn.execute("""select coalesce(array_agg(p.oid::regprocedure::text), '{}') from pg_proc p
+                               where p.pronamespace = 'pgmem'::regnamespace and p.prosrc like '%#variable_conflict%'""").fetchone()[0]
+    assert pragmas == [], f"functions with a #variable_conflict pragma (qualify the names instead): {pragmas}"
     assert pinned > 300, pinned  # (the check above saw the installed functions)
 
 
