@@ -295,6 +295,7 @@ create or replace function pgmem.set_session_limits(role_name text) returns bool
   language plpgsql volatile
   set search_path = pgmem, pg_catalog, pg_temp
 as $$
+#variable_conflict use_variable
 declare
   v_caps float8[] := array(select coalesce((select (x.value #>> '{}')::float8 from pgmem.settings x
                                               where x.tenant = '*' and x.key = k), 0)

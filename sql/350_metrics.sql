@@ -91,6 +91,7 @@ returns table (query text, retrieved bigint[], relevant integer, judged integer,
   language plpgsql volatile
   set search_path = pgmem, pg_catalog, pg_temp
 as $$
+#variable_conflict use_variable
 declare
   v_tenant text := pgmem._require_tenant();
   q record;

@@ -88,6 +88,7 @@ returns table (survivor_id bigint, merged_id bigint, similarity float8, same_cat
   set search_path = pgmem, pg_catalog, pg_temp
   set hnsw.iterative_scan = relaxed_order
 as $$
+#variable_conflict use_column
 declare
   v_tenant text := pgmem._job_scope(tenant);
   v_run bigint;
@@ -209,7 +210,7 @@ begin
       from (select m.id, m.tenant, m.created_at,
                    row_number() over (partition by m.tenant order by m.created_at, m.id) as rn,
                    least(batch::bigint, coalesce(v_budget - coalesce(u.cursor_id, 0), batch))
-                   - coalesce((select count(*) from _pgmem_batch b where b.tenant = m.tenant), 0) as room
+                   - coalesce((select count(*) from _pgmem_batch bt where bt.tenant = m.tenant), 0) as room
               from pgmem.memories m
               left join pgmem.job_state c on c.tenant = m.tenant and c.job = 'merge_text'
               left join pgmem.job_state u on u.tenant = m.tenant and u.job = 'merge:used' and v_budget is not null
@@ -223,9 +224,9 @@ begin
     -- deferred: the tenants this batch brought to their budget with memories still waiting
     -- (counted up to 10,000)
     with last as (
-      select distinct on (b.tenant) b.tenant, b.at, b.id from _pgmem_batch b where b.kind = 'embedded'
-       order by b.tenant, b.at desc, b.id desc),
-    took as (select b.tenant, count(*) as n from _pgmem_batch b group by b.tenant),
+      select distinct on (bt.tenant) bt.tenant, bt.at, bt.id from _pgmem_batch bt where bt.kind = 'embedded'
+       order by bt.tenant, bt.at desc, bt.id desc),
+    took as (select bt.tenant, count(*) as n from _pgmem_batch bt group by bt.tenant),
     t as (
       select l.tenant, k.n, coalesce(u.cursor_id, 0) + k.n as used,
              (select count(*) from (select 1 from pgmem.memories m

@@ -27,6 +27,7 @@ returns table (memory_id bigint, reason text, decayed_importance float8, applied
   language plpgsql volatile
   set search_path = pgmem, pg_catalog, pg_temp
 as $$
+#variable_conflict use_column
 declare
   v_tenant text := pgmem._job_scope(tenant);
   v_scope text := coalesce(v_tenant, '*');
@@ -163,6 +164,7 @@ returns table (memory_id bigint, deleted_at timestamptz, applied boolean)
   language plpgsql volatile
   set search_path = pgmem, pg_catalog, pg_temp
 as $$
+#variable_conflict use_column
 declare
   v_tenant text := pgmem._job_scope(tenant);
   v_run bigint;
@@ -386,6 +388,7 @@ returns table (memory_id bigint, reason text, age_days float8, activation float8
   language plpgsql volatile
   set search_path = pgmem, pg_catalog, pg_temp
 as $$
+#variable_conflict use_column
 declare
   v_tenant text := pgmem._job_scope(tenant);
   v_scope text := coalesce(v_tenant, '*');
@@ -601,6 +604,7 @@ returns table (memory_id bigint, archived_at timestamptz, applied boolean)
   language plpgsql volatile
   set search_path = pgmem, pg_catalog, pg_temp
 as $$
+#variable_conflict use_column
 declare
   v_tenant text := pgmem._job_scope(tenant);
   v_run bigint;

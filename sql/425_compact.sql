@@ -27,6 +27,7 @@ returns table (relation text, live_rows bigint, dead_rows bigint, changed_since_
   language plpgsql volatile security definer
   set search_path = pgmem, pg_catalog, pg_temp
 as $$
+#variable_conflict use_column
 declare
   v_run bigint;
   r record;

@@ -341,6 +341,7 @@ returns table (item_id bigint, task text, priority smallint, tenant_id text, sta
   language plpgsql volatile security definer
   set search_path = pgmem, pg_catalog, pg_temp
 as $$
+#variable_conflict use_column
 declare
   v_tenant text := pgmem._job_scope(tenant);
   v_prev text := current_setting('pgmem.tenant', true);

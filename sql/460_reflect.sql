@@ -78,6 +78,7 @@ returns table (tenant_id text, examined bigint, bindings bigint, salience_change
   language plpgsql volatile security definer
   set search_path = pgmem, pg_catalog, pg_temp
 as $$
+#variable_conflict use_column
 declare
   v_tenant text := pgmem._job_scope(tenant);
   v_prev text := current_setting('pgmem.tenant', true);

@@ -120,6 +120,7 @@ returns table (document_id bigint, decision text, chunks integer, tokens integer
   language plpgsql volatile security definer
   set search_path = pgmem, pg_catalog, pg_temp
 as $$
+#variable_conflict use_column
 declare
   v_tenant text := pgmem._require_tenant();
   v_max integer := coalesce(max_tokens, pgmem._setting_num('document_chunk_tokens', 200)::int);
