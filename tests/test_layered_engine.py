@@ -117,6 +117,8 @@ def test_merge_facts_llm_first_then_the_heuristic_for_other_keys():
     ("How does pgvector build its index", True, ("knowledge_base", 0.6, "question")),
     ("What's my name?", True, ("profile", 0.75, "personal_question")),
     ("Do I have any allergies?", True, ("profile", 0.75, "personal_question")),
+    ("What am I allergic to?", False, ("profile", 0.75, "personal_question")),  # issue 24
+    ("What do I need to install for pgvector?", False, ("knowledge_base", 0.6, "question")),
     ("How do I make SQLAlchemy play nicely behind PgBouncer?", True, ("knowledge_base", 0.6, "question")),
     ("I think pizza is overrated", True, ("general", 0.5, "default")),
 ])

@@ -62,7 +62,7 @@ _FOLLOW_UP = re.compile(
     r"|go\s+on|continue|elaborate|can\s+you\s+(?:elaborate|expand|explain\s+(?:that|it|more))|explain\s+(?:that|it|more)|and\s+then"
     r"|what\s+else|any\s+other|example|for\s+example|such\s+as|really|why\s+is\s+that|how\s+so|in\s+what\s+way)\b", re.I)
 _PERSONAL_Q = re.compile(
-    r"\b(?:what(?:'s|\s+is|\s+are|\s+was)\s+my|where\s+(?:do|did|am)\s+i|who\s+am\s+i|do\s+you\s+(?:know|remember)\s+(?:my|me|where|what|who|how)"
+    r"\b(?:what(?:'s|\s+is|\s+are|\s+was)\s+my|what\s+am\s+i\b|where\s+(?:do|did|am)\s+i|who\s+am\s+i|do\s+you\s+(?:know|remember)\s+(?:my|me|where|what|who|how)"
     r"|^\W*(?:am|was|do|did|have)\s+i\s+\w+|how\s+old\s+am\s+i|my\s+(?:name|age|job|email|address|birthday|editor|allerg\w*|preferences?)\b)", re.I)
 _QUESTION = re.compile(
     r"\?\s*$|^\W*(?:what|how|why|when|where|who|which|whom|whose|is|are|does|do|can|could|should|would|will|explain|define|describe"
