@@ -324,16 +324,15 @@ as $$
   -- cluster_energy_spread, 0 = off, the default) of its energy toward the mean energy of the
   -- other active clusters weighted by centroid cosine (negative cosines count 0). All clusters
   -- at once, from the energies before this statement; with s = 0 nothing changes.
-  with w as (
-    select a.id, sum(greatest(0.0, 1.0 - (a.centroid operator(public.<=>) b.centroid)) * b.energy) as we,
-           sum(greatest(0.0, 1.0 - (a.centroid operator(public.<=>) b.centroid))) as ws
-      from pgmem.clusters a join pgmem.clusters b on b.tenant = a.tenant and b.state = 'active' and b.id <> a.id
-     where a.tenant = p_tenant and a.state = 'active'
-       and coalesce(pgmem._tenant_setting(p_tenant, 'cluster_energy_spread')::text::float8, 0) > 0
-     group by a.id)
+  with s as (select coalesce(pgmem._tenant_setting(p_tenant, 'cluster_energy_spread')::text::float8, 0) as v),
+  pair as (  -- each pair's weight, the positive cosine of the centroids, computed once
+    select a.id, greatest(0.0, 1.0 - (a.centroid operator(public.<=>) b.centroid)) as w, b.energy
+      from s, pgmem.clusters a join pgmem.clusters b on b.tenant = a.tenant and b.state = 'active' and b.id <> a.id
+     where s.v > 0 and a.tenant = p_tenant and a.state = 'active'),
+  w as (select pair.id, sum(pair.w * pair.energy) as we, sum(pair.w) as ws from pair group by pair.id)
   update pgmem.clusters c
      set energy = least(1.0, greatest(0.0, (1 - s.v) * c.energy + s.v * w.we / w.ws))
-    from w, (select coalesce(pgmem._tenant_setting(p_tenant, 'cluster_energy_spread')::text::float8, 0) as v) s
+    from w, s
    where c.id = w.id and w.ws > 0;
 $$;
 

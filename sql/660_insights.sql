@@ -159,6 +159,11 @@ declare
   v_id bigint;
   v_concepts jsonb;
 begin
+  -- the layered design's RESEARCH_INSIGHTS_ENABLED (setting research_insights_enabled): off, no
+  -- cue insights or concepts are extracted from the message (insights a caller passes are stored)
+  if p_insights is null and not coalesce((pgmem._setting('research_insights_enabled'))::text::boolean, true) then
+    return jsonb_build_object('insights', '[]'::jsonb, 'concepts', '[]'::jsonb, 'concept_links', 0);
+  end if;
   select * into m from pgmem.messages x where x.tenant = p_tenant and x.id = p_message_id;
   select c.user_id into v_user from pgmem.conversations c where c.tenant = p_tenant and c.conversation_id = m.conversation_id;
   v_found := pgmem._engine('insights', 'research', jsonb_build_object('text', m.content));  -- cue insights and concepts
@@ -213,13 +218,7 @@ begin
   end if;
   m := pgmem._add_message(v_tenant, c.conversation_id, 'assistant', content, embedding, null, null,
                           case when r.decision in ('stored', 'duplicate', 'replayed') then r.memory_id end, created_at, q.thread_id);
-  -- the layered design's RESEARCH_INSIGHTS_ENABLED (setting research_insights_enabled): off, the
-  -- reply's cue insights and concepts are not extracted (insights the caller passes are stored)
-  if insights is not null or coalesce((pgmem._setting('research_insights_enabled'))::text::boolean, true) then
-    v_research := pgmem._message_research(v_tenant, m.id, insights);
-  else
-    v_research := jsonb_build_object('insights', '[]'::jsonb, 'concepts', '[]'::jsonb, 'concept_links', 0);
-  end if;
+  v_research := pgmem._message_research(v_tenant, m.id, insights);  -- (research_insights_enabled: there)
   return jsonb_build_object('message_id', m.id, 'seq', m.seq, 'thread_id', m.thread_id, 'memory_id', m.memory_id,
                             'remembered', r.decision) || v_research;
 end $$;

@@ -187,11 +187,10 @@ begin
   -- layered design's RESEARCH_INSIGHTS_ENABLED: setting research_insights_enabled)
   if coalesce((pgmem._setting('research_insights_enabled'))::text::boolean, true) then
     v_research := pgmem.research_context(query_text, v_emb, v_user, (v_thread->>'thread_id')::bigint, 5);
-    v_own := pgmem._message_research(v_tenant, v_msg);
   else
     v_research := jsonb_build_object('insights', '[]'::jsonb, 'concepts', '[]'::jsonb, 'skipped', 'research_insights_enabled is false');
-    v_own := jsonb_build_object('insights', '[]'::jsonb, 'concepts', '[]'::jsonb, 'concept_links', 0);
   end if;
+  v_own := pgmem._message_research(v_tenant, v_msg);  -- (it checks the switch itself)
 
   -- step 5: policy
   v_policy := pgmem.resolve_policy(o->'features' || jsonb_build_object('intent', v_intent));
