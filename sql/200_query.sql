@@ -147,6 +147,20 @@ begin
   end;
 end $$;
 
+-- Whether a message asks about the conversation itself, what was said in it ("what did you
+-- tell me about X", "what did I ask you yesterday", "remind me what we discussed"): then the
+-- questions and answers an agent loop stored are what is asked for, and keep their whole score
+-- (issue 32). English cue phrases; a question that names none of them is about the world.
+create or replace function pgmem._asks_about_conversation(p_text text) returns boolean
+  language sql immutable parallel safe
+  set search_path = pgmem, pg_catalog, pg_temp
+  return coalesce(p_text ~* ('\m(?:(?:did|have|had)\s+(?:you|i|we)\s+(?:ever\s+)?(?:tell|told|say|said|mention|mentioned|ask|asked|suggest|suggested|recommend|recommended|answer|answered|discuss|discussed|talk|talked)'
+                           || '|you\s+(?:told|said|mentioned|suggested|recommended|answered)|i\s+(?:asked|told\s+you)'
+                           || '|we\s+(?:discussed|talked|spoke)|remind\s+me\s+what|(?:earlier|last)\s+(?:answer|reply|conversation|chat))\M'),
+                  false);
+comment on function pgmem._asks_about_conversation(text) is
+  'Whether a message asks about the conversation itself ("what did you tell me about X"): then search does not step back the questions and answers an agent loop stored (setting conversation_factor).';
+
 -- The filters object of a call as fields of its query record. Memories in other states than
 -- 'active' (archived, deleted, merged) only on request.
 create or replace function pgmem._query_filters(q pgmem.query, p_filters jsonb) returns pgmem.query
@@ -161,9 +175,10 @@ begin
   end if;
   for k in select jsonb_object_keys(p_filters) loop
     if k not in ('user_id', 'agent_id', 'session_id', 'who', 'category', 'tier', 'state', 'location',
-                 'created_after', 'created_before', 'metadata', 'ids', 'motor', 'sensory', 'current_only') then
+                 'created_after', 'created_before', 'metadata', 'ids', 'motor', 'sensory', 'current_only',
+                 'exclude_ids', 'exclude_category') then
       perform pgmem._bad_input(format('unknown filter "%s"', k),
-        'filters: user_id, agent_id, session_id, who, category, tier, state, location (string or array), created_after, created_before (timestamp), metadata, motor, sensory (object, containment), ids (array), current_only (boolean)');
+        'filters: user_id, agent_id, session_id, who, category, tier, state, location, exclude_category (string or array), created_after, created_before (timestamp), metadata, motor, sensory (object, containment), ids, exclude_ids (array), current_only (boolean)');
     end if;
   end loop;
   q.user_ids := pgmem._filter_strings(p_filters, 'user_id');
@@ -208,6 +223,23 @@ begin
                                       pgmem._setting_num('max_candidates', 10000)::bigint));
     end if;
   end if;
+  -- exclude_ids, exclude_category (issue 32): memories that are no candidate at all, so that
+  -- they shape no other memory's signals either (context_for: the message itself, its history
+  -- window, the chat's own questions and answers). Not a restriction of the indexes' walk
+  -- (q.filtered): the few they name are dropped where every candidate is checked (_eligible).
+  if p_filters ? 'exclude_ids' then
+    if jsonb_typeof(p_filters->'exclude_ids') <> 'array'
+       or exists (select 1 from jsonb_array_elements(p_filters->'exclude_ids') e where jsonb_typeof(e) <> 'number') then
+      perform pgmem._bad_input(format('filter "exclude_ids" must be an array of memory ids, got %s', left((p_filters->'exclude_ids')::text, 200)));
+    end if;
+    q.not_ids := array(select (jsonb_array_elements_text(p_filters->'exclude_ids'))::bigint);
+    if cardinality(q.not_ids) > pgmem._setting_num('max_candidates', 10000) then
+      perform pgmem._bad_input(format('filter "exclude_ids" lists %s memories, more than max_candidates (%s)',
+                                      cardinality(q.not_ids), pgmem._setting_num('max_candidates', 10000)::bigint));
+    end if;
+    if cardinality(q.not_ids) = 0 then q.not_ids := null; end if;
+  end if;
+  q.not_categories := pgmem._filter_strings(p_filters, 'exclude_category');
   return q;
 end $$;
 
@@ -815,6 +847,10 @@ begin
   -- current beats stale (issue 24): a memory a newer active one supersedes scores this share of
   -- its score in every ranking (sql/202_signals.sql, _superseded)
   q.superseded_factor := coalesce((st->>'superseded_factor')::float8, 0.5);
+  -- the agent loop's own turns (issue 32): a question or an answer a chat stored keeps this share
+  -- of its score, unless the question asks about the conversation itself
+  q.conversation_factor := case when pgmem._asks_about_conversation(p_text) then 1
+                                else coalesce((st->>'conversation_factor')::float8, 0.5) end;
   q.current_only := false;  -- (the filter sets it: NULL here left every superseded memory out, `not (NULL and true)`)
   if p_filters is null or p_filters = '{}'::jsonb then  -- (most calls: no filter to parse)
     q.states := array['active'];

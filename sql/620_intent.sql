@@ -84,3 +84,24 @@ begin
 end $$;
 comment on function pgmem.cache_intent(text, text, float8, text, text, text) is
   'Stores an intent the client''s LLM gave for a message (keyed by the normalised text, per tenant); classify_intent returns it from then on (source cache).';
+
+-- The kind of a chat message (issue 32): a question is stored as one (category question) and
+-- steps back in search; a greeting or a filler is not stored as a memory at all.
+create or replace function pgmem._is_question(p_text text) returns boolean
+  language sql immutable parallel safe
+  set search_path = pgmem, pg_catalog, pg_temp
+  -- ends with a question mark, or opens with an interrogative or an inverted auxiliary
+  return coalesce(p_text ~ '[?？¿]\s*\W*$'
+                  or p_text ~* '^\W*(?:who|whom|whose|what|when|where|which|why|how|do|does|did|is|are|was|were|can|could|would|should|will|shall|may|might|have|has|had|am)\M'
+                     and p_text !~ '[.!]\s*$', false);
+comment on function pgmem._is_question(text) is
+  'Whether a chat message is a question: it ends with a question mark, or opens with an interrogative or an inverted auxiliary and does not end as a statement. context_for stores it with category question.';
+
+create or replace function pgmem._is_filler(p_text text) returns boolean
+  language sql immutable parallel safe
+  set search_path = pgmem, pg_catalog, pg_temp
+  -- a short acknowledgement that carries nothing to remember: "ok", "got it, thanks", "lol"
+  return coalesce(char_length(p_text) <= 40 and p_text ~* ('^\W*(?:(?:ok(?:ay)?|k|kk|sure|yes|yeah|yep|yup|no|nope|nah|cool|nice|great|awesome|perfect|fine|right|alright|all right|got it|i see|makes sense|sounds good|good|hmm+|mm+|uh+|um+|ah+|oh+|wow|lol|haha(?:ha)*|heh|thanks|thank you|thx|ty|np|no problem|you too|same|indeed|exactly|true|agreed|noted)'
+                                                        || '(?:\W+|$))+$'), false);
+comment on function pgmem._is_filler(text) is
+  'Whether a chat message is a filler (an acknowledgement such as "ok", "got it, thanks", "lol"): context_for keeps it as conversation and stores no memory for it.';

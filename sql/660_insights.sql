@@ -214,7 +214,8 @@ begin
    order by x.seq desc limit 1;
   if remember then
     select * into r from pgmem.remember(content => content, embedding => embedding, who => 'assistant', user_id => c.user_id,
-                                        session_id => c.conversation_id, created_at => created_at);
+                                        session_id => c.conversation_id, created_at => created_at,
+                                        category => 'answer');  -- (issue 32: the agent's reply is an answer)
   end if;
   m := pgmem._add_message(v_tenant, c.conversation_id, 'assistant', content, embedding, null, null,
                           case when r.decision in ('stored', 'duplicate', 'replayed') then r.memory_id end, created_at, q.thread_id);

@@ -394,7 +394,15 @@ class _Base(Transport):
                            created_at: Any) -> Generator[Any, Any, ContextResult]:
         from .layered import ContextResult
 
-        emb = self._embed_query(query, embedding)
+        if embedding is None and query and self.embedder is not None:
+            # embedded as search embeds a question (issue 32: context_for retrieves what search
+            # finds): without the names of the actors it names and of its user
+            # (pgmem.query_embedding_text)
+            text = yield Call("query_embedding_text", dict(p_text=query, p_profile=search_profile, p_user_id=user_id),
+                              lambda rows: rows[0]["query_embedding_text"], setof=False)
+            emb = _query_vector(self.embedder, text or query)
+        else:
+            emb = self._embed_query(query, embedding)
         llm = self.llm
         if llm is not None:
             yield from self._llm_intent_steps(query, conversation_id, user_id, llm)
