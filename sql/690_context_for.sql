@@ -143,7 +143,11 @@ begin
   v_intent := c.intent;
 
   -- step 4: topic gate, for continuations only: cos(query, topic vector) < .35 -> general
-  if v_intent = 'continuation' and v_emb is not null and v_conv.topic_vector is not null then
+  -- (issue 32: a continuation with no content of its own, "Tell me more about it", "and then?",
+  -- is near no topic by its embedding: the gate judges only a message with at least two words
+  -- of its own, else it stays a continuation and joins the current thread)
+  if v_intent = 'continuation' and v_emb is not null and v_conv.topic_vector is not null
+     and cardinality(tsvector_to_array(to_tsvector('english', query_text))) >= 2 then
     v_sim := pgmem._cos(v_emb, v_conv.topic_vector);
     if v_sim < pgmem._setting_num('topic_gate_threshold', 0.35) then
       v_intent := 'general';
@@ -153,7 +157,9 @@ begin
   else
     v_gate := jsonb_build_object('stage', 'topic_gate', 'applied', false, 'reason',
                                  case when v_intent <> 'continuation' then 'not a continuation'
-                                      when v_emb is null then 'no query embedding' else 'the conversation has no topic yet' end);
+                                      when v_emb is null then 'no query embedding'
+                                      when v_conv.topic_vector is null then 'the conversation has no topic yet'
+                                      else 'a continuation with no words of its own' end);
   end if;
 
   -- tier A: the message is an episodic memory; a profile statement's facts travel with it
@@ -187,7 +193,7 @@ begin
   if not coalesce((pgmem._setting('thread_enabled'))::text::boolean, true) then
     v_thread := jsonb_build_object('stage', 'thread', 'thread_id', null, 'decision', 'skipped', 'reason', 'thread_enabled is false');
   elsif v_emb is not null then
-    select * into t from pgmem.resolve_thread(conversation_id, v_emb, v_msg);
+    select * into t from pgmem.resolve_thread(conversation_id, v_emb, v_msg, v_intent = 'continuation');
     v_thread := jsonb_build_object('stage', 'thread', 'thread_id', t.thread_id, 'decision', t.decision,
                                    'similarity', round(t.similarity::numeric, 4), 'label', t.label,
                                    'message_count', t.message_count, 'archived', to_jsonb(t.archived),

@@ -84,6 +84,9 @@ def resolve(conn, conv, v, message_id=None):
 
 
 def test_thread_centroid_ema_alpha_0_3_and_attach_at_0_55(conn):
+    # the seed's threshold as a number (pgmem's default "auto" calibrates it for the embedding
+    # model: tests/test_agent_loop.py)
+    conn.execute("update pgmem.settings set value = '0.55' where tenant = '*' and key = 'thread_attach_threshold'")
     turn(conn, "t", "first", e(0))
     a = resolve(conn, "t", e(0))
     assert a["decision"] == "created" and a["similarity"] is None and a["message_count"] == 1
