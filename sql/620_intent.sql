@@ -90,12 +90,18 @@ comment on function pgmem.cache_intent(text, text, float8, text, text, text) is
 create or replace function pgmem._is_question(p_text text) returns boolean
   language sql immutable parallel safe
   set search_path = pgmem, pg_catalog, pg_temp
-  -- ends with a question mark, or opens with an interrogative or an inverted auxiliary
-  return coalesce(p_text ~ '[?？¿]\s*\W*$'
-                  or p_text ~* '^\W*(?:who|whom|whose|what|when|where|which|why|how|do|does|did|is|are|was|were|can|could|would|should|will|shall|may|might|have|has|had|am)\M'
-                     and p_text !~ '[.!]\s*$', false);
+  -- a question mark anywhere ("...? Answer yes or no."); or it opens with an interrogative (not
+  -- an exclamation: "What a day", "How nice"); or with an inverted auxiliary before its subject
+  -- ("Was the trip good.", not "Will is my brother", "May is my favourite month")
+  return coalesce(p_text ~ '[?？¿]'
+    or (p_text ~* '^\W*(?:who|whom|whose|what|when|where|which|why|how)\M'
+        and p_text !~* '^\W*(?:what\s+an?\M|how\s+(?:nice|great|cool|lovely|sad|wonderful|sweet|kind|awesome)\M)')
+    or p_text ~* ('^\W*(?:do|does|did|is|are|was|were|can|could|would|should|will|shall|may|might|have|has|had|am'
+                  || '|isn''t|aren''t|wasn''t|don''t|doesn''t|didn''t|won''t|can''t|couldn''t|wouldn''t|shouldn''t)\s+'
+                  || '(?:i|you|he|she|it|we|they|there|this|that|these|those|my|your|his|her|its|our|their|the|a|an|any|anyone|anybody|someone|somebody|\w+''s)\M'),
+    false);
 comment on function pgmem._is_question(text) is
-  'Whether a chat message is a question: it ends with a question mark, or opens with an interrogative or an inverted auxiliary and does not end as a statement. context_for stores it with category question.';
+  'Whether a chat message is a question: it holds a question mark, or opens with an interrogative (not an exclamation) or an auxiliary before its subject. context_for stores it with category question.';
 
 create or replace function pgmem._is_filler(p_text text) returns boolean
   language sql immutable parallel safe

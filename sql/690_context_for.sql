@@ -168,8 +168,10 @@ begin
   -- (it stays a message of the conversation); a question is stored as one (category
   -- question), which search steps back (conversation_factor) and context_for's retrieval
   -- leaves out, so that the chat's own questions never echo back as memories.
-  v_kind := case when jsonb_array_length(c.facts) > 0 then 'fact'
-                 when pgmem._is_question(query_text) then 'question' else 'episode' end;
+  -- (a question that also states something, "I'm vegan, what can I cook?", is a question: its
+  -- facts still reach the profile, through its metadata)
+  v_kind := case when pgmem._is_question(query_text) then 'question'
+                 when jsonb_array_length(c.facts) > 0 then 'fact' else 'episode' end;
   if remember and (c.rule in ('greeting', 'empty') or pgmem._is_filler(query_text)) and jsonb_array_length(c.facts) = 0 then
     v_skipped := case when c.rule = 'greeting' then 'greeting' when c.rule = 'empty' then 'empty' else 'filler' end;
   elsif remember then
