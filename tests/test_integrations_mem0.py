@@ -76,7 +76,8 @@ def test_a_mem0_script_runs_unchanged_but_for_the_import(dsn, tmp_path):
     assert p.returncode == 0, p.stderr
     out = json.loads(p.stdout)
     added = out["add"]["results"]
-    assert [a["event"] for a in added] == ["ADD", "ADD"] and added[0]["memory"] == "I'm allergic to peanuts"
+    # infer=True keeps the user's statements: the assistant's pleasantry is no fact about maya
+    assert [a["event"] for a in added] == ["ADD"] and added[0]["memory"] == "I'm allergic to peanuts"
     assert all(isinstance(a["id"], str) for a in added)
     assert out["add_again"]["results"][0]["event"] == "NONE"  # the surprise gate: nothing new
     assert out["add_again"]["results"][0]["id"] == added[0]["id"]
@@ -87,15 +88,65 @@ def test_a_mem0_script_runs_unchanged_but_for_the_import(dsn, tmp_path):
     assert hits[0]["metadata"] == {"source": "chat"} and hits[0]["score"] > 0.1
     assert all(h["user_id"] == "maya" for h in hits)
     assert out["get"]["memory"] == "I'm allergic to peanuts" and out["get"]["id"] == hits[0]["id"]
-    assert {r["memory"] for r in out["get_all"]["results"]} == {"I'm allergic to peanuts", "Got it, no peanuts for you."}
+    assert {r["memory"] for r in out["get_all"]["results"]} == {"I'm allergic to peanuts"}
     assert out["update"] == {"message": "Memory updated successfully!"}
     assert out["after_update"]["memory"] == "I'm allergic to peanuts and cashews"
     h = out["history"]
-    assert [x["event"] for x in h] == ["ADD", "NONE", "UPDATE"]  # NONE: the repeated add, refused by the gate
-    assert h[2]["old_memory"] == "I'm allergic to peanuts" and h[2]["new_memory"] == "I'm allergic to peanuts and cashews"
-    assert len(out["by_metadata"]["results"]) == 2
+    assert [x["event"] for x in h] == ["ADD", "UPDATE"]  # the repeated add changed nothing: no event, as in mem0
+    assert h[1]["old_memory"] == "I'm allergic to peanuts" and h[1]["new_memory"] == "I'm allergic to peanuts and cashews"
+    assert len(out["by_metadata"]["results"]) == 1
     assert "in filters" in out["top_level_ids"]
     assert out["delete"] == {"message": "Memory deleted successfully!"} and out["gone"] is None
     assert out["delete_all"] == {"message": "Memories deleted successfully!"}
     assert out["left"] == {"results": []}
     assert [r["memory"] for r in out["tom"]["results"]] == ["Tom flies to Tokyo on Friday"]
+
+
+def test_add_keeps_statements_not_greetings_or_questions(dsn):
+    """mem0's add extracts facts: "Nice to meet you Alex!" is none, and must not outrank
+    "I love pizza" for "what food does alex like" (issue 32)."""
+    from pgmem import MemoryClient
+    from pgmem.compat import Memory
+
+    m = Memory(client=MemoryClient(dsn, tenant="acme", embedder="onnx"))
+    out = m.add([{"role": "user", "content": "Hi there!"}, {"role": "assistant", "content": "Nice to meet you Alex!"},
+                 {"role": "user", "content": "I love pizza"}, {"role": "user", "content": "What do you like?"},
+                 {"role": "user", "content": "ok thanks"}], user_id="alex")
+    assert [(r["event"], r["memory"]) for r in out["results"]] == [("ADD", "I love pizza")]
+    hits = m.search("what food does alex like", filters={"user_id": "alex"})["results"]
+    assert [h["memory"] for h in hits] == ["I love pizza"]
+    # an agent's memories (agent_id alone): the agent's statements
+    out = m.add([{"role": "user", "content": "Hello"}, {"role": "assistant", "content": "I answer in French."}],
+                agent_id="bot")
+    assert [r["memory"] for r in out["results"]] == ["I answer in French."]
+    # infer=False stores every message as it is
+    raw = m.add("Nice to meet you Alex!", user_id="alex", infer=False)
+    assert raw["results"][0]["event"] == "ADD"
+
+
+def test_ids_tenant_and_config_errors_name_the_problem(dsn, monkeypatch):
+    from pgmem import MemoryClient
+    from pgmem.compat import Memory
+
+    m = Memory(client=MemoryClient(dsn, tenant="acme", embedder="onnx"))
+    for bad in ("not-a-number", "3f2b1c9e-uuid", 1.5):
+        with pytest.raises(ValueError, match="is not a pgmem memory id"):
+            m.get(bad)
+    assert m.get("999999") is None
+    monkeypatch.delenv("PGMEM_TENANT", raising=False)
+    monkeypatch.setenv("PGMEM_DSN", dsn)
+    with pytest.raises(ValueError, match="needs a tenant"):
+        Memory()
+    monkeypatch.setenv("PGMEM_TENANT", "acme")
+    with pytest.raises(ValueError, match="vector_store provider 'qdrant' not supported"):
+        Memory.from_config({"vector_store": {"provider": "qdrant", "config": {"path": "/tmp/q"}}})
+    with pytest.raises(ValueError, match="graph_store not supported"):
+        Memory.from_config({"graph_store": {"provider": "neo4j"}})
+    with pytest.raises(ValueError, match="llm provider 'anthropic' not supported"):
+        Memory.from_config({"llm": {"provider": "anthropic", "config": {"model": "claude"}}})
+    # a supported config is mapped: pgvector's connection string, an OpenAI-compatible LLM
+    mm = Memory.from_config({"vector_store": {"provider": "pgvector", "config": {"connection_string": dsn}},
+                             "llm": {"provider": "openai", "config": {"model": "m", "openai_base_url": "http://127.0.0.1:9/v1",
+                                                                      "api_key": "k"}}})
+    assert mm.client.dsn == dsn and type(mm.client.extractor).__name__ == "LLMExtractor"
+    mm.close()

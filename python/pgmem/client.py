@@ -163,6 +163,10 @@ class _Base(Transport):
                 self._embedder = _auto_embedder()
                 if self._embedder is None:
                     self._embedder_arg = None
+            elif isinstance(self._embedder_arg, str):  # a kind: "onnx", "local", "http"
+                from .embedding import make_embedder
+
+                self._embedder = make_embedder(self._embedder_arg)
             else:
                 self._embedder = self._embedder_arg
         return self._embedder
