@@ -24,6 +24,7 @@ declare
   v_tenant text := pgmem._require_tenant();
   f jsonb := coalesce(filters, '{}');
   k2 text;
+  v_path jsonpath;
 begin
   perform pgmem._check_args('list_memories', jsonb_build_object('filters', list_memories.filters));  -- sizes first (issue 27)
   perform pgmem._check_between(k, 'k', 1, 1000);
@@ -32,14 +33,15 @@ begin
     perform pgmem._bad_input(format('filters must be a JSON object, got %s', jsonb_typeof(f)));
   end if;
   for k2 in select jsonb_object_keys(f) loop
-    if k2 not in ('user_id', 'agent_id', 'session_id', 'category', 'who', 'state', 'metadata') then
+    if k2 not in ('user_id', 'agent_id', 'session_id', 'category', 'who', 'state', 'metadata', 'metadata_path') then
       perform pgmem._bad_input(format('unknown filter "%s"', k2),
-        'list_memories filters: user_id, agent_id, session_id, category, who, state (string or array), metadata (object, containment)');
+        'list_memories filters: user_id, agent_id, session_id, category, who, state (string or array), metadata (object, containment), metadata_path (a SQL/JSON path predicate)');
     end if;
   end loop;
   if f ? 'metadata' and jsonb_typeof(f->'metadata') <> 'object' then
     perform pgmem._bad_input('filter "metadata" must be a JSON object (containment)');
   end if;
+  v_path := pgmem._filter_path(f);
   return query
   select m.id, m.content, m.summary, m.who, m.category, m.user_id, m.agent_id, m.session_id, m.metadata, m.state,
          m.event_key, m.created_at, m.updated_at
@@ -52,11 +54,12 @@ begin
      and (not f ? 'category' or m.category = any (pgmem._filter_strings(f, 'category')))
      and (not f ? 'who' or m.who = any (pgmem._filter_strings(f, 'who')))
      and (not f ? 'metadata' or m.metadata @> (f->'metadata'))
+     and (v_path is null or m.metadata @@ v_path)
    order by m.created_at desc, m.id desc
    limit k offset skip;
 end $$;
 comment on function pgmem.list_memories(jsonb, integer, integer) is
-  'The current tenant''s memories matching filters (user_id, agent_id, session_id, category, who, state: a string or an array; metadata: containment), newest first, k at a time after skipping skip; without a query (pgmem.search ranks by a query).';
+  'The current tenant''s memories matching filters (user_id, agent_id, session_id, category, who, state: a string or an array; metadata: containment; metadata_path: a SQL/JSON path predicate over the metadata), newest first, k at a time after skipping skip; without a query (pgmem.search ranks by a query).';
 
 -- ------------------------------------------------------------------ items (key-value)
 create or replace function pgmem._item_key(p_namespace text[], p_key text) returns text

@@ -22,6 +22,7 @@ create or replace function pgmem._eligible(m pgmem.memories, q pgmem.query) retu
      and (q.created_after is null or m.created_at >= q.created_after)
      and (q.created_before is null or m.created_at < q.created_before)
      and (q.metadata is null or m.metadata @> q.metadata)
+     and (q.metadata_path is null or m.metadata @@ q.metadata_path)
      and (q.motor is null or m.motor @> q.motor) and (q.sensory is null or m.sensory @> q.sensory)));
 comment on function pgmem._eligible(pgmem.memories, pgmem.query) is
   'Whether a memory is visible to a query (tenant, as_of, filters), its state aside.';

@@ -150,3 +150,42 @@ def test_ids_tenant_and_config_errors_name_the_problem(dsn, monkeypatch):
                                                                       "api_key": "k"}}})
     assert mm.client.dsn == dsn and type(mm.client.extractor).__name__ == "LLMExtractor"
     mm.close()
+
+
+def test_mem0_filter_operators(dsn):
+    """mem0's filter operators (eq, ne, gt, gte, lt, lte, in, nin, contains, AND, OR, NOT) on
+    metadata, through pgmem's filter metadata_path (a SQL/JSON path predicate) in search and
+    get_all alike."""
+    from pgmem import MemoryClient
+    from pgmem.compat import Memory
+
+    m = Memory(client=MemoryClient(dsn, tenant="acme", embedder="onnx"))
+    rows = [("I walk my dog every morning", {"score": 1, "source": "chat", "tags": ["pets"]}),
+            ("I cook pasta on Sundays", {"score": 3, "source": "email", "tags": ["food"]}),
+            ("I love spicy ramen", {"score": 5, "source": "chat", "tags": ["food", "japan"]}),
+            ("I play chess on Tuesdays", {"score": 4})]
+    for text, meta in rows:
+        assert m.add(text, user_id="u", metadata=meta, infer=False)["results"][0]["event"] == "ADD"
+
+    def got(**flt):
+        a = {r["memory"] for r in m.get_all(filters={"user_id": "u", **flt})["results"]}
+        b = {r["memory"] for r in m.search("what do I do", filters={"user_id": "u", **flt}, threshold=0)["results"]}
+        assert a == b, (flt, a, b)
+        return {t.split()[1] for t in a}  # the verb: walk, cook, love, play
+
+    assert got(score={"gt": 3}) == {"love", "play"}
+    assert got(score={"gte": 3, "lt": 5}) == {"cook", "play"}
+    assert got(score={"lte": 1}) == {"walk"}
+    assert got(source="chat") == got(source={"eq": "chat"}) == {"walk", "love"}
+    assert got(source={"ne": "chat"}) == {"cook", "play"}  # no source: not equal
+    assert got(source={"in": ["email", "fax"]}) == {"cook"}
+    assert got(source={"nin": ["chat"]}) == {"cook", "play"}
+    assert got(tags={"contains": "food"}) == {"cook", "love"}
+    assert got(source={"icontains": "MAI"}) == {"cook"}
+    assert got(OR=[{"score": {"lt": 2}}, {"tags": {"contains": "japan"}}]) == {"walk", "love"}
+    assert got(AND=[{"source": "chat"}, {"score": {"gt": 2}}]) == {"love"}
+    assert got(NOT=[{"source": "chat"}]) == {"cook", "play"}
+    with pytest.raises(ValueError, match="unknown operator 'between'"):
+        got(score={"between": [1, 2]})
+    with pytest.raises(ValueError, match="inside AND/OR/NOT"):
+        got(OR=[{"user_id": "x"}])

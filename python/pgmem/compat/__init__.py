@@ -53,31 +53,90 @@ def _ids(user_id=None, agent_id=None, run_id=None, *, what: str) -> dict:
     return ids
 
 
+_OPS = {"eq": "==", "ne": "!=", "gt": ">", "gte": ">=", "lt": "<", "lte": "<="}
+
+
+def _jp(v: Any) -> str:
+    """A JSON value as a SQL/JSON path literal (strings, numbers, booleans, null)."""
+    import json
+
+    if isinstance(v, (dict, list)):
+        raise ValueError(f"a filter value must be a string, number, boolean or null, got {v!r}")
+    return json.dumps(v)
+
+
+def _condition(key: str, spec: Any, what: str) -> str:
+    """One mem0 condition on a metadata key as a SQL/JSON path predicate."""
+    import json
+
+    k = "$." + json.dumps(key)
+    if not isinstance(spec, dict):
+        return f"{k} == {_jp(spec)}"
+    parts = []
+    for op, v in spec.items():
+        if op in _OPS:
+            if op == "ne":  # (a memory without the key is not equal to v: mem0 keeps it)
+                parts.append(f"!exists({k} ? (@ == {_jp(v)}))")
+            else:
+                parts.append(f"{k} {_OPS[op]} {_jp(v)}")
+        elif op in ("in", "nin"):
+            if not isinstance(v, list) or not v:
+                raise ValueError(f"{what}: filter {key}: '{op}' takes a non-empty list, got {v!r}")
+            anyof = "exists(" + k + " ? (" + " || ".join(f"@ == {_jp(x)}" for x in v) + "))"
+            parts.append(anyof if op == "in" else "!" + anyof)
+        elif op in ("contains", "icontains"):
+            import re as _re
+
+            flag = ' flag "i"' if op == "icontains" else ""
+            parts.append(f"({k} like_regex {json.dumps(_re.escape(str(v)))}{flag} || exists({k}[*] ? (@ == {_jp(v)})))")
+        else:
+            raise ValueError(f"{what}: filter {key}: unknown operator {op!r} (mem0's: eq, ne, gt, gte, lt, lte, in, nin, "
+                             "contains, icontains)")
+    return " && ".join(parts) if len(parts) == 1 else "(" + " && ".join(parts) + ")"
+
+
+def _predicate(f: dict, what: str) -> str:
+    """mem0's metadata conditions (keys, AND / OR / NOT lists) as one SQL/JSON path predicate."""
+    parts = []
+    for k, v in f.items():
+        if k in ("AND", "OR", "NOT"):
+            if not isinstance(v, list) or not v or not all(isinstance(x, dict) for x in v):
+                raise ValueError(f"{what}: filter {k} takes a non-empty list of conditions, got {v!r}")
+            subs = [_predicate(x, what) for x in v]
+            joined = "(" + (" || " if k == "OR" else " && ").join(subs) + ")"
+            parts.append("!" + joined if k == "NOT" else joined)
+        elif k in _ENTITY or k in _PROMOTED:
+            raise ValueError(f"{what}: filter {k} inside AND/OR/NOT: give user_id, agent_id and run_id at the top level")
+        else:
+            parts.append(_condition(k, v, what))
+    return " && ".join(parts) if len(parts) == 1 else "(" + " && ".join(parts) + ")"
+
+
 def _filters(filters: dict | None, what: str) -> dict:
-    """mem0's filters as pgmem's: the entity ids as scope filters, other keys as metadata
-    containment (exact values; {"eq": v} and {"in": [...]} for the ids)."""
+    """mem0's filters as pgmem's: the entity ids as scope filters (a value, {"eq": v} or
+    {"in": [...]}); the other keys, and AND / OR / NOT, as one SQL/JSON path predicate over the
+    metadata (pgmem's filter metadata_path), with mem0's operators eq, ne, gt, gte, lt, lte, in,
+    nin, contains and icontains."""
     f = dict(filters or {})
     if not any(k in f for k in _ENTITY):
         raise ValueError("filters must contain at least one of: user_id, agent_id, run_id. Example: filters={'user_id': 'u1'}")
     out: dict[str, Any] = {}
-    meta: dict[str, Any] = {}
+    rest: dict[str, Any] = {}
     for k, v in f.items():
-        if isinstance(v, dict):
-            if set(v) == {"eq"}:
-                v = v["eq"]
-            elif set(v) == {"in"} and k in _ENTITY:
-                v = list(v["in"])
-            else:
-                raise ValueError(f"{what}: filter {k}={v!r}: pgmem's mem0 client takes exact values, "
-                                 "{'eq': v}, and {'in': [...]} for user_id/agent_id/run_id")
         if k in _ENTITY:
+            if isinstance(v, dict):
+                if set(v) == {"eq"}:
+                    v = v["eq"]
+                elif set(v) == {"in"}:
+                    v = list(v["in"])
+                else:
+                    raise ValueError(f"{what}: filter {k}={v!r}: user_id, agent_id and run_id take a value, "
+                                     "{'eq': v} or {'in': [...]}")
             out[_ENTITY[k]] = v
-        elif k in ("AND", "OR", "NOT"):
-            raise ValueError(f"{what}: logical filters ({k}) are not supported: give the conditions as keys")
         else:
-            meta[k] = v
-    if meta:
-        out["metadata"] = meta
+            rest[k] = v
+    if rest:
+        out["metadata_path"] = _predicate(rest, what)
     return out
 
 
