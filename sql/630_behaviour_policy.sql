@@ -89,6 +89,12 @@ insert into pgmem.policy_rules (tenant, name, priority, condition, flags, descri
    'a greeting may use the user''s name (the design''s own example of a rule fix)'),
   ('*', 'personal_reference', 50, '$.turn.personal_reference == true && $.profile.facts > 0', '{"inject_profile": true}',
    'the message refers to the user ("for me", "should I"): their profile helps'),
+  -- (issue 32) a question to an agent with memory retrieves, whatever the intent rules say: the
+  -- continuation fast path and an unsure classifier put real questions ("What movie has Nate
+  -- recently seen?") under continuation or general, which inject no retrieval; "Tell me more
+  -- about it" is no question and keeps to the history
+  ('*', 'question_retrieves', 20, '$.question == true && $.intent != "privacy"', '{"inject_rag": true}',
+   'a question retrieves memories whatever its intent (but privacy, which has its own frame)'),
   ('*', 'behaviour_no_retrieval', 90, '$.behaviour.retrieval_depth == 0', '{"inject_rag": false}',
    'the behaviour mode asks for no retrieval')
 on conflict (tenant, name) do nothing;

@@ -214,7 +214,7 @@ begin
   v_own := pgmem._message_research(v_tenant, v_msg);  -- (it checks the switch itself)
 
   -- step 5: policy
-  v_policy := pgmem.resolve_policy(o->'features' || jsonb_build_object('intent', v_intent));
+  v_policy := pgmem.resolve_policy(o->'features' || jsonb_build_object('intent', v_intent, 'question', v_kind = 'question'));
 
   -- step 6: history pruning: the last v_recent messages before this one, and the v_semk older
   -- ones most similar to the query; deduplicated, in conversation order
