@@ -507,6 +507,7 @@ begin atomic
     ('search_items', 'namespace_prefix', 'items', 'max_tags', null), ('search_items', 'query_text', 'characters', 'max_query_chars', null),
     ('search_items', 'filter', 'bytes', 'max_filters_bytes', null), ('session_add_items', 'session_id', 'bytes', 'max_id_bytes', null),
     ('session_add_items', 'items', 'bytes', 'max_batch_bytes', null), ('session_add_items', 'user_id', 'bytes', 'max_id_bytes', null),
+    ('session_add_items', 'embeddings', 'items', 'max_items', null),
     ('session_clear', 'session_id', 'bytes', 'max_id_bytes', null), ('session_get_items', 'session_id', 'bytes', 'max_id_bytes', null),
     ('session_pop_item', 'session_id', 'bytes', 'max_id_bytes', null), ('set_chunk_embeddings', 'embeddings', 'items', 'max_items', null),
     ('set_chunk_embeddings', 'embedding_model', 'bytes', 'max_id_bytes', null)

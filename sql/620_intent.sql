@@ -111,3 +111,19 @@ create or replace function pgmem._is_filler(p_text text) returns boolean
                                                         || '(?:\W+|$))+$'), false);
 comment on function pgmem._is_filler(text) is
   'Whether a chat message is a filler (an acknowledgement such as "ok", "got it, thanks", "lol"): context_for keeps it as conversation and stores no memory for it.';
+
+create or replace function pgmem._is_greeting(p_text text) returns boolean
+  language sql immutable parallel safe
+  set search_path = pgmem, pg_catalog, pg_temp
+  -- python/pgmem/engine/intent.py's _GREETING and is_greeting (at most 200 characters and 8
+  -- words), in SQL: where no PL/Python runs (the Agents session, the trusted install)
+  return coalesce(char_length(p_text) <= 200
+    and array_length(regexp_split_to_array(btrim(p_text), '\s+'), 1) <= 8
+    and p_text ~* ('^\W*(?:(?:hi|hello|hey|hiya|howdy|yo|greetings|hallo|hola|bonjour|salut|sup|morning|evening)'
+                   || '(?:\s+there)?|good\s+(?:morning|afternoon|evening|day|night)|what''?s\s+up|how\s+are\s+you(?:\s+doing)?(?:\s+today)?'
+                   || '|how''?s\s+it\s+going|nice\s+to\s+meet\s+you|thanks?(?:\s+you)?(?:\s+(?:so|very)\s+much)?(?:\s+a\s+lot)?|thx|ty|cheers'
+                   || '|bye|goodbye|see\s+you(?:\s+later|\s+soon)?|good\s*night|ok(?:ay)?\s+thanks?)'
+                   || '(?:[\s,!.]+(?:(?:there|again|everyone|all|mate|friend|buddy|pgmem|assistant|bot)\M|[a-z]+))?[\s!.?,:;)(*^-]*$'),
+    false);
+comment on function pgmem._is_greeting(text) is
+  'Whether a message is a greeting, thanks or goodbye (at most 8 words): the engine''s is_greeting (python/pgmem/engine/intent.py) in SQL.';

@@ -792,11 +792,14 @@ class _Api(_Base):
                     lambda rows: [tuple(next(iter(r.values()))) for r in rows], conn)
 
     def session_add_items(self, session_id: str, items: Sequence[dict], *, user_id: str | None = None,
-                          remember: bool = False, conn=None) -> Call[int]:
+                          remember: bool = False, embeddings: Sequence[Any] | None = None, conn=None) -> Call[int]:
         """Appends a framework's conversation items to a session (pgmem.session_add_items);
-        ``remember`` also stores each user/assistant text turn as a memory."""
+        ``remember`` also stores each user/assistant text turn as a memory, with its embedding
+        from ``embeddings`` (one per item, None for an item without text)."""
         return Call("session_add_items", dict(session_id=session_id, items=json.dumps(list(items), default=jsonable),
-                                              user_id=user_id, remember=remember), _scalar, conn, setof=False)
+                                              user_id=user_id, remember=remember,
+                                              embeddings=None if embeddings is None else list(embeddings)),
+                    _scalar, conn, setof=False)
 
     def session_get_items(self, session_id: str, max_items: int | None = None, conn=None) -> Call[list[dict]]:
         """A session's items in order; the latest ``max_items`` (pgmem.session_get_items)."""
