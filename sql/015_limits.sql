@@ -341,6 +341,7 @@ begin atomic
     ('recall', 'query_text', 'characters', 'max_query_chars', null), ('recall', 'weights', 'bytes', 'max_metadata_bytes', null),
     ('recall', 'filters', 'bytes', 'max_filters_bytes', null), ('recall', 'profile', 'bytes', 'max_id_bytes', null),
     ('touch', 'ids', 'items', 'touch_max_ids', null), ('touch', 'kind', 'bytes', null, 32),
+    ('use', 'ids', 'items', 'touch_max_ids', null), ('use', 'source', 'bytes', null, 32),
     ('context_threshold', 'context_type', 'bytes', 'max_id_bytes', null), ('context_threshold', 'profile', 'bytes', 'max_id_bytes', null),
     ('memory_context', 'query_text', 'characters', 'max_query_chars', null), ('memory_context', 'context_type', 'bytes', 'max_id_bytes', null),
     ('memory_context', 'filters', 'bytes', 'max_filters_bytes', null),

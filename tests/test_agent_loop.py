@@ -156,3 +156,16 @@ def test_threads_follow_the_conversation(mem, dsn):
         cal = c.execute("select value from pgmem.settings where key = 'thread_attach_threshold_calibrated'").fetchone()[0]
     assert 0.15 <= cal["value"] <= 0.9 and cal["pairs"] >= 2
     assert cal["value"] == pytest.approx(min(0.9, max(0.15, cal["mean"] + 2 * cal["sd"])), abs=2e-4)
+
+
+def test_use_is_the_one_verb_and_a_retrieval_is_no_use(mem, dsn):
+    a = mem.remember("Maya's sister lives in Porto.", who="user", user_id="maya").id
+    b = mem.remember("Maya's sister is a nurse.", who="user", user_id="maya").id
+    mem.search("maya's sister", k=5)  # a retrieval: logged, but no use
+    with connect(dsn) as c:
+        assert c.execute("select sum(access_count) from pgmem.memories").fetchone()[0] == 0
+    assert mem.use([a, b], source="cited") == 2  # the caller says they were used
+    with connect(dsn) as c:
+        assert dict(c.execute("select id, access_count from pgmem.memories").fetchall()) == {a: 1, b: 1}
+        assert c.execute("select kind from pgmem.accesses where memory_id = %s", (a,)).fetchone()[0] == "cited"
+        assert c.execute("select count(*) from pgmem.links where kind = 'co_access'").fetchone()[0] == 1

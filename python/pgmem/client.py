@@ -616,7 +616,13 @@ class _Api(_Base):
                                                      location=location),
                                list, query, embedding, profile, filters, conn)
 
+    def use(self, ids: Sequence[int], source: str = "use", conn=None) -> Call[int]:
+        """Records that memories were used (pgmem.use): carried into a prompt, cited, clicked.
+        The one verb for a use; a search result is not one until the caller says so here."""
+        return Call("use", dict(ids=list(ids), source=source), lambda rows: rows[0]["use"], conn, setof=False)
+
     def touch(self, ids: Sequence[int], kind: str = "touch", conn=None) -> Call[int]:
+        """The older name of :meth:`use` (pgmem.touch)."""
         return Call("touch", dict(ids=list(ids), kind=kind), lambda rows: rows[0]["touch"], conn, setof=False)
 
     # jobs ------------------------------------------------------------------------
@@ -894,6 +900,7 @@ class MemoryClient(_Base, SyncTransport):
     activate = _sync(_Api.activate)
     recall = _sync(_Api.recall)
     build_context = _sync(_Api.build_context)
+    use = _sync(_Api.use)
     touch = _sync(_Api.touch)
     run_job = _sync(_Api.run_job)
     ingest_document = _sync(_Api.ingest_document)
@@ -960,6 +967,7 @@ class AsyncMemoryClient(_Base, AsyncTransport):
     activate = _coroutine(_Api.activate)
     recall = _coroutine(_Api.recall)
     build_context = _coroutine(_Api.build_context)
+    use = _coroutine(_Api.use)
     touch = _coroutine(_Api.touch)
     run_job = _coroutine(_Api.run_job)
     ingest_document = _coroutine(_Api.ingest_document)
