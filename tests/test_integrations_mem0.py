@@ -12,6 +12,7 @@ import textwrap
 import pytest
 
 from conftest import ROOT
+from scripted_llm import completion, llm  # noqa: F401  (the scripted OpenAI-compatible server fixture)
 
 METHODS = ["add", "get", "get_all", "search", "update", "delete", "delete_all", "history", "reset", "chat"]
 
@@ -189,3 +190,55 @@ def test_mem0_filter_operators(dsn):
         got(score={"between": [1, 2]})
     with pytest.raises(ValueError, match="inside AND/OR/NOT"):
         got(OR=[{"user_id": "x"}])
+
+
+def test_add_with_an_llm_makes_mem0s_decisions(dsn, llm):
+    """With an OpenAI-compatible LLM (a scripted one on 127.0.0.1), add() does what mem0's does:
+    the LLM extracts the facts, then decides ADD / UPDATE / DELETE / NONE against the nearest
+    memories of the same user, shown to it under small local ids; pgmem applies each decision
+    (history keeps every change)."""
+    import json as _json
+
+    from pgmem import MemoryClient
+    from pgmem.compat import Memory
+    from pgmem.layered import LayeredLLM
+
+    client = MemoryClient(dsn, tenant="acme", embedder="onnx")
+    client.llm = LayeredLLM(llm.base_url, "test-model", None, retries=0)
+    m = Memory(client=client)
+    llm.answer(200, completion(_json.dumps({"facts": ["Is allergic to peanuts", "Lives in Lisbon"]})))
+    llm.answer(200, completion(_json.dumps({"memory": [{"id": "0", "text": "Is allergic to peanuts", "event": "ADD"},
+                                                       {"id": "1", "text": "Lives in Lisbon", "event": "ADD"}]})))
+    first = m.add([{"role": "user", "content": "Hi! I'm allergic to peanuts and I live in Lisbon."},
+                   {"role": "assistant", "content": "Noted!"}], user_id="maya")["results"]
+    assert [(r["event"], r["memory"]) for r in first] == [("ADD", "Is allergic to peanuts"), ("ADD", "Lives in Lisbon")]
+    peanuts, lisbon = first[0]["id"], first[1]["id"]
+    # the fact extraction saw the conversation; no system message of the caller's
+    asked = llm.requests[0]["body"]["messages"][1]["content"]
+    assert "user: Hi! I'm allergic to peanuts" in asked and "assistant: Noted!" in asked
+
+    llm.script.clear()
+    llm.answer(200, completion(_json.dumps({"facts": ["Is allergic to peanuts and cashews", "Moved to Porto"]})))
+
+    def decide(body):  # the decisions name the memories by the local ids pgmem showed
+        shown = _json.loads(body["messages"][1]["content"])["existing_memories"]
+        assert all(x["id"].isdigit() and int(x["id"]) < 10 for x in shown)  # local ids, not pgmem's
+        by_text = {x["text"]: x["id"] for x in shown}
+        return completion(_json.dumps({"memory": [
+            {"id": by_text["Is allergic to peanuts"], "text": "Is allergic to peanuts and cashews", "event": "UPDATE",
+             "old_memory": "Is allergic to peanuts"},
+            {"id": by_text["Lives in Lisbon"], "text": "Lives in Lisbon", "event": "DELETE"},
+            {"id": "9", "text": "Lives in Porto", "event": "ADD"}]}))
+    llm.answer(200, decide)
+    second = m.add("Actually it's peanuts and cashews, and I moved to Porto.", user_id="maya")["results"]
+    events = {r["event"]: r for r in second}
+    assert set(events) == {"UPDATE", "DELETE", "ADD"}
+    assert events["UPDATE"]["id"] == peanuts and events["UPDATE"]["previous_memory"] == "Is allergic to peanuts"
+    assert events["DELETE"]["id"] == lisbon
+    assert m.get(peanuts)["memory"] == "Is allergic to peanuts and cashews" and m.get(lisbon) is None
+    assert [h["event"] for h in m.history(peanuts)] == ["ADD", "UPDATE"]
+    assert [h["event"] for h in m.history(lisbon)] == ["ADD", "DELETE"]
+    # an LLM that fails: the statements are kept as without one
+    llm.script[:] = [(500, {"error": "down"}, 0.0)]
+    kept = m.add([{"role": "user", "content": "I play the violin."}], user_id="maya")["results"]
+    assert [(r["event"], r["memory"]) for r in kept] == [("ADD", "I play the violin.")]

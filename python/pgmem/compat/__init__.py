@@ -291,6 +291,11 @@ class Memory:
         self.client = MemoryClient(cfg.get("dsn") or mapped.get("dsn"), tenant=tenant,
                                    embedder=cfg.get("embedder") or mapped.get("embedder", "auto"),
                                    extractor=mapped.get("extractor"))
+        if mapped.get("extractor") is not None:  # the same endpoint decides mem0's ADD / UPDATE / DELETE / NONE
+            from ..layered import LayeredLLM
+
+            ex = mapped["extractor"]
+            self.client.llm = LayeredLLM(ex.url.rsplit("/chat/completions", 1)[0], ex.model, ex.api_key)
 
     @classmethod
     def from_config(cls, config_dict: dict[str, Any]):
@@ -325,6 +330,11 @@ class Memory:
             if msg.get("created_at"):
                 ev["created_at"] = msg["created_at"]
             events.append(ev)
+        llm = self.client.llm if infer else None
+        if llm is not None:
+            got = self._add_with_llm(llm, _messages(messages), ids, meta, speaker)
+            if got is not None:
+                return {"results": got}
         if not events:
             return {"results": []}
         if infer:
@@ -341,6 +351,44 @@ class Memory:
                 known = r.id or r.nearest_id
                 out.append({"id": str(known) if known else None, "memory": ev["content"], "event": "NONE"})
         return {"results": out}
+
+    def _add_with_llm(self, llm, messages: list[dict], ids: dict, meta: dict, speaker: str) -> list[dict] | None:
+        """mem0's add with an LLM: the facts of the conversation, then ADD / UPDATE / DELETE /
+        NONE against the memories of the same scope nearest each fact (pgmem.search), applied
+        through pgmem.remember, update_memory and forget (every change in history). None when
+        the LLM fails: the caller keeps the statements instead."""
+        facts = llm.facts([m for m in messages if m.get("role") != "system"], speaker)
+        if facts is None:
+            return None
+        if not facts:
+            return []
+        scope = {_ENTITY[k]: v for k, v in ids.items()}
+        near: dict[int, str] = {}
+        for f in facts:
+            for h in self.client.search(f, k=5, filters=scope):
+                near.setdefault(h.id, h.content)
+        local = {str(i): mid for i, mid in enumerate(near)}  # mem0 shows the LLM small ids, never the real ones
+        decisions = llm.memory_decisions(facts, [{"id": k, "text": near[v]} for k, v in local.items()])
+        if decisions is None:
+            decisions = [{"id": "", "text": f, "event": "ADD"} for f in facts]
+        out = []
+        for d in decisions:
+            mid = local.get(d["id"])
+            if d["event"] == "ADD" and d["text"].strip():
+                r = self.client.remember(d["text"], who=speaker, metadata=dict(meta), user_id=ids.get("user_id"),
+                                         agent_id=ids.get("agent_id"), session_id=ids.get("run_id"), force=True)
+                out.append({"id": str(r.id), "memory": d["text"], "event": "ADD"})
+            elif d["event"] == "UPDATE" and mid is not None and d["text"].strip():
+                changes: dict[str, Any] = {"content": d["text"]}
+                if self.client.embedder is not None:
+                    changes["embedding"] = self.client.embedder.embed(d["text"]).tolist()
+                    changes["embedding_model"] = self.client.embedder.model_name
+                self.client.update_memory(mid, changes, reason="mem0 update (llm)")
+                out.append({"id": str(mid), "memory": d["text"], "event": "UPDATE", "previous_memory": near[mid]})
+            elif d["event"] == "DELETE" and mid is not None:
+                self.client.forget(mid, reason="mem0 delete (llm)")
+                out.append({"id": str(mid), "memory": near[mid], "event": "DELETE"})
+        return out
 
     def update(self, memory_id, text: str | None = None, metadata: dict[str, Any] | None = None,
                expiration_date: Any = ..., data: str | None = None):
