@@ -94,6 +94,8 @@ create or replace function pgmem._is_question(p_text text) returns boolean
   -- an exclamation: "What a day", "How nice"); or with an inverted auxiliary before its subject
   -- ("Was the trip good.", not "Will is my brother", "May is my favourite month")
   return coalesce(p_text ~ '[?？¿]'
+    -- a request to the agent is asked of it as a question is ("Tell me more about it")
+    or p_text ~* '^\W*(?:(?:please\s+)?(?:tell|show|give)\s+(?:me|us)|explain|describe|define|summari[sz]e|compare|list|remind\s+me|can\s+you|could\s+you|would\s+you|will\s+you)\M'
     or (p_text ~* '^\W*(?:who|whom|whose|what|when|where|which|why|how)\M'
         and p_text !~* '^\W*(?:what\s+an?\M|how\s+(?:nice|great|cool|lovely|sad|wonderful|sweet|kind|awesome)\M)')
     or p_text ~* ('^\W*(?:do|does|did|is|are|was|were|can|could|would|should|will|shall|may|might|have|has|had|am'
@@ -101,7 +103,7 @@ create or replace function pgmem._is_question(p_text text) returns boolean
                   || '(?:i|you|he|she|it|we|they|there|this|that|these|those|my|your|his|her|its|our|their|the|a|an|any|anyone|anybody|someone|somebody|\w+''s)\M'),
     false);
 comment on function pgmem._is_question(text) is
-  'Whether a chat message is a question: it holds a question mark, or opens with an interrogative (not an exclamation) or an auxiliary before its subject. context_for stores it with category question.';
+  'Whether a chat message is a question (or a request to the agent): it holds a question mark, or opens with a request ("tell me", "explain", "can you"), an interrogative (not an exclamation) or an auxiliary before its subject. context_for stores it with category question.';
 
 create or replace function pgmem._is_filler(p_text text) returns boolean
   language sql immutable parallel safe

@@ -106,7 +106,7 @@ drop function if exists pgmem.resolve_thread(text, public.vector, bigint);
 create or replace function pgmem.resolve_thread(conversation_id text, embedding public.vector, message_id bigint default null,
                                                 continuation boolean default false)
 returns table (thread_id bigint, decision text, similarity float8, label text, message_count integer,
-               archived bigint[], summary text, summary_source text, summary_due boolean)
+               archived bigint[], summary text, summary_source text, summary_due boolean, threshold float8)
   language plpgsql volatile security definer
   set search_path = pgmem, pg_catalog, pg_temp
 as $$
@@ -186,7 +186,7 @@ begin
   if summary_due then
     t := pgmem._summarize_thread(v_tenant, t.id);
   end if;
-  thread_id := t.id; label := t.label; message_count := t.message_count;
+  thread_id := t.id; label := t.label; message_count := t.message_count; threshold := v_attach;
   summary := t.summary; summary_source := t.summary_source;
   return next;
 end $$;

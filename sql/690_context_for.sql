@@ -114,6 +114,7 @@ declare
   v_filters jsonb;
   v_kind text;         -- (issue 32) the message's kind: question, fact or episode (a statement)
   v_skipped text;      -- why the message was not remembered: greeting, empty, filler
+  v_smalltalk text;    -- greeting, empty or filler: conversation, not a memory nor a topic
   v_max int;
   v_budget int;
   v_exclude bigint[];
@@ -172,8 +173,11 @@ begin
   -- facts still reach the profile, through its metadata)
   v_kind := case when pgmem._is_question(query_text) then 'question'
                  when jsonb_array_length(c.facts) > 0 then 'fact' else 'episode' end;
-  if remember and (c.rule in ('greeting', 'empty') or pgmem._is_filler(query_text)) and jsonb_array_length(c.facts) = 0 then
-    v_skipped := case when c.rule = 'greeting' then 'greeting' when c.rule = 'empty' then 'empty' else 'filler' end;
+  v_smalltalk := case when jsonb_array_length(c.facts) > 0 then null
+                      when c.rule = 'greeting' then 'greeting' when c.rule = 'empty' then 'empty'
+                      when pgmem._is_filler(query_text) then 'filler' end;
+  if remember and v_smalltalk is not null then
+    v_skipped := v_smalltalk;
   elsif remember then
     select * into r from pgmem.remember(content => query_text, embedding => v_emb, who => 'user', user_id => v_user,
       session_id => context_for.conversation_id, created_at => created_at, category => v_kind,
@@ -191,15 +195,19 @@ begin
   v_user := o->>'user_id';
   v_behaviour := o->'behaviour';
 
-  -- step 4c: thread (the layered design's THREAD_ENABLED: setting thread_enabled)
+  -- step 4c: thread (the layered design's THREAD_ENABLED: setting thread_enabled); a greeting or
+  -- a filler has no topic to put in a thread (issue 32)
   if not coalesce((pgmem._setting('thread_enabled'))::text::boolean, true) then
     v_thread := jsonb_build_object('stage', 'thread', 'thread_id', null, 'decision', 'skipped', 'reason', 'thread_enabled is false');
+  elsif v_smalltalk is not null then
+    v_thread := jsonb_build_object('stage', 'thread', 'thread_id', null, 'decision', 'skipped', 'reason', 'a ' || v_smalltalk);
   elsif v_emb is not null then
     select * into t from pgmem.resolve_thread(conversation_id, v_emb, v_msg, v_intent = 'continuation');
     v_thread := jsonb_build_object('stage', 'thread', 'thread_id', t.thread_id, 'decision', t.decision,
                                    'similarity', round(t.similarity::numeric, 4), 'label', t.label,
                                    'message_count', t.message_count, 'archived', to_jsonb(t.archived),
-                                   'summary_due', t.summary_due, 'summary', t.summary, 'summary_source', t.summary_source);
+                                   'summary_due', t.summary_due, 'summary', t.summary, 'summary_source', t.summary_source,
+                                   'threshold', round(t.threshold::numeric, 4));
   else
     v_thread := jsonb_build_object('stage', 'thread', 'thread_id', null, 'decision', 'skipped', 'reason', 'no query embedding');
   end if;
@@ -214,7 +222,8 @@ begin
   v_own := pgmem._message_research(v_tenant, v_msg);  -- (it checks the switch itself)
 
   -- step 5: policy
-  v_policy := pgmem.resolve_policy(o->'features' || jsonb_build_object('intent', v_intent, 'question', v_kind = 'question'));
+  v_policy := pgmem.resolve_policy(o->'features' || jsonb_build_object('intent', v_intent, 'question', v_kind = 'question',
+                                     'content_words', cardinality(tsvector_to_array(to_tsvector('english', query_text)))));
 
   -- step 6: history pruning: the last v_recent messages before this one, and the v_semk older
   -- ones most similar to the query; deduplicated, in conversation order
@@ -242,14 +251,15 @@ begin
   --     turns of the history window (already in the prompt as conversation), and the chat's own
   --     questions and answers (category question, answer; the Q&A history offers those),
   --     unless the message asks about the conversation itself;
-  --   * a personal question (intent profile) gets them too, with the profile and the turn that
-  --     stated each fact (context.profile_sources).
+  --   * a question always retrieves (policy rule question_retrieves); a personal question
+  --     (intent profile) gets the profile and the turn that stated each fact too
+  --     (context.profile_sources).
   v_depth := coalesce(k, (v_behaviour->>'retrieval_depth')::int);
   v_max := case when k is not null then k
                 else v_depth * coalesce(pgmem._setting_num('context_memories_per_depth', 4), 4)::int end;
   v_budget := case when k is not null then null  -- (k given: k memories, as before)
                    else ceil(coalesce(pgmem._setting_num('context_memory_tokens', 1200), 1200) * v_depth / 5.0)::int end;
-  if ((v_policy->>'inject_rag')::boolean or v_intent = 'profile') and v_depth > 0 and v_max > 0 then
+  if (v_policy->>'inject_rag')::boolean and v_depth > 0 and v_max > 0 then
     v_filters := coalesce(filters, '{}');
     if v_user is not null and not v_filters ? 'user_id' then
       v_filters := v_filters || jsonb_build_object('user_id', v_user);
@@ -278,15 +288,17 @@ begin
                                 profile => search_profile, filters => v_filters) s
               join pgmem.memories m on m.id = s.id) h
      where h.rk = 1 or v_budget is null or h.cum <= v_budget;
-    if v_intent = 'profile' and v_user is not null then
-      -- the turn that stated each fact in force (profile_facts.source_memory_id)
+  end if;
+  if v_intent = 'profile' and v_kind = 'question' and v_user is not null then
+      -- a profile question: the turn that stated each fact in force (profile_facts.source_memory_id)
       select coalesce(jsonb_agg(jsonb_build_object('key', f.key, 'value', f.value, 'memory_id', m.id,
                                                    'content', m.content, 'created_at', m.created_at) order by f.key), '[]')
         into v_sources
         from pgmem.profile_facts f join pgmem.memories m on m.id = f.source_memory_id and m.tenant = f.tenant
        where f.tenant = v_tenant and f.user_id = v_user and f.recorded_to is null
          and (f.valid_to is null or f.valid_to > now()) and m.state = 'active';
-    end if;
+  end if;
+  if (v_policy->>'inject_rag')::boolean and v_depth > 0 and v_max > 0 then
     -- the memories put into the context are recorded as a use (sql/212_access_log.sql)
     perform pgmem._record_access('use', 'context_for', array(select (x->>'id')::bigint from jsonb_array_elements(v_memories) x));
     -- knowledge-base excerpts (the design's knowledge_base intent: "LLM gets knowledge base
@@ -343,8 +355,11 @@ begin
       jsonb_build_object('stage', 'policy') || v_policy,
       jsonb_build_object('stage', 'history', 'recent', (select count(*) from jsonb_array_elements(v_history) h where h->>'why' = 'recent'),
                          'semantic', (select count(*) from jsonb_array_elements(v_history) h where h->>'why' = 'semantic')),
+      -- (retrieval_info is the design's streamed annotation, as it wrote it; budget is pgmem's:
+      -- how many memories the token budget let in, issue 32)
       jsonb_build_object('stage', 'retrieved', 'retrieval_info', jsonb_build_object(
-                           'num_docs', jsonb_array_length(v_memories), 'similar_queries', jsonb_array_length(v_qa),
+                           'num_docs', jsonb_array_length(v_memories), 'similar_queries', jsonb_array_length(v_qa)),
+                         'budget', jsonb_build_object(
                            'token_budget', v_budget, 'max_memories', v_max,
                            'tokens', (select coalesce(sum((x->>'tokens')::int), 0) from jsonb_array_elements(v_memories) x),
                            'excluded', coalesce(cardinality(v_exclude), 0)))),

@@ -96,7 +96,7 @@ def test_history_window_turns_do_not_compete_as_memories(mem):
     window = {h["memory_id"] for h in r.context["history"] if h.get("memory_id")}
     assert said.doc["memory"]["id"] in window
     assert not window & set(memory_ids(r))
-    assert r.stage("retrieved")["retrieval_info"]["excluded"] >= len(window)
+    assert r.stage("retrieved")["budget"]["excluded"] >= len(window)
 
 
 def test_greetings_and_fillers_are_conversation_not_memories(mem, dsn):
@@ -113,7 +113,7 @@ def test_the_token_budget_decides_how_many_memories(mem, dsn):
         mem.remember(f"Note {i}: the garden project needs compost, seeds and a watering plan for bed {i}.",
                      who="user", user_id="maya")
     r = ask(mem, "What does the garden project need?")
-    info = r.stage("retrieved")["retrieval_info"]
+    info = r.stage("retrieved")["budget"]
     n = len(r.context["memories"])
     assert n > 5  # not a fixed 5
     assert info["tokens"] <= info["token_budget"] and n <= info["max_memories"]
@@ -122,7 +122,7 @@ def test_the_token_budget_decides_how_many_memories(mem, dsn):
         c.execute("insert into pgmem.settings (tenant, key, value) values ('acme', 'context_memory_tokens', '60')")
     small = ask(mem, "What does the garden project need?", conv="c2")
     assert 1 <= len(small.context["memories"]) < n
-    assert small.stage("retrieved")["retrieval_info"]["tokens"] <= 60 or len(small.context["memories"]) == 1
+    assert small.stage("retrieved")["budget"]["tokens"] <= 60 or len(small.context["memories"]) == 1
     # an explicit k caps the count
     assert len(ask(mem, "What does the garden project need?", conv="c3", k=3).context["memories"]) == 3
 

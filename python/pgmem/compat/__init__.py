@@ -177,7 +177,9 @@ def _mid(memory_id) -> int:
 # messages of that speaker that state something, and drops greetings, fillers and questions
 # (the same rules as context_for's: sql/620_intent.sql, _is_question and _is_filler).
 _QUESTION = re.compile(
-    r"[?？¿]|^\W*(?:who|whom|whose|what|when|where|which|why|how)\b(?!\s+an?\b)"
+    r"[?？¿]|^\W*(?:(?:please\s+)?(?:tell|show|give)\s+(?:me|us)|explain|describe|define|summari[sz]e|compare|list"
+    r"|remind\s+me|can\s+you|could\s+you|would\s+you|will\s+you)\b"
+    r"|^\W*(?:who|whom|whose|what|when|where|which|why|how)\b(?!\s+an?\b)"
     r"|^\W*(?:do|does|did|is|are|was|were|can|could|would|should|will|shall|may|might|have|has|had|am)\s+"
     r"(?:i|you|he|she|it|we|they|there|this|that|these|those|my|your|his|her|its|our|their|the|a|an|any)\b",
     re.IGNORECASE)
