@@ -23,7 +23,7 @@ from contextlib import asynccontextmanager, contextmanager
 from datetime import date, datetime
 from decimal import Decimal
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterator, Literal
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Literal
 
 if TYPE_CHECKING:
     from psycopg_pool import ConnectionPool
@@ -224,20 +224,114 @@ class SecurityHeaders:
         await self.app(scope, receive, with_headers)
 
 
+# ------------------------------------------------------------------------------ chat's bounds
+class TooBusy(Exception):
+    """Answered 429: too many chats at once for this token or tenant."""
+
+
+class ChatSlots:
+    """Concurrent chats per token (principal) and per tenant (issue 35, H1): a chat holds its
+    slot from the request until its reply is stored or its client has gone."""
+
+    def __init__(self, per_token: int, per_tenant: int):
+        import threading
+
+        self.per_token, self.per_tenant = per_token, per_tenant
+        self._lock = threading.Lock()
+        self._tokens: dict[Any, int] = {}
+        self._tenants: dict[str, int] = {}
+
+    def acquire(self, p) -> "Callable[[], None]":
+        with self._lock:
+            if self._tokens.get(p, 0) >= self.per_token:
+                raise TooBusy(f"this token already has {self.per_token} chats running: wait for one to finish")
+            if self._tenants.get(p.tenant, 0) >= self.per_tenant:
+                raise TooBusy(f"tenant {p.tenant!r} already has {self.per_tenant} chats running: wait for one to finish")
+            self._tokens[p] = self._tokens.get(p, 0) + 1
+            self._tenants[p.tenant] = self._tenants.get(p.tenant, 0) + 1
+        done = False
+
+        def release() -> None:
+            nonlocal done
+            with self._lock:
+                if done:
+                    return
+                done = True
+                for d, k in ((self._tokens, p), (self._tenants, p.tenant)):
+                    d[k] -= 1
+                    if d[k] <= 0:
+                        del d[k]
+        return release
+
+    def running(self, tenant: str) -> int:
+        with self._lock:
+            return self._tenants.get(tenant, 0)
+
+
+def chat_stream_response(body: Iterator[str], upstream, limiter, release, headers: dict):
+    """A StreamingResponse for a chat's SSE body that (1) pulls each part in chat's own thread
+    limiter, not the routes' pool, (2) listens for the client's disconnect whatever the ASGI
+    version and then aborts the upstream LLM call at once, and (3) closes the body (and with it
+    the LLM's connection) and frees the chat's slot when it ends, however it ends."""
+    import anyio
+    from starlette.responses import StreamingResponse
+
+    sentinel = object()
+
+    def pull():
+        return next(body, sentinel)
+
+    async def parts():
+        while True:
+            part = await anyio.to_thread.run_sync(pull, limiter=limiter)
+            if part is sentinel:
+                return
+            yield part
+
+    class ChatStream(StreamingResponse):
+        async def __call__(self, scope, receive, send):
+            try:
+                async with anyio.create_task_group() as tg:
+                    async def stream():
+                        try:
+                            await self.stream_response(send)
+                        except OSError:
+                            upstream.abort("client gone")
+                        tg.cancel_scope.cancel()
+
+                    async def listen():
+                        await self.listen_for_disconnect(receive)
+                        upstream.abort("client gone")
+                        tg.cancel_scope.cancel()
+
+                    tg.start_soon(stream)
+                    tg.start_soon(listen)
+            finally:
+                upstream.abort("client gone")  # a no-op when the reply is complete
+                with anyio.CancelScope(shield=True):
+                    await anyio.to_thread.run_sync(getattr(body, "close", lambda: None), limiter=limiter)
+                release()
+
+    return ChatStream(parts(), media_type="text/event-stream", headers=headers)
+
+
 # ------------------------------------------------------------------------------ the app
 def build_app(dsn: str | None = None, *, token_file: Path | None = None, embed: bool = True, embedder: Any = None,
               extractor: Any = None, hooks=None, model=None, cors_origins: list[str] | None = None,
               max_body_bytes: int | None = None, mcp: bool = True, host: str = "127.0.0.1", port: int | None = None,
-              pool_size: int = 10):
+              pool_size: int = 10, chats_per_token: int = 2, chats_per_tenant: int = 4, chat_threads: int = 8):
     """The app. ``dsn``: PGMEM_DSN or the embedded cluster. ``token_file``: the bearer tokens
     (default PGMEM_MCP_TOKENS, else .pgmem/mcp-tokens.json). ``embedder``: an Embedder to share
     (default: all-MiniLM-L6-v2 when ``embed``). ``hooks``: :class:`pgmem.web.chat.Hooks`.
     ``model``: the chat model (default :meth:`ChatModel.from_env`). ``cors_origins``: none by
-    default (CORS off). ``mcp``: mount the MCP server at /mcp when the token file has tokens."""
+    default (CORS off). ``mcp``: mount the MCP server at /mcp when the token file has tokens.
+    ``chats_per_token``, ``chats_per_tenant``: concurrent chats (more are answered 429);
+    ``chat_threads``: the threads chats run in, apart from the routes' pool, so that chats
+    waiting on a slow LLM never hold another tenant's request (issue 35, H1)."""
     from fastapi import Depends, FastAPI, Path as PathParam, Query, Request
     from fastapi.exceptions import RequestValidationError
     from fastapi.middleware.cors import CORSMiddleware
-    from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, StreamingResponse
+    from fastapi.responses import FileResponse, HTMLResponse, JSONResponse
     from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
     from fastapi.staticfiles import StaticFiles
     from pydantic import BaseModel, Field
@@ -271,6 +365,10 @@ def build_app(dsn: str | None = None, *, token_file: Path | None = None, embed: 
     db = Database(dsn, embedder=embedder, extractor=extractor, pool_size=pool_size)
     hooks = hooks if hooks is not None else Hooks()
     pipeline = ChatPipeline(hooks)
+    import anyio
+
+    chat_slots = ChatSlots(chats_per_token, chats_per_tenant)
+    chat_limiter = anyio.CapacityLimiter(chat_threads)
     base_model = model or ChatModel.from_env()
     head = expected_revision()
 
@@ -357,6 +455,11 @@ def build_app(dsn: str | None = None, *, token_file: Path | None = None, embed: 
     @app.exception_handler(LLMError)
     def _llm(request, exc):
         return error(502, "llm_unavailable", str(exc))
+
+    @app.exception_handler(TooBusy)
+    def _busy(request, exc):
+        return JSONResponse({"error": "too_many_chats", "message": str(exc)}, status_code=429,
+                            headers={"Retry-After": "5"})
 
     @app.exception_handler(HookError)
     def _hook(request, exc):
@@ -535,30 +638,63 @@ def build_app(dsn: str | None = None, *, token_file: Path | None = None, embed: 
         return base_model.with_key(s.stored_api_key())
 
     @app.post("/api/chat", tags=["shadow"], summary="Memory-augmented chat (layered pipeline + Shadow's memory context)")
-    def chat(body: ChatBody, request: Request, p: Principal = Depends(principal)):
+    async def chat(body: ChatBody, request: Request, p: Principal = Depends(principal)):
         """Runs the layered pipeline for the message (pgmem.context_for), Shadow's activation
         (pgmem.memory_context), calls the LLM, stores both turns and records the memories used.
         `stream: true` (or `Accept: text/event-stream`) streams the layered protocol over SSE:
-        `8:` stage annotations, `0:` tokens, the final `8:` annotation, `e:`/`d:` finish."""
+        `8:` stage annotations, `0:` tokens, the final `8:` annotation, `e:`/`d:` finish.
+        Chats run in their own threads, a few at a time per token and per tenant (429 past
+        that); the LLM call has a deadline and a reply-size cap, and is closed when the client
+        disconnects."""
+        from .llm import Upstream
+
         user = user_for(p, body.user_id)
         conversation = body.conversation_id or f"web-{uuid.uuid4().hex[:12]}"
-        with db.session(p) as s:
-            own_conversation(s, p, conversation)
-            llm = chat_model(s, body.apiKey)
-            llm.check_key()  # before anything is stored: a chat that cannot answer stores nothing
-            turn = pipeline.prepare(s, body.message, conversation, user, body.context_type)
-        if body.stream or "text/event-stream" in request.headers.get("accept", ""):
+        release = chat_slots.acquire(p)
+        handed_off = False
+        try:
+            def prepare():
+                with db.session(p) as s:
+                    own_conversation(s, p, conversation)
+                    llm = chat_model(s, body.apiKey)
+                    llm.check_key()  # before anything is stored: a chat that cannot answer stores nothing
+                    return llm, pipeline.prepare(s, body.message, conversation, user, body.context_type)
+
+            llm, turn = await anyio.to_thread.run_sync(prepare, limiter=chat_limiter)
+            upstream = Upstream()
+
             def finish(t):
                 with db.session(p) as s2:
                     pipeline.finish(s2, t)
 
-            return StreamingResponse(stream_turn(turn, llm.stream(turn.messages), finish), media_type="text/event-stream",
-                                     headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no",
-                                              "x-vercel-ai-data-stream": "v1"})
-        turn.reply = llm.complete(turn.messages)
-        with db.session(p) as s:
-            pipeline.finish(s, turn)
-        return ok(turn.response())
+            if body.stream or "text/event-stream" in request.headers.get("accept", ""):
+                handed_off = True
+                return chat_stream_response(
+                    stream_turn(turn, llm.stream(turn.messages, upstream), finish), upstream, chat_limiter, release,
+                    {"Cache-Control": "no-cache", "X-Accel-Buffering": "no", "x-vercel-ai-data-stream": "v1"})
+            got: list[Any] = []
+            async with anyio.create_task_group() as tg:
+                async def watch():  # the client went away: close the LLM's connection now
+                    while (await request.receive())["type"] != "http.disconnect":
+                        pass
+                    upstream.abort("client gone")
+
+                tg.start_soon(watch)
+                try:
+                    got.append(await anyio.to_thread.run_sync(llm.complete, turn.messages, upstream,
+                                                              limiter=chat_limiter))
+                except Exception as e:  # raised as itself, not in an ExceptionGroup
+                    got.append(e)
+                finally:
+                    tg.cancel_scope.cancel()
+            if isinstance(got[0], BaseException):
+                raise got[0]
+            turn.reply = got[0]
+            await anyio.to_thread.run_sync(finish, turn, limiter=chat_limiter)
+            return ok(turn.response())
+        finally:
+            if not handed_off:
+                release()
 
     @app.get("/api/stats", tags=["shadow"], summary="System statistics (pgmem.system_stats)")
     def stats(p: Principal = Depends(principal)):

@@ -310,9 +310,14 @@ def stream_turn(turn: ChatTurn, tokens: Iterator[str], finish: Callable[[ChatTur
         yield sse(data_line("8", [a]))
     reason = "stop"
     try:
-        for piece in tokens:
-            turn.reply += piece
-            yield sse(data_line("0", piece))
+        try:
+            for piece in tokens:
+                turn.reply += piece
+                yield sse(data_line("0", piece))
+        finally:
+            close = getattr(tokens, "close", None)
+            if close is not None:
+                close()  # the LLM's connection, at once (the client may have gone)
         finish(turn)
     except Exception as e:  # LLMError, HookError, a database error while persisting
         from ..errors import PgmemError
