@@ -242,12 +242,13 @@ class ChatSlots:
         self._tenants: dict[str, int] = {}
 
     def acquire(self, p) -> "Callable[[], None]":
+        token = (p.tenant, p.user, p.claim, p.token_id)
         with self._lock:
-            if self._tokens.get(p, 0) >= self.per_token:
+            if self._tokens.get(token, 0) >= self.per_token:
                 raise TooBusy(f"this token already has {self.per_token} chats running: wait for one to finish")
             if self._tenants.get(p.tenant, 0) >= self.per_tenant:
                 raise TooBusy(f"tenant {p.tenant!r} already has {self.per_tenant} chats running: wait for one to finish")
-            self._tokens[p] = self._tokens.get(p, 0) + 1
+            self._tokens[token] = self._tokens.get(token, 0) + 1
             self._tenants[p.tenant] = self._tenants.get(p.tenant, 0) + 1
         done = False
 
@@ -257,10 +258,12 @@ class ChatSlots:
                 if done:
                     return
                 done = True
-                for d, k in ((self._tokens, p), (self._tenants, p.tenant)):
-                    d[k] -= 1
-                    if d[k] <= 0:
-                        del d[k]
+                self._tokens[token] -= 1
+                self._tenants[p.tenant] -= 1
+                if self._tokens[token] <= 0:
+                    del self._tokens[token]
+                if self._tenants[p.tenant] <= 0:
+                    del self._tenants[p.tenant]
         return release
 
     def running(self, tenant: str) -> int:

@@ -1,0 +1,255 @@
+"""Attacks on ``pgmem serve`` (issue 35): one tenant's chats against a hostile LLM must not
+stall the server for anyone else (H1), a token bound to a user stays in its lane (M4), and
+malformed input is a 4xx naming the problem, never a 500 (L2).
+
+The hostile LLM is a real HTTP server on 127.0.0.1 (:class:`HostileLLM`): *trickle* sends a
+token every 50 ms forever (a slow or endless reply), *stall* sends its headers and then
+nothing, *huge* answers a 60 MB body. It records when the server closed its connection.
+"""
+from __future__ import annotations
+
+import http.client
+import json
+import threading
+import time
+import uuid
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from conftest import TEMPLATE, _janitor
+from webhelpers import Running, embedder, request  # noqa: F401  (fixtures)
+
+
+# ------------------------------------------------------------------------------ the hostile LLM
+class HostileLLM:
+    def __init__(self):
+        self.mode = "trickle"
+        self.requests: list[dict] = []
+        self.open = 0          # connections being answered now
+        self.closed_by_peer = 0  # answers cut short because pgmem serve closed the connection
+        self.lock = threading.Lock()
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *a):
+                pass
+
+            def do_POST(self):
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                outer.requests.append(body)
+                with outer.lock:
+                    outer.open += 1
+                try:
+                    self.answer(body)
+                except (BrokenPipeError, ConnectionResetError):
+                    with outer.lock:
+                        outer.closed_by_peer += 1
+                finally:
+                    with outer.lock:
+                        outer.open -= 1
+                    self.close_connection = True
+
+            def answer(self, body):
+                mode = outer.mode
+                if mode == "huge":
+                    text = "x" * (60 << 20)
+                    out = json.dumps({"choices": [{"index": 0, "message": {"role": "assistant", "content": text}}]})
+                    data = out.encode()
+                    del out, text
+                    self.send_response(200)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    for i in range(0, len(data), 1 << 20):
+                        self.wfile.write(data[i:i + (1 << 20)])
+                    return
+                if mode == "huge_line":  # one SSE line with no end
+                    self.send_response(200)
+                    self.send_header("Content-Type", "text/event-stream")
+                    self.end_headers()
+                    self.wfile.write(b"data: ")
+                    for _ in range(64):
+                        self.wfile.write(b"y" * (1 << 20))
+                    return
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream" if body.get("stream") else "application/json")
+                self.end_headers()
+                self.wfile.flush()
+                deadline = time.monotonic() + 120
+                while time.monotonic() < deadline:
+                    time.sleep(0.05)
+                    if mode == "stall":
+                        self.wfile.write(b"")  # nothing: a write of nothing never fails
+                        continue
+                    if body.get("stream"):
+                        chunk = {"choices": [{"index": 0, "delta": {"content": "more "}}]}
+                        self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
+                    else:
+                        self.wfile.write(b" ")  # a JSON body that never ends
+                    self.wfile.flush()
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def wait(self, what, timeout: float = 10.0) -> bool:
+        ends = time.monotonic() + timeout
+        while time.monotonic() < ends:
+            if what():
+                return True
+            time.sleep(0.05)
+        return False
+
+    def close(self):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+@pytest.fixture(scope="module")
+def hostile():
+    server = HostileLLM()
+    yield server
+    server.close()
+
+
+@pytest.fixture(scope="module")
+def db(cluster):
+    j = _janitor(cluster, f"t_advweb_{uuid.uuid4().hex[:10]}", TEMPLATE)
+    j.init()
+    yield cluster.dsn(j.dbname)
+    j.drop()
+
+
+@pytest.fixture(scope="module")
+def tokens(tmp_path_factory):
+    from pgmem.mcp_server import TokenStore
+
+    store = TokenStore(tmp_path_factory.mktemp("advweb") / "tokens.json")
+    return {"path": store.path, "a": store.add("web_a"), "a2": store.add("web_a"), "maya": store.add("web_a", "maya"),
+            "b": store.add("web_b")}
+
+
+def small_pool(app, threads: int = 4):
+    """The app with AnyIO's shared pool scaled to ``threads`` (the probe's setting)."""
+    import anyio.to_thread
+
+    async def wrapped(scope, receive, send):
+        if scope["type"] == "lifespan":
+            anyio.to_thread.current_default_thread_limiter().total_tokens = threads
+        await app(scope, receive, send)
+    return wrapped
+
+
+@pytest.fixture(scope="module")
+def web(db, tokens, embedder, hostile):
+    from pgmem.web.app import build_app
+    from pgmem.web.llm import ChatModel
+
+    model = ChatModel(hostile.url, "hostile", deadline=4.0, timeout=3.0)
+    app = build_app(db, token_file=tokens["path"], embedder=embedder, model=model, mcp=False,
+                    chats_per_token=2, chats_per_tenant=3, chat_threads=6)
+    running = Running(small_pool(app))
+    yield running
+    running.stop()
+
+
+def start_chat(url: str, token: str, message: str, *, stream: bool = True) -> http.client.HTTPConnection:
+    """A chat request whose answer is left unread (the client holds, or drops, the connection)."""
+    host, port = url.split("//")[1].split(":")
+    conn = http.client.HTTPConnection(host, int(port), timeout=30)
+    conn.request("POST", "/api/chat", json.dumps({"message": message, "conversation_id": f"c-{uuid.uuid4().hex[:8]}",
+                                                  "stream": stream}),
+                 {"Authorization": f"Bearer {token}", "Content-Type": "application/json"})
+    return conn
+
+
+def rss_mb() -> float:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return 0.0
+
+
+# ------------------------------------------------------------------------------ H1
+def test_h1_slow_chats_of_one_tenant_do_not_stall_another(web, tokens, hostile):
+    """Tenant A's chats hang on a trickling LLM; with the routes' pool at 4 threads, tenant B's
+    requests are answered meanwhile, and A's chats past its limit are 429."""
+    hostile.mode = "trickle"
+    held = [start_chat(web.url, tokens["a"], "tell me everything"), start_chat(web.url, tokens["a"], "and more"),
+            start_chat(web.url, tokens["a2"], "a third one")]
+    try:
+        responses = [c.getresponse() for c in held]
+        assert all(r.status == 200 for r in responses), [(r.status, r.read(500)) for r in responses]
+        for r in responses:
+            r.read(200)  # the stream has begun: the LLM is trickling
+        assert hostile.wait(lambda: hostile.open >= 3)
+        st, hdrs, got = request(web.url + "/api/chat", "POST", {"message": "one more", "stream": True}, tokens["a2"])
+        assert st == 429 and got["error"] == "too_many_chats" and "web_a" in got["message"] and hdrs["retry-after"]
+        for path in ("/api/session", "/api/jobs", "/api/stats", "/api/session", "/api/jobs"):
+            t0 = time.monotonic()
+            st, _, got = request(web.url + path, token=tokens["b"])
+            assert st == 200, (path, got)
+            assert time.monotonic() - t0 < 10
+    finally:
+        for c in held:
+            c.close()
+    # the dropped streams closed their upstream connections, and freed their slots
+    assert hostile.wait(lambda: hostile.open == 0, 5), hostile.open
+
+
+def test_h1_upstream_is_closed_when_the_client_drops(web, tokens, hostile):
+    for stream in (True, False):
+        hostile.mode = "trickle"
+        before = hostile.closed_by_peer
+        n = len(hostile.requests)
+        conn = start_chat(web.url, tokens["b"], "go on forever", stream=stream)
+        assert hostile.wait(lambda n=n: len(hostile.requests) > n and hostile.open >= 1)
+        time.sleep(0.3)
+        conn.close()
+        t0 = time.monotonic()
+        assert hostile.wait(lambda before=before: hostile.closed_by_peer > before, 3), f"stream={stream}: upstream still open"
+        assert time.monotonic() - t0 < 3
+    # the slots came back: the token chats again (and meets the deadline, not a 429)
+    hostile.mode = "stall"
+    st, _, got = request(web.url + "/api/chat", "POST", {"message": "still there?"}, tokens["b"])
+    assert st == 502 and got["error"] == "llm_unavailable"
+
+
+def test_h1_deadline_ends_an_endless_reply(web, tokens, hostile):
+    """deadline=4 s: an endless stream ends with an error part, a stalled batch call is 502."""
+    for mode in ("trickle", "stall"):
+        hostile.mode = mode
+        t0 = time.monotonic()
+        st, _, text = request(web.url + "/api/chat", "POST", {"message": "tell me a long story", "stream": True},
+                              tokens["b"])
+        took = time.monotonic() - t0
+        assert st == 200 and took < 12, (mode, took)
+        parts = [json.loads(line[len("data: 3:"):]) for line in text.splitlines() if line.startswith("data: 3:")]
+        assert parts and ("within 4 s" in parts[0] or "sent nothing" in parts[0]), (mode, parts)
+        assert '"finishReason":"error"' in text
+        t0 = time.monotonic()
+        st, _, got = request(web.url + "/api/chat", "POST", {"message": "and a short one"}, tokens["b"])
+        assert st == 502 and got["error"] == "llm_unavailable" and time.monotonic() - t0 < 12, got
+        assert "within" in got["message"] or "sent nothing" in got["message"]
+    assert hostile.requests[-1]["max_tokens"] == 1024
+
+
+def test_h1_huge_reply_is_the_upstreams_fault_and_rss_stays_flat(web, tokens, hostile):
+    hostile.mode = "huge"
+    request(web.url + "/api/session", token=tokens["b"])
+    before = rss_mb()
+    st, _, got = request(web.url + "/api/chat", "POST", {"message": "say a lot"}, tokens["b"])
+    assert st == 502 and got["error"] == "llm_unavailable", got
+    assert "more than 262144 bytes" in got["message"] and hostile.url in got["message"]
+    st, _, text = request(web.url + "/api/chat", "POST", {"message": "say a lot, streamed", "stream": True}, tokens["b"])
+    assert st == 200 and "more than 262144 bytes" in text
+    hostile.mode = "huge_line"
+    st, _, text = request(web.url + "/api/chat", "POST", {"message": "one long line", "stream": True}, tokens["b"])
+    assert st == 200 and "more than 262144 bytes" in text
+    grew = rss_mb() - before
+    assert grew < 60, f"RSS grew {grew:.0f} MB for a 60 MB reply"
