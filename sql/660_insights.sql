@@ -35,6 +35,12 @@ declare
   v_concepts jsonb := coalesce(p_concepts, pgmem.extract_concepts(p_text));
   v_links int := 0;
 begin
+  -- a concept is a key of at most 120 characters (concept_mentions' check): a long name ("I work
+  -- at " + a 3,000-letter company) is cut, not refused (issue 35, M3)
+  v_concepts := (select coalesce(jsonb_agg(jsonb_build_object('concept', left(btrim(c->>'concept'), 120),
+                                                              'term', left(c->>'term', 200))), '[]'::jsonb)
+                   from jsonb_array_elements(v_concepts) c
+                  where coalesce(c->>'concept', '') ~ '\S');
   if jsonb_array_length(v_concepts) = 0 then
     return jsonb_build_object('concepts', '[]'::jsonb, 'links', 0);
   end if;
@@ -260,7 +266,10 @@ declare
 begin
   perform pgmem._check_between(k, 'k', 1, 1000);
   if v_ws + v_wl + v_wc = 0 then
-    perform pgmem._bad_input('search_insights needs query text or a query embedding');
+    if query_text is null then
+      perform pgmem._bad_input('search_insights needs query text or a query embedding');
+    end if;
+    return;  -- a text with no words and no concepts ('?', ':)', an emoji) matches nothing (issue 35, M3)
   end if;
   return query
   with cand as (

@@ -1,0 +1,57 @@
+"""Issue 35, M3: context_for and observe_turn answer every message within the documented
+limits, with no embedding: punctuation only, an emoji, a long company name, a 40 KB name."""
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+from conftest import TEMPLATE, _janitor, connect
+from sqlhelpers import scalar
+
+MESSAGES = {
+    "question mark": "?",
+    "bangs": "!!!",
+    "smiley": ":)",
+    "emoji": "\U0001F600",
+    "dash": "-",
+    "inverted question mark": "\u00bf",
+    "long company": "I work at " + " ".join(["Acme"] * 40) + " Incorporated",
+    "long company, one word": "I work at " + "Z" * 3000,
+    "40 KB name": "my name is " + "Alexander " * 4000,
+    "40 KB one-word name": "my name is " + "A" * 40000,
+    "40 KB location": "I live in " + "Springfield" * 3600,
+}
+
+
+@pytest.fixture(scope="module")
+def db(cluster):
+    j = _janitor(cluster, f"t_advmsg_{uuid.uuid4().hex[:10]}", TEMPLATE)
+    j.init()
+    yield cluster.dsn(j.dbname)
+    j.drop()
+
+
+@pytest.mark.parametrize("name", list(MESSAGES))
+def test_m3_context_for_answers_every_ordinary_message(db, name):
+    text = MESSAGES[name]
+    with connect(db, tenant="a") as c:
+        doc = scalar(c, "select pgmem.context_for(%s, conversation_id => %s, user_id => 'u1')", (text, f"c-{name}"))
+        assert isinstance(doc, dict) and doc.get("intent"), doc
+        # and a second time, with a history and the earlier turn stored
+        doc = scalar(c, "select pgmem.context_for(%s, conversation_id => %s, user_id => 'u1')", (text, f"c-{name}"))
+        assert doc.get("intent")
+
+
+@pytest.mark.parametrize("name", list(MESSAGES))
+def test_m3_observe_turn_answers_every_ordinary_message(db, name):
+    text = MESSAGES[name]
+    with connect(db, tenant="a") as c:
+        doc = scalar(c, "select pgmem.observe_turn(%s, %s, user_id => 'u2')", (f"o-{name}", text))
+        assert isinstance(doc, dict), doc
+
+
+def test_m3_search_insights_without_words_returns_nothing(db):
+    with connect(db, tenant="a") as c:
+        for text in ("?", "!!!", "\U0001F600"):
+            assert c.execute("select * from pgmem.search_insights(%s)", (text,)).fetchall() == []
