@@ -253,3 +253,26 @@ def test_h1_huge_reply_is_the_upstreams_fault_and_rss_stays_flat(web, tokens, ho
     assert st == 200 and "more than 262144 bytes" in text
     grew = rss_mb() - before
     assert grew < 60, f"RSS grew {grew:.0f} MB for a 60 MB reply"
+
+
+# ------------------------------------------------------------------------------ M4
+def test_m4_a_user_bound_token_stays_in_its_lane(web, tokens):
+    """maya's token (tenant web_a, user maya) may not set or remove the tenant's LLM key, nor
+    read the tenant-wide jobs, statistics, clusters or map: 403 naming why."""
+    maya = tokens["maya"]
+    attempts = [("/api/config/apikey", "POST", {"apiKey": "sk-maya-replaces-the-tenant-key"}),
+                ("/api/config/apikey?provider=openai", "DELETE", None),
+                ("/api/jobs", "GET", None), ("/api/stats", "GET", None), ("/api/clusters", "GET", None),
+                ("/api/map", "GET", None), ("/api/map/project", "POST", {"method": "pca"})]
+    for path, method, body in attempts:
+        st, _, got = request(web.url + path, method, body, maya)
+        assert st == 403 and got["error"] == "forbidden" and "whole tenant" in got["message"], (path, st, got)
+    # the whole tenant's token may
+    for path, method, body in attempts[2:]:
+        assert request(web.url + path, method, body, tokens["a"])[0] == 200, path
+    st, _, got = request(web.url + "/api/config/apikey", "POST", {"apiKey": "sk-tenant-key-0001"}, tokens["a"])
+    assert st == 200 and got["success"] is True
+    assert request(web.url + "/api/stats", token=tokens["a"])[2]["hasStoredApiKey"] is True
+    # maya still reaches her own lane
+    assert request(web.url + "/api/session", token=maya)[2]["user"] == "maya"
+    assert request(web.url + "/api/profile/maya", token=maya)[0] == 200

@@ -515,6 +515,13 @@ def build_app(dsn: str | None = None, *, token_file: Path | None = None, embed: 
             raise Forbidden(f'this token acts for user "{p.user}" only')
         return p.user
 
+    def tenant_wide(p: Principal, what: str) -> None:
+        """Routes that read or change the whole tenant (its LLM key, jobs, statistics, clusters,
+        map) are for tokens of the whole tenant: a token bound to a user gets 403 (issue 35, M4)."""
+        if p.user is not None:
+            raise Forbidden(f'{what} belongs to the whole tenant: this token acts for user "{p.user}" only '
+                            "(use a token made without --user)")
+
     def scoped(p: Principal, filters: dict | None) -> dict | None:
         f = dict(filters or {})
         if p.user is not None:
@@ -701,6 +708,7 @@ def build_app(dsn: str | None = None, *, token_file: Path | None = None, embed: 
 
     @app.get("/api/stats", tags=["shadow"], summary="System statistics (pgmem.system_stats)")
     def stats(p: Principal = Depends(principal)):
+        tenant_wide(p, "the tenant's statistics")
         with db.session(p) as s:
             doc = s.scalar("system_stats")
             stored = bool(doc.get("hasApiKey"))
@@ -712,7 +720,8 @@ def build_app(dsn: str | None = None, *, token_file: Path | None = None, embed: 
     @app.post("/api/config/apikey", tags=["shadow"], summary="Store the tenant's LLM API key (pgmem.set_api_key)")
     def set_api_key(body: ApiKeyBody, p: Principal = Depends(principal)):
         """Write-only: the key is never returned, never logged, and the app's database login
-        cannot read it back."""
+        cannot read it back. A token bound to a user may not change it (403)."""
+        tenant_wide(p, "the tenant's LLM key")
         with db.session(p) as s:
             got = s.scalar("set_api_key", api_key=body.apiKey, provider=body.provider)
         return ok({"success": bool(got.get("success")), "provider": got.get("provider"),
@@ -720,6 +729,7 @@ def build_app(dsn: str | None = None, *, token_file: Path | None = None, embed: 
 
     @app.delete("/api/config/apikey", tags=["shadow"], summary="Remove the tenant's LLM API key (pgmem.clear_api_key)")
     def clear_api_key(provider: str = Query("openai", max_length=32), p: Principal = Depends(principal)):
+        tenant_wide(p, "the tenant's LLM key")
         with db.session(p) as s:
             return ok({"success": bool(s.scalar("clear_api_key", provider=provider))})
 
@@ -877,6 +887,7 @@ def build_app(dsn: str | None = None, *, token_file: Path | None = None, embed: 
 
     @app.get("/api/clusters", tags=["clusters"], summary="Concept clusters (pgmem.list_clusters)")
     def clusters(p: Principal = Depends(principal)):
+        tenant_wide(p, "the tenant's clusters")
         with db.session(p) as s:
             return ok({"clusters": s.rows("list_clusters")})
 
@@ -886,6 +897,8 @@ def build_app(dsn: str | None = None, *, token_file: Path | None = None, embed: 
                    color: Literal["cluster", "energy", "recency", "usage"] = "cluster",
                    max_points: int = Query(5000, ge=10, le=20000), p: Principal = Depends(principal)):
         from ..map import render_html
+
+        tenant_wide(p, "the tenant's memory map")
 
         with db.session(p) as s:
             points = s.rows("map_points", method=method, max_points=max_points)
@@ -897,12 +910,14 @@ def build_app(dsn: str | None = None, *, token_file: Path | None = None, embed: 
 
     @app.post("/api/map/project", tags=["clusters"], summary="Recompute the map's coordinates (pgmem.project)")
     def project(body: ProjectBody | None = None, p: Principal = Depends(principal)):
+        tenant_wide(p, "the tenant's memory map")
         body = body or ProjectBody()
         with db.session(p) as s:
             return ok({"points": s.scalar("project", method=body.method, max_points=body.max_points)})
 
     @app.get("/api/jobs", tags=["jobs"], summary="The latest run of each job (pgmem.list_jobs)")
     def jobs(p: Principal = Depends(principal)):
+        tenant_wide(p, "the tenant's jobs")
         with db.session(p) as s:
             return ok({"jobs": s.rows("list_jobs")})
 
