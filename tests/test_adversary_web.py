@@ -276,3 +276,22 @@ def test_m4_a_user_bound_token_stays_in_its_lane(web, tokens):
     # maya still reaches her own lane
     assert request(web.url + "/api/session", token=maya)[2]["user"] == "maya"
     assert request(web.url + "/api/profile/maya", token=maya)[0] == 200
+
+
+# ------------------------------------------------------------------------------ M5
+def test_m5_remember_takes_content_up_to_256_kb_with_extraction(web, tokens):
+    """The heuristic extractor cuts what/why/how to 8 KB (max_field_bytes) as it cuts the
+    summary: a 250 KB memory is stored through the web with extract=True."""
+    from pgmem.extraction.heuristic import FIELD_BYTES, HeuristicExtractor
+
+    words = " ".join(f"word{i}" for i in range(40000))
+    text = ("I moved to Lisbon because " + words)[:250_000]
+    ex = HeuristicExtractor().extract(text)
+    assert len(ex.what.encode()) <= FIELD_BYTES and ex.what.endswith("…") and ex.what.startswith("I moved to Lisbon")
+    assert ex.why is None or len(ex.why.encode()) <= FIELD_BYTES
+    wide = "é" * 9000 + " ünïcödé"  # two bytes a letter: the cut counts bytes
+    assert len(HeuristicExtractor().extract(wide).what.encode()) <= FIELD_BYTES
+    st, _, got = request(web.url + "/api/remember", "POST", {"content": text, "extract": True}, tokens["b"])
+    assert st == 200 and got["decision"] == "stored", got
+    st, _, m = request(web.url + f"/api/memories/{got['id']}", token=tokens["b"])
+    assert len(m["content"]) == len(text) and len(m["what"].encode()) <= FIELD_BYTES
