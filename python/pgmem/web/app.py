@@ -327,7 +327,7 @@ def build_app(dsn: str | None = None, *, token_file: Path | None = None, embed: 
     (default PGMEM_MCP_TOKENS, else .pgmem/mcp-tokens.json). ``embedder``: an Embedder to share
     (default: all-MiniLM-L6-v2 when ``embed``). ``hooks``: :class:`pgmem.web.chat.Hooks`.
     ``model``: the chat model (default :meth:`ChatModel.from_env`). ``cors_origins``: none by
-    default (CORS off). ``mcp``: mount the MCP server at /mcp when the token file has tokens.
+    default (CORS off). ``mcp``: mount the MCP server at /mcp (tokens made later work at once).
     ``chats_per_token``, ``chats_per_tenant``: concurrent chats (more are answered 429);
     ``chat_threads``: the threads chats run in, apart from the routes' pool, so that chats
     waiting on a slow LLM never hold another tenant's request (issue 35, H1)."""
@@ -379,18 +379,22 @@ def build_app(dsn: str | None = None, *, token_file: Path | None = None, embed: 
     mcp_tools = None
     import importlib.util
 
-    if mcp and auth.token_count and importlib.util.find_spec("mcp") is None:
-        log.warning("MCP not mounted: the MCP SDK is not installed (pip install 'pgmem-agent[mcp]')")
-    elif mcp and auth.token_count:
+    if mcp and importlib.util.find_spec("mcp") is None:
+        if auth.token_count:
+            log.warning("MCP not mounted: the MCP SDK is not installed (pip install 'pgmem-agent[mcp]')")
+    elif mcp:
+        # mounted even before the first token is made: the token file is read again when it
+        # changes, so a token made after start works at once (issue 34, item 3)
         from ..mcp_server import MemoryTools, TokenStore, build_server
 
         mcp_tools = MemoryTools(db.dsn, embed=embedder is not None, extractor=extractor)
         mcp_tools._embedder = embedder  # one model in memory for both
         base = f"http://{host}:{port}" if port else None
-        mcp_server = build_server(mcp_tools, tokens=TokenStore(token_file), base_url=base)
+        mcp_server = build_server(mcp_tools, tokens=TokenStore(token_file), base_url=base, require_tokens=False)
         mcp_app = mcp_server.streamable_http_app(streamable_http_path="/mcp", host=host)
-    elif mcp:
-        log.warning("MCP not mounted: %s has no tokens (pgmem mcp --new-token --tenant T)", token_file)
+        if not auth.token_count:
+            log.warning("%s has no tokens yet: make one with 'pgmem mcp --new-token --tenant T' (no restart needed)",
+                        token_file)
 
     @asynccontextmanager
     async def lifespan(app):
