@@ -305,6 +305,24 @@ begin
    limit k;
 end $$;
 
+-- The closed list of insight types, checked before any work (issue 35, M2).
+create or replace function pgmem._check_insight_types(p_types text[]) returns boolean
+  language plpgsql immutable parallel safe
+  set search_path = pgmem, pg_catalog, pg_temp
+as $$
+declare v_bad text;
+begin
+  select t into v_bad from unnest(p_types) t
+   where t is null or t not in ('decision', 'conclusion', 'hypothesis', 'open_question', 'observation') limit 1;
+  if found then
+    perform pgmem._bad_input(format('unknown insight type %s', coalesce(quote_literal(left(v_bad, 64)), 'NULL')),
+                             'types: decision, conclusion, hypothesis, open_question, observation');
+  end if;
+  return true;
+end $$;
+comment on function pgmem._check_insight_types(text[]) is
+  'True, or raises 22023 naming the first element of types that is not an insight type (decision, conclusion, hypothesis, open_question, observation).';
+
 create or replace function pgmem.search_insights(
   query_text text default null,
   query_embedding vector default null,
@@ -322,6 +340,7 @@ as $$
   select * from pgmem._search_insights((select pgmem._require_tenant()), query_text, query_embedding, user_id, k, types,
                                        current_thread_id, min_confidence)
    where pgmem._check_args('search_insights', jsonb_build_object('query_text', query_text, 'user_id', user_id, 'types', types))
+     and (types is null or pgmem._check_insight_types(types))
      and pgmem._unit_ok(min_confidence, 'min_confidence')  -- issue 27: sizes first; a NaN confidence matched nothing
 $$;
 comment on function pgmem.search_insights(text, vector, text, integer, text[], bigint, float8) is

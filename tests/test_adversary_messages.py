@@ -55,3 +55,33 @@ def test_m3_search_insights_without_words_returns_nothing(db):
     with connect(db, tenant="a") as c:
         for text in ("?", "!!!", "\U0001F600"):
             assert c.execute("select * from pgmem.search_insights(%s)", (text,)).fetchall() == []
+
+
+# ------------------------------------------------------------------------------ M2
+@pytest.mark.parametrize("call,arg", [
+    ("select * from pgmem.search_spread('x', kinds => %s)", "kinds"),
+    ("select * from pgmem.reconstruct('x', kinds => %s)", "kinds"),
+    ("select * from pgmem.search_insights('x', types => %s)", "types"),
+    ("select * from pgmem.get_item(%s, 'k')", "namespace"),
+    ("select * from pgmem.delete_item(%s, 'k')", "namespace"),
+    ("select * from pgmem.list_item_namespaces(prefix => %s)", "prefix"),
+    ("select * from pgmem.known_event_keys(%s)", "event_keys"),
+])
+def test_m2_array_elements_are_limited_by_size(db, call, arg):
+    """One 1 MB element is refused at once, naming the argument, before any work."""
+    import time
+
+    big = ["a" * (1 << 20)]
+    with connect(db, tenant="a") as c:
+        t0 = time.monotonic()
+        with pytest.raises(Exception) as err:
+            c.execute(call, (big,)).fetchall()
+        assert arg in str(err.value) and "element" in str(err.value), str(err.value)
+        assert time.monotonic() - t0 < 5
+
+
+def test_m2_closed_lists_are_checked_first(db):
+    with connect(db, tenant="a") as c:
+        with pytest.raises(Exception, match="unknown insight type"):
+            c.execute("select * from pgmem.search_insights('x', types => array['decision', 'bogus'])").fetchall()
+        assert c.execute("select * from pgmem.search_insights('x', types => array['decision'])").fetchall() == []

@@ -208,6 +208,7 @@ def test_threads_map_jobs_and_health(page, server, world, tmp_path):
     page.wait_for_selector("#health-status")
     page.wait_for_function("document.querySelector('#stats-view').textContent.includes('whole tenant')")
     page.goto(f"{server.url}/#token={world['acme']}")
+    page.reload()  # (a change of the fragment alone does not load the page again)
     page.wait_for_function("document.querySelector('#who').textContent === 'tenant acme · token'")
     # the clusters map: the existing 3-D map, embedded, drawn by plotly in the frame
     page.goto(f"{server.url}/#map")
