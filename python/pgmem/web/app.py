@@ -631,6 +631,20 @@ def build_app(dsn: str | None = None, *, token_file: Path | None = None, embed: 
         k: int = Field(default=10, ge=1, le=100)
         types: list[Literal["decision", "conclusion", "hypothesis", "open_question", "observation"]] | None = None
 
+    class DocumentBody(BaseModel):
+        title: str = Field(min_length=1, max_length=500)
+        content: str = Field(min_length=1, max_length=4 * 1024 * 1024,
+                             description="the document's text (split into chunks by pgmem.chunk_document)")
+        source: str | None = Field(default=None, max_length=8192)
+        user_id: str | None = Name
+        metadata: dict[str, Any] | None = None
+        max_tokens: int | None = Field(default=None, ge=16, le=8192, description="tokens per chunk")
+
+    class DocumentSearchBody(BaseModel):
+        query: str = Text
+        k: int = Field(default=5, ge=1, le=50)
+        user_id: str | None = Name
+
     class EraseBody(BaseModel):
         confirm: bool = Field(description="true: erase every tier of the user for good")
 
@@ -888,6 +902,44 @@ def build_app(dsn: str | None = None, *, token_file: Path | None = None, embed: 
         with db.session(p) as s:
             return ok({"insights": s.client.search_insights(body.query or None, user_id=user_for(p, body.user_id),
                                                             k=body.k, types=body.types, conn=s.conn)})
+
+    # -------------------------------------------------------------- knowledge-base documents
+    @app.post("/api/documents", tags=["documents"], summary="Store a knowledge-base document (pgmem.ingest_document)")
+    def ingest_document(body: DocumentBody, p: Principal = Depends(principal)):
+        """Chunked by the database, each chunk embedded by the server; user_id left out: the
+        tenant's knowledge base (every user). A token bound to a user stores its user's."""
+        user = user_for(p, body.user_id)
+        with db.session(p) as s:
+            got = s.client.ingest_document(body.title, body.content, source=body.source, user_id=user,
+                                           metadata={**(body.metadata or {}), "via": "web"},
+                                           max_tokens=body.max_tokens, embed=db.embedder is not None, conn=s.conn)
+        return ok(got)
+
+    @app.get("/api/documents", tags=["documents"], summary="The knowledge-base documents (pgmem.list_documents)")
+    def list_documents(user_id: str | None = Query(None, min_length=1, max_length=200), include_deleted: bool = False,
+                       p: Principal = Depends(principal)):
+        with db.session(p) as s:
+            return ok({"documents": s.client.list_documents(user_for(p, user_id), include_deleted=include_deleted,
+                                                            conn=s.conn)})
+
+    @app.post("/api/documents/search", tags=["documents"],
+              summary="The document chunks nearest a question (pgmem.search_documents)")
+    def search_documents(body: DocumentSearchBody, p: Principal = Depends(principal)):
+        with db.session(p) as s:
+            return ok({"chunks": s.client.search_documents(body.query, embedding=s.embed(body.query), k=body.k,
+                                                           user_id=user_for(p, body.user_id), conn=s.conn)})
+
+    @app.delete("/api/documents/{document_id}", tags=["documents"],
+                summary="Take a document out of retrieval, restorably (pgmem.delete_document)")
+    def delete_document(document_id: int = PathParam(ge=1, le=2**62), p: Principal = Depends(principal)):
+        with db.session(p) as s:
+            if p.user is not None:  # a user's token deletes its user's documents only
+                mine = {d["id"] for d in s.client.list_documents(p.user, include_deleted=True, conn=s.conn)}
+                if document_id not in mine:
+                    raise NotFound(f'document {document_id} does not exist for user "{p.user}"',
+                                   hint="GET /api/documents lists them")
+            d = s.client.delete_document(document_id, conn=s.conn)
+        return ok({k: v for k, v in d.items() if k in ("id", "title", "state", "user_id", "updated_at")})
 
     @app.get("/api/clusters", tags=["clusters"], summary="Concept clusters (pgmem.list_clusters)")
     def clusters(p: Principal = Depends(principal)):
