@@ -295,3 +295,49 @@ def test_m5_remember_takes_content_up_to_256_kb_with_extraction(web, tokens):
     assert st == 200 and got["decision"] == "stored", got
     st, _, m = request(web.url + f"/api/memories/{got['id']}", token=tokens["b"])
     assert len(m["content"]) == len(text) and len(m["what"].encode()) <= FIELD_BYTES
+
+
+# ------------------------------------------------------------------------------ L2
+def _claim(exp) -> str:
+    """A claim for tenant web_b signed with a made-up key, with the given exp."""
+    import base64
+    import hashlib
+    import hmac
+
+    def b64(d: bytes) -> str:
+        return base64.urlsafe_b64encode(d).rstrip(b"=").decode()
+
+    head = b64(json.dumps({"alg": "HS256", "typ": "JWT"}).encode())
+    body = b64(json.dumps({"tenant": "web_b", "exp": exp}).encode())
+    sig = b64(hmac.new(b"k" * 32, f"{head}.{body}".encode(), hashlib.sha256).digest())
+    return f"{head}.{body}.{sig}"
+
+
+@pytest.mark.parametrize("case", ["nan", "infinity", "nul", "surrogate", "pct00", "blank_chat", "crlf_key",
+                                  "exp_1e300", "nul_search", "nan_metadata"])
+def test_l2_malformed_input_is_a_4xx_naming_the_problem(web, tokens, case):
+    b = tokens["b"]
+    if case == "nan":
+        st, _, got = request(web.url + "/api/remember", "POST", raw=b'{"content": "x", "importance": NaN}', token=b)
+    elif case == "infinity":
+        st, _, got = request(web.url + "/api/search", "POST", raw=b'{"query": "x", "k": Infinity}', token=b)
+    elif case == "nul":
+        st, _, got = request(web.url + "/api/remember", "POST", {"content": "null \u0000 byte"}, b)
+    elif case == "surrogate":
+        st, _, got = request(web.url + "/api/remember", "POST", raw=b'{"content": "lone \\ud800 surrogate"}', token=b)
+    elif case == "pct00":
+        st, _, got = request(web.url + "/api/profile/a%00b", token=b)
+    elif case == "blank_chat":
+        st, _, got = request(web.url + "/api/chat", "POST", {"message": "   \n\t "}, b)
+    elif case == "crlf_key":
+        st, _, got = request(web.url + "/api/chat", "POST", {"message": "hi", "apiKey": "sk-abc\r\nX-Evil: 1"}, b)
+    elif case == "exp_1e300":
+        st, _, got = request(web.url + "/api/session", token=_claim(1e300))
+        assert st == 401, got
+        return
+    elif case == "nan_metadata":
+        st, _, got = request(web.url + "/api/remember", "POST", raw=b'{"content": "x", "metadata": {"a": NaN}}', token=b)
+    else:
+        st, _, got = request(web.url + "/api/search", "POST", {"query": "a\u0000b"}, b)
+    assert 400 <= st < 500, (case, st, got)
+    assert isinstance(got, dict) and got.get("message"), got

@@ -472,16 +472,39 @@ def build_app(dsn: str | None = None, *, token_file: Path | None = None, embed: 
     def _hook(request, exc):
         return error(500, "hook_failed", str(exc))
 
+    def _safe_text(v: Any) -> str:
+        # a lone surrogate or a NUL in the request must not break the answer that names it
+        return str(v).encode("utf-8", "replace").decode("utf-8").replace("\x00", "\\0")
+
     @app.exception_handler(RequestValidationError)
     def _validation(request, exc):
-        return JSONResponse({"error": "invalid_request", "message": "the request does not have the expected shape",
-                             "detail": json.loads(json.dumps(exc.errors(), default=str))}, status_code=422)
+        # loc, msg and type only: the rejected input itself may be NaN, a lone surrogate or
+        # megabytes, none of which belongs in the answer (issue 35, L2)
+        detail = [{"loc": [_safe_text(x) for x in e.get("loc", ())], "msg": _safe_text(e.get("msg", "")),
+                   "type": _safe_text(e.get("type", ""))} for e in exc.errors()]
+        return JSONResponse({"error": "invalid_request", "message": "the request does not have the expected shape"
+                             + (f": {detail[0]['msg']} at {'.'.join(detail[0]['loc'])}" if detail else ""),
+                             "detail": detail}, status_code=422)
+
+    def _bad_value(message: str) -> JSONResponse:
+        return error(422, "invalid_input", message,
+                     hint="send text without NUL characters or lone surrogates, and finite numbers")
+
+    @app.exception_handler(UnicodeError)
+    def _unicode(request, exc):
+        return _bad_value("the request holds text that is not valid Unicode (a lone surrogate)")
 
     @app.exception_handler(psycopg.Error)
     def _database(request, exc):
         if getattr(exc, "sqlstate", None) == "28000":  # a claim the database refused: no detail
             log.info("claim refused: %s", getattr(getattr(exc, "diag", None), "message_primary", exc))
             return unauthorized()
+        if isinstance(exc, psycopg.DataError) and getattr(exc, "sqlstate", None) is None:
+            # refused by the driver before it reached the database: a NUL in a text value
+            return _bad_value(f"a value cannot be stored: {_safe_text(exc)}")
+        if (getattr(exc, "sqlstate", None) or "").startswith("22"):  # a data exception: about the input
+            diag = getattr(exc, "diag", None)
+            return _bad_value(f"a value was refused: {_safe_text(getattr(diag, 'message_primary', None) or exc)}")
         ref = uuid.uuid4().hex[:8]
         log.error("database error %s on %s %s: %s", ref, request.method, request.url.path, exc)
         return error(500, "internal", f"the request failed (reference {ref} in the server's log)")
@@ -676,6 +699,11 @@ def build_app(dsn: str | None = None, *, token_file: Path | None = None, embed: 
         disconnects."""
         from .llm import Upstream
 
+        if not body.message.strip():
+            raise InvalidInput("message is empty: it holds only whitespace", hint="send the user's words")
+        if body.apiKey is not None and not all(33 <= ord(ch) <= 126 for ch in body.apiKey):
+            raise InvalidInput("apiKey must be printable ASCII with no spaces or line breaks",
+                               hint="paste the key alone, as the provider shows it")
         user = user_for(p, body.user_id)
         conversation = body.conversation_id or f"web-{uuid.uuid4().hex[:12]}"
         release = chat_slots.acquire(p)
