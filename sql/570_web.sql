@@ -303,7 +303,13 @@ begin
     into v_act from pgmem.activation_log a where a.tenant = v_tenant and a.logged_at > now() - interval '30 days';
   select jsonb_build_object(
            'runs7d', count(*), 'failures7d', count(*) filter (where r.status = 'failed'),
-           'running', count(*) filter (where r.status = 'running'), 'lastRunAt', max(r.started_at),
+           -- a batch left 'running' by a backend that is gone (a crash, a kill) is interrupted, not
+           -- running (issue 35, L6): the pid must be alive and have started before the batch
+           'running', count(*) filter (where r.status = 'running' and exists (
+                        select 1 from pg_catalog.pg_stat_activity a where a.pid = r.pid and a.backend_start <= r.started_at)),
+           'interrupted', count(*) filter (where r.status = 'running' and not exists (
+                        select 1 from pg_catalog.pg_stat_activity a where a.pid = r.pid and a.backend_start <= r.started_at)),
+           'lastRunAt', max(r.started_at),
            'lastFailure', (select jsonb_build_object('job', f.job, 'at', f.started_at, 'error', f.error)
                              from pgmem.job_runs f
                             where (f.tenant = v_tenant or (f.tenant is null and v_admin)) and f.status = 'failed'
@@ -473,7 +479,8 @@ begin
      where (x.tenant = v_tenant or (x.tenant is null and v_admin)) and x.status <> 'skipped'),
   last as (select distinct on (r.job, r.tenant) r.* from r order by r.job, r.tenant, r.id desc)
   select l.job, coalesce(l.tenant, 'all tenants'),
-         case when l.status = 'running' and not exists (select 1 from pg_stat_activity a where a.pid = l.pid)
+         case when l.status = 'running' and not exists (select 1 from pg_stat_activity a
+                                                         where a.pid = l.pid and a.backend_start <= l.started_at)
               then 'interrupted' else l.status end,
          l.started_at, l.finished_at, extract(epoch from (l.finished_at - l.started_at))::float8,
          l.examined, l.changed, l.error,

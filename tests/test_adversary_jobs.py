@@ -68,3 +68,14 @@ def test_m1_a_held_row_lock_does_not_stall_work_or_index(db, job):
             c.execute("update pgmem.work_queue set not_before = now()")  # the skipped item's short back-off
             c.execute("call pgmem.run_job(%s, '{\"tenant\": \"*\"}')", (job,))
             assert scalar(c, "select count(*) from pgmem.work_queue") == 0
+
+
+def test_l6_system_stats_counts_interrupted_runs_apart(db):
+    """A batch left 'running' by a backend that is gone (a crash) is interrupted, not running."""
+    with connect(db, tenant="a") as c:
+        c.execute("insert into pgmem.job_runs (tenant, job, params, pid) values ('a', 'merge', '{}', 999999)")
+        c.execute("insert into pgmem.job_runs (tenant, job, params, pid) values ('a', 'prune', '{}', pg_backend_pid())")
+        jobs = scalar(c, "select pgmem.system_stats()")["jobs"]
+        assert jobs["running"] == 1 and jobs["interrupted"] == 1, jobs
+        status = dict(c.execute("select job, last_status from pgmem.list_jobs()").fetchall())
+        assert status["merge"] == "interrupted" and status["prune"] == "running", status

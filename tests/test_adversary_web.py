@@ -341,3 +341,20 @@ def test_l2_malformed_input_is_a_4xx_naming_the_problem(web, tokens, case):
         st, _, got = request(web.url + "/api/search", "POST", {"query": "a\u0000b"}, b)
     assert 400 <= st < 500, (case, st, got)
     assert isinstance(got, dict) and got.get("message"), got
+
+
+# ------------------------------------------------------------------------------ L8
+@pytest.mark.parametrize("bad", ["bob\u202eevil", "a\nb", "tab\there", "x\u2066y", "del\x7f"])
+def test_l8_ids_with_control_or_bidi_characters_are_refused(web, tokens, bad):
+    b = tokens["b"]
+    for path, body in (("/api/remember", {"content": "something to keep", "user_id": bad}),
+                       ("/api/chat", {"message": "hello", "conversation_id": bad}),
+                       ("/api/context_for", {"query": "hello", "conversation_id": bad})):
+        st, _, got = request(web.url + path, "POST", body, b)
+        assert st == 422 and got["error"] == "invalid_request", (path, st, got)
+    import urllib.parse
+
+    st, _, got = request(web.url + "/api/profile/" + urllib.parse.quote(bad, safe=""), token=b)
+    assert st == 422, got
+    # an ordinary id with spaces, dots and letters of any script is fine
+    assert request(web.url + "/api/profile/" + urllib.parse.quote("Zoë Ünal-李.2", safe=""), token=b)[0] == 200

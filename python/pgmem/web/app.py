@@ -32,6 +32,9 @@ log = logging.getLogger("pgmem.web")
 
 STATIC_DIR = Path(__file__).resolve().parent / "static"
 MAX_QUERY = 4000
+# an id (user, conversation, session) has no control characters and no bidirectional overrides
+# or isolates, which would make one id print as another (issue 35, L8)
+ID_PATTERN = r"^[^\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]+$"
 
 
 # ------------------------------------------------------------------------------ JSON
@@ -579,11 +582,11 @@ def build_app(dsn: str | None = None, *, token_file: Path | None = None, embed: 
 
     # -------------------------------------------------------------- bodies
     Text = Field(min_length=1, max_length=MAX_QUERY)
-    Name = Field(default=None, min_length=1, max_length=200)
+    Name = Field(default=None, min_length=1, max_length=200, pattern=ID_PATTERN)
 
     class ChatBody(BaseModel):
         message: str = Field(min_length=1, max_length=MAX_QUERY, description="the user's message")
-        conversation_id: str | None = Field(default=None, min_length=1, max_length=200,
+        conversation_id: str | None = Field(default=None, min_length=1, max_length=200, pattern=ID_PATTERN,
                                             description="any stable id of the conversation (a new one when left out)")
         user_id: str | None = Name
         apiKey: str | None = Field(default=None, min_length=8, max_length=512,
@@ -640,7 +643,7 @@ def build_app(dsn: str | None = None, *, token_file: Path | None = None, embed: 
 
     class ContextForBody(BaseModel):
         query: str = Text
-        conversation_id: str = Field(min_length=1, max_length=200)
+        conversation_id: str = Field(min_length=1, max_length=200, pattern=ID_PATTERN)
         user_id: str | None = Name
         k: int | None = Field(default=None, ge=0, le=100)
         remember: bool = True
@@ -890,7 +893,7 @@ def build_app(dsn: str | None = None, *, token_file: Path | None = None, embed: 
         with db.session(p) as s:
             return ok(s.rows("revert", history_id=history_id)[0])
 
-    UserId = PathParam(min_length=1, max_length=200)
+    UserId = PathParam(min_length=1, max_length=200, pattern=ID_PATTERN)
 
     @app.get("/api/profile/{user_id}", tags=["layered"], summary="The user's profile facts in force (pgmem.profile)")
     def profile(user_id: str = UserId, as_of: datetime | None = None, p: Principal = Depends(principal)):
@@ -904,7 +907,7 @@ def build_app(dsn: str | None = None, *, token_file: Path | None = None, embed: 
 
     @app.get("/api/conversations/{conversation_id}/threads", tags=["layered"],
              summary="A conversation's topic threads (pgmem.conversation_threads)")
-    def threads(conversation_id: str = PathParam(min_length=1, max_length=200), include_archived: bool = False,
+    def threads(conversation_id: str = PathParam(min_length=1, max_length=200, pattern=ID_PATTERN), include_archived: bool = False,
                 p: Principal = Depends(principal)):
         with db.session(p) as s:
             own_conversation(s, p, conversation_id, must_exist=True)
@@ -912,7 +915,7 @@ def build_app(dsn: str | None = None, *, token_file: Path | None = None, embed: 
 
     @app.get("/api/threads/{thread_id}/messages", tags=["layered"], summary="A thread's messages (pgmem.thread_messages)")
     def thread_messages(thread_id: int = PathParam(ge=1, le=2**62),
-                        conversation_id: str | None = Query(None, min_length=1, max_length=200,
+                        conversation_id: str | None = Query(None, min_length=1, max_length=200, pattern=ID_PATTERN,
                                                             description="the thread's conversation (required of a token "
                                                                         "bound to a user)"),
                         p: Principal = Depends(principal)):
@@ -944,7 +947,8 @@ def build_app(dsn: str | None = None, *, token_file: Path | None = None, embed: 
         return ok(got)
 
     @app.get("/api/documents", tags=["documents"], summary="The knowledge-base documents (pgmem.list_documents)")
-    def list_documents(user_id: str | None = Query(None, min_length=1, max_length=200), include_deleted: bool = False,
+    def list_documents(user_id: str | None = Query(None, min_length=1, max_length=200, pattern=ID_PATTERN),
+                       include_deleted: bool = False,
                        p: Principal = Depends(principal)):
         with db.session(p) as s:
             return ok({"documents": s.client.list_documents(user_for(p, user_id), include_deleted=include_deleted,
