@@ -66,6 +66,8 @@ def test_m3_search_insights_without_words_returns_nothing(db):
     ("select * from pgmem.delete_item(%s, 'k')", "namespace"),
     ("select * from pgmem.list_item_namespaces(prefix => %s)", "prefix"),
     ("select * from pgmem.known_event_keys(%s)", "event_keys"),
+    # L4: a 16 MB prefix blamed "filters"
+    ("select * from pgmem.search_items(%s)", "namespace_prefix"),
 ])
 def test_m2_array_elements_are_limited_by_size(db, call, arg):
     """One 1 MB element is refused at once, naming the argument, before any work."""
