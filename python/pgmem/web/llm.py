@@ -1,5 +1,6 @@
 """The chat model: an OpenAI-compatible chat-completions endpoint (OpenAI, Ollama, vLLM,
-llama.cpp server, LM Studio all serve it), batch or streamed, with the standard library only.
+llama.cpp server, LM Studio all serve it), or Anthropic's Messages API (``provider=
+"anthropic"``, or an anthropic.com URL), batch or streamed, with the standard library only.
 
 Configured by ``OPENAI_BASE_URL``, ``OPENAI_MODEL`` and ``OPENAI_API_KEY``
 (:func:`pgmem.config.openai_settings`), the names seeds/shadow-memory-system.md gives them; a
@@ -34,6 +35,7 @@ log = logging.getLogger("pgmem.web.llm")
 
 OPENAI_DEFAULT_URL = "https://api.openai.com/v1"
 LINE_LIMIT = 1 << 20  # one SSE line (a chunk of a streamed reply) is far smaller
+ANTHROPIC_VERSION = "2023-06-01"
 
 
 class LLMError(PgmemError):
@@ -104,6 +106,7 @@ class ChatModel:
     deadline: float = 120.0
     max_tokens: int | None = 1024
     max_reply_bytes: int = 262144
+    provider: str = "auto"  # "openai" (chat completions), "anthropic" (Messages API), "auto": by the URL
 
     @classmethod
     def from_env(cls, api_key: str | None = None) -> "ChatModel":
@@ -119,9 +122,56 @@ class ChatModel:
         return f"ChatModel(base_url={self.base_url!r}, model={self.model!r}, key={'set' if self.api_key else 'none'})"
 
     @property
+    def anthropic(self) -> bool:
+        """Anthropic's Messages API: provider "anthropic", or "auto" and an anthropic.com URL."""
+        if self.provider != "auto":
+            return self.provider == "anthropic"
+        host = urllib.parse.urlsplit(self.base_url).hostname or ""
+        return host == "anthropic.com" or host.endswith(".anthropic.com")
+
+    @property
     def url(self) -> str:
         base = self.base_url.rstrip("/")
+        if self.anthropic:
+            if base.endswith("/messages"):
+                return base
+            return base + ("/messages" if base.endswith("/v1") else "/v1/messages")
         return base if base.endswith("/chat/completions") else base + "/chat/completions"
+
+    def _payload(self, messages: list[dict[str, Any]], stream: bool) -> tuple[dict[str, Any], dict[str, str]]:
+        """The request body and headers: OpenAI's chat completions, or Anthropic's Messages API
+        (the system messages joined into ``system``, the turns alternating from a user turn,
+        ``max_tokens`` required, the key in ``x-api-key``)."""
+        headers = {"Content-Type": "application/json", "User-Agent": "pgmem-serve",
+                   "Accept": "text/event-stream" if stream else "application/json"}
+        if not self.anthropic:
+            payload: dict[str, Any] = {"model": self.model, "messages": messages, "stream": stream}
+            if self.max_tokens:
+                payload["max_tokens"] = self.max_tokens
+            if self.api_key:
+                headers["Authorization"] = f"Bearer {self.api_key}"
+        else:
+            system = "\n\n".join(str(m.get("content") or "") for m in messages if m.get("role") == "system")
+            turns: list[dict[str, Any]] = []
+            for m in messages:
+                role = m.get("role")
+                if role not in ("user", "assistant") or not m.get("content"):
+                    continue
+                if turns and turns[-1]["role"] == role:  # the API wants the roles to alternate
+                    turns[-1]["content"] += "\n\n" + str(m["content"])
+                else:
+                    turns.append({"role": role, "content": str(m["content"])})
+            if not turns or turns[0]["role"] != "user":
+                turns.insert(0, {"role": "user", "content": "(the conversation so far)"})
+            payload = {"model": self.model, "messages": turns, "stream": stream, "max_tokens": self.max_tokens or 1024}
+            if system:
+                payload["system"] = system
+            headers["anthropic-version"] = ANTHROPIC_VERSION
+            if self.api_key:
+                headers["x-api-key"] = self.api_key
+        if self.temperature is not None:
+            payload["temperature"] = self.temperature
+        return payload, headers
 
     def check_key(self) -> None:
         """A hosted API needs a key: say where to put one before any request is made."""
@@ -144,15 +194,7 @@ class ChatModel:
 
     def _open(self, messages: list[dict[str, Any]], stream: bool, upstream: Upstream):
         self.check_key()
-        payload: dict[str, Any] = {"model": self.model, "messages": messages, "stream": stream}
-        if self.temperature is not None:
-            payload["temperature"] = self.temperature
-        if self.max_tokens:
-            payload["max_tokens"] = self.max_tokens
-        headers = {"Content-Type": "application/json", "User-Agent": "pgmem-serve",
-                   "Accept": "text/event-stream" if stream else "application/json"}
-        if self.api_key:
-            headers["Authorization"] = f"Bearer {self.api_key}"
+        payload, headers = self._payload(messages, stream)
         req = urllib.request.Request(self.url, data=json.dumps(payload).encode(), headers=headers, method="POST")
         opener = (urllib.request.build_opener(urllib.request.ProxyHandler({})) if is_loopback(self.url)
                   else urllib.request.build_opener())
@@ -234,7 +276,8 @@ class ChatModel:
         finally:
             timer.cancel()
             resp.close()
-        text = _content(_json(b"".join(chunks), self.base_url))
+        obj = _json(b"".join(chunks), self.base_url)
+        text = _anthropic_content(obj) if self.anthropic else _content(obj)
         if len(text.encode("utf-8", "surrogatepass")) > self.max_reply_bytes:
             raise self._too_big()
         return text
@@ -252,7 +295,8 @@ class ChatModel:
                 raw = self._read(resp, upstream, ends, lambda: resp.read(limit + 1))
                 if len(raw) > limit:
                     raise self._too_big()
-                text = _content(_json(raw, self.base_url))
+                obj = _json(raw, self.base_url)
+                text = _anthropic_content(obj) if self.anthropic else _content(obj)
                 if len(text.encode("utf-8", "surrogatepass")) > self.max_reply_bytes:
                     raise self._too_big()
                 if text:
@@ -276,8 +320,15 @@ class ChatModel:
                     log.warning("chat model %s failed mid-stream: %s", self.base_url, str(obj["error"])[:300])
                     raise LLMError(f"the chat model at {self.base_url} failed mid-stream (its message is in the "
                                    "server's log)")
-                for choice in obj.get("choices") or []:
-                    piece = (choice.get("delta") or {}).get("content")
+                if self.anthropic:  # message_start, content_block_delta (text_delta), ..., message_stop
+                    if obj.get("type") == "message_stop":
+                        return
+                    delta = obj.get("delta") if obj.get("type") == "content_block_delta" else None
+                    pieces = [delta.get("text")] if isinstance(delta, dict) and delta.get("type") == "text_delta" else []
+                else:
+                    pieces = [(choice.get("delta") or {}).get("content") for choice in obj.get("choices") or []
+                              if isinstance(choice, dict)]
+                for piece in pieces:
                     if piece and isinstance(piece, str):
                         size += len(piece.encode("utf-8", "surrogatepass"))
                         if size > self.max_reply_bytes:
@@ -299,6 +350,15 @@ def _json(raw: bytes, where: str) -> dict[str, Any]:
     if not isinstance(obj, dict):
         raise LLMError(f"the chat model at {where} answered {type(obj).__name__}, not a JSON object")
     return obj
+
+
+def _anthropic_content(obj: dict[str, Any]) -> str:
+    """The text blocks of a Messages API answer (``content: [{"type": "text", "text": ...}]``)."""
+    blocks = obj.get("content")
+    if not isinstance(blocks, list):
+        raise LLMError("the chat model's answer has no content blocks (Anthropic Messages API)")
+    return "".join(b["text"] for b in blocks if isinstance(b, dict) and b.get("type") == "text"
+                   and isinstance(b.get("text"), str))
 
 
 def _content(obj: dict[str, Any]) -> str:
