@@ -284,7 +284,9 @@ create or replace function pgmem.system_stats() returns jsonb
 as $$
 declare
   v_tenant text := pgmem._require_tenant();
-  v_admin boolean := pgmem._is_admin();
+  -- runs over all tenants (tenant NULL, with their last_error) only for an administrator acting
+  -- for every tenant ('*'), not for a tenant a server's admin login acts for (issue 35, L3)
+  v_admin boolean := pgmem._is_admin() and v_tenant = '*';
   v_mem jsonb;
   v_tiers jsonb;
   v_act jsonb;
@@ -471,7 +473,7 @@ returns table (job text, scope text, last_status text, last_started_at timestamp
 as $$
 declare
   v_tenant text := pgmem._require_tenant();
-  v_admin boolean := pgmem._is_admin();
+  v_admin boolean := pgmem._is_admin() and v_tenant = '*';  -- (issue 35, L3: as system_stats)
 begin
   return query
   with r as (

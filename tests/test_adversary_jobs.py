@@ -79,3 +79,17 @@ def test_l6_system_stats_counts_interrupted_runs_apart(db):
         assert jobs["running"] == 1 and jobs["interrupted"] == 1, jobs
         status = dict(c.execute("select job, last_status from pgmem.list_jobs()").fetchall())
         assert status["merge"] == "interrupted" and status["prune"] == "running", status
+
+
+def test_l3_a_tenant_never_sees_installation_wide_runs(db):
+    """pgmem serve's login may be an administrator: acting for tenant a, it shows a's runs
+    only, not the runs over all tenants (with their last_error); acting for '*' it shows them."""
+    with connect(db, tenant=None) as c:
+        c.execute("insert into pgmem.job_runs (tenant, job, params, status, error, finished_at) values "
+                  "(null, 'merge', '{}', 'failed', 'secret of another tenant', now()), "
+                  "('a', 'prune', '{}', 'ok', null, now())")
+    with connect(db, tenant="a") as c:
+        assert "secret" not in str(scalar(c, "select pgmem.system_stats()")["jobs"])
+        assert [r[0] for r in c.execute("select job from pgmem.list_jobs()").fetchall()] == ["prune"]
+    with connect(db, tenant="*") as c:
+        assert "merge" in [r[0] for r in c.execute("select job from pgmem.list_jobs()").fetchall()]
