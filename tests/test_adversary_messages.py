@@ -87,3 +87,23 @@ def test_m2_closed_lists_are_checked_first(db):
         with pytest.raises(Exception, match="unknown insight type"):
             c.execute("select * from pgmem.search_insights('x', types => array['decision', 'bogus'])").fetchall()
         assert c.execute("select * from pgmem.search_insights('x', types => array['decision'])").fetchall() == []
+
+
+# ------------------------------------------------------------------------------ L1
+@pytest.mark.parametrize("name,text", [
+    ("1.2 MB paragraph, NBSP words", "\u00a0".join(["word"] * 240_000)),
+    ("1.2 MB paragraph, no blank line", " ".join(["pdf-like text line"] * 64_000)),
+    ("1 MB single word", "x" * (1 << 20)),
+    ("1 MB single word, two-byte letters", "é" * (1 << 19)),
+    ("1 MB of one-letter paragraphs", "a\n\n" * 350_000),  # (4 MB: 138 s before, 10 s now)
+])
+def test_l1_chunk_document_splits_long_paragraphs_and_words(db, name, text):
+    import time
+
+    with connect(db, tenant="a") as c:
+        t0 = time.monotonic()
+        got = c.execute("select ord, chunk, token_count from pgmem.chunk_document(%s, 200)", (text,)).fetchall()
+        took = time.monotonic() - t0
+    assert got and all(t <= 200 for _, _, t in got), name
+    assert sum(len(ch) for _, ch, _ in got) >= len(text) * 0.9
+    assert took < 30, f"{name}: {took:.1f} s"  # (a generous bound: the quadratic cut took minutes)
