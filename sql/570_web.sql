@@ -284,7 +284,9 @@ create or replace function pgmem.system_stats() returns jsonb
 as $$
 declare
   v_tenant text := pgmem._require_tenant();
-  v_admin boolean := pgmem._is_admin();
+  -- runs over all tenants (tenant NULL, with their last_error) only for an administrator acting
+  -- for every tenant ('*'), not for a tenant a server's admin login acts for (issue 35, L3)
+  v_admin boolean := pgmem._is_admin() and v_tenant = '*';
   v_mem jsonb;
   v_tiers jsonb;
   v_act jsonb;
@@ -303,7 +305,13 @@ begin
     into v_act from pgmem.activation_log a where a.tenant = v_tenant and a.logged_at > now() - interval '30 days';
   select jsonb_build_object(
            'runs7d', count(*), 'failures7d', count(*) filter (where r.status = 'failed'),
-           'running', count(*) filter (where r.status = 'running'), 'lastRunAt', max(r.started_at),
+           -- a batch left 'running' by a backend that is gone (a crash, a kill) is interrupted, not
+           -- running (issue 35, L6): the pid must be alive and have started before the batch
+           'running', count(*) filter (where r.status = 'running' and exists (
+                        select 1 from pg_catalog.pg_stat_activity a where a.pid = r.pid and a.backend_start <= r.started_at)),
+           'interrupted', count(*) filter (where r.status = 'running' and not exists (
+                        select 1 from pg_catalog.pg_stat_activity a where a.pid = r.pid and a.backend_start <= r.started_at)),
+           'lastRunAt', max(r.started_at),
            'lastFailure', (select jsonb_build_object('job', f.job, 'at', f.started_at, 'error', f.error)
                              from pgmem.job_runs f
                             where (f.tenant = v_tenant or (f.tenant is null and v_admin)) and f.status = 'failed'
@@ -465,7 +473,7 @@ returns table (job text, scope text, last_status text, last_started_at timestamp
 as $$
 declare
   v_tenant text := pgmem._require_tenant();
-  v_admin boolean := pgmem._is_admin();
+  v_admin boolean := pgmem._is_admin() and v_tenant = '*';  -- (issue 35, L3: as system_stats)
 begin
   return query
   with r as (
@@ -473,7 +481,8 @@ begin
      where (x.tenant = v_tenant or (x.tenant is null and v_admin)) and x.status <> 'skipped'),
   last as (select distinct on (r.job, r.tenant) r.* from r order by r.job, r.tenant, r.id desc)
   select l.job, coalesce(l.tenant, 'all tenants'),
-         case when l.status = 'running' and not exists (select 1 from pg_stat_activity a where a.pid = l.pid)
+         case when l.status = 'running' and not exists (select 1 from pg_stat_activity a
+                                                         where a.pid = l.pid and a.backend_start <= l.started_at)
               then 'interrupted' else l.status end,
          l.started_at, l.finished_at, extract(epoch from (l.finished_at - l.started_at))::float8,
          l.examined, l.changed, l.error,

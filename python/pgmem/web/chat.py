@@ -17,11 +17,13 @@ One turn (seeds/layered-memory-architecture.md, "The Pipeline"; seeds/shadow-mem
    any of them.
 4. :func:`build_messages` (step 9's build_messages): behaviour, personality, length hint,
    precision, thread and research context, profile, privacy frame, the memory block (when the
-   policy injects retrieval), earlier Q&A, the curated history, the message.
+   policy injects retrieval), the knowledge base's excerpts (when it injects RAG), earlier Q&A,
+   the curated history, the message.
 5. Hook ``before_generation`` (step 8), then the LLM (streamed or not), then
    ``after_generation`` and ``before_persist`` (step 10).
 6. ``pgmem.observe_reply`` (SQL) stores the reply (a message of the conversation and a
-   memory), and the memories the prompt carried are recorded as used (:func:`record_use`).
+   memory), and the activated (✓) memories the prompt carried are recorded as used
+   (:func:`record_use`), never the ○ candidates.
 
 No database connection is held while the LLM generates.
 """
@@ -223,6 +225,9 @@ def build_messages(turn: ChatTurn) -> list[dict[str, str]]:
                "or erase it:\n" + json.dumps(ctx["privacy"], default=str)[:4000])
     if turn.injected:
         system(turn.memory_context["formatted"])
+    documents = ctx.get("documents") or []
+    if turn.policy.get("inject_rag") and documents:
+        system(knowledge_block(documents))
     if turn.policy.get("inject_qa_history") and ctx.get("qa_history"):
         system("Earlier, similar questions and the answers given:\n"
                + "\n".join(f"Q: {q.get('question')}\nA: {q.get('answer') or '(no answer)'}" for q in ctx["qa_history"]))
@@ -231,6 +236,24 @@ def build_messages(turn: ChatTurn) -> list[dict[str, str]]:
             messages.append({"role": h["role"], "content": h["content"]})
     messages.append({"role": "user", "content": turn.message})
     return messages
+
+
+DOCUMENT_EXCERPT_CHARS = 2000   # one excerpt in the prompt
+DOCUMENT_BLOCK_CHARS = 8000     # all of them
+
+
+def knowledge_block(documents: list[dict[str, Any]]) -> str:
+    """The "Knowledge base" block of the prompt: the documents' chunks context_for (or
+    pgmem.search_documents) found, best first, each with its title, cut to fit."""
+    lines = ["Knowledge base (excerpts of the tenant's documents; cite the title when you use one):"]
+    used = 0
+    for d in documents:
+        text = " ".join(str(d.get("content") or "").split())[:DOCUMENT_EXCERPT_CHARS]
+        if not text or used + len(text) > DOCUMENT_BLOCK_CHARS:
+            continue
+        used += len(text)
+        lines.append(f"[{d.get('title') or 'untitled'}] {text}")
+    return "\n".join(lines)
 
 
 def _plain(v: Any) -> str:
@@ -251,10 +274,11 @@ class ChatPipeline:
     """The turn's database steps around the LLM call. ``session`` (app.Session): a client
     bound to the request's tenant, and a pooled connection."""
 
-    def __init__(self, hooks: Hooks | None = None, *, k: int = 10, max_candidates: int = 3):
+    def __init__(self, hooks: Hooks | None = None, *, k: int = 10, max_candidates: int = 3, documents_k: int = 4):
         self.hooks = hooks if hooks is not None else Hooks()
         self.k = k
         self.max_candidates = max_candidates
+        self.documents_k = documents_k
 
     def prepare(self, session, message: str, conversation_id: str, user_id: str | None,
                 context_type: str = "conversation") -> ChatTurn:
@@ -276,7 +300,16 @@ class ChatPipeline:
         if turn.policy.get("inject_profile") and ctx.get("profile") is None and user:
             # the override asked for the profile, which the SQL policy did not fetch
             ctx["profile"] = {r["key"]: r["value"] for r in session.client.call("profile", user_id=user, conn=session.conn)}
-        turn.used_ids = [int(i) for i in turn.memory_context.get("formattedIds", [])] if turn.injected else []
+        if turn.policy.get("inject_rag") and not ctx.get("documents"):
+            # knowledge-base excerpts (issue 32 item 8; issue 36 L28): context_for returns them
+            # when it retrieves (k > 0); the chat asks for them itself when it did not
+            ctx["documents"] = session.client.search_documents(message, embedding=emb, k=self.documents_k,
+                                                               user_id=user, conn=session.conn)
+        # what the prompt carried counts as used: the activated (✓) memories of the block, never
+        # the ○ candidates listed below the threshold (issue 32 item 7)
+        activated = {int(m["memoryId"]) for m in turn.memory_context.get("activatedMemories", [])}
+        turn.used_ids = ([int(i) for i in turn.memory_context.get("formattedIds", []) if int(i) in activated]
+                         if turn.injected else [])
         turn.messages = build_messages(turn)
         self.hooks.run("before_generation", turn)
         return turn
@@ -310,9 +343,14 @@ def stream_turn(turn: ChatTurn, tokens: Iterator[str], finish: Callable[[ChatTur
         yield sse(data_line("8", [a]))
     reason = "stop"
     try:
-        for piece in tokens:
-            turn.reply += piece
-            yield sse(data_line("0", piece))
+        try:
+            for piece in tokens:
+                turn.reply += piece
+                yield sse(data_line("0", piece))
+        finally:
+            close = getattr(tokens, "close", None)
+            if close is not None:
+                close()  # the LLM's connection, at once (the client may have gone)
         finish(turn)
     except Exception as e:  # LLMError, HookError, a database error while persisting
         from ..errors import PgmemError
