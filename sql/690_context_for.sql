@@ -107,6 +107,7 @@ declare
   v_semk int := pgmem._setting_num('history_semantic_k', 3)::int;
   v_history jsonb;
   v_memories jsonb := '[]'::jsonb;
+  v_candidates jsonb := '[]'::jsonb;  -- (issue 32) the next best the budget left out: shown, not carried
   v_documents jsonb := '[]'::jsonb;  -- knowledge-base excerpts (issue 24, 680_documents.sql)
   v_qa jsonb := '[]'::jsonb;
   v_profile jsonb;
@@ -275,19 +276,28 @@ begin
     if not pgmem._asks_about_conversation(query_text) and not v_filters ? 'exclude_category' then
       v_filters := v_filters || '{"exclude_category": ["question", "answer"]}'::jsonb;
     end if;
-    select coalesce(jsonb_agg(jsonb_build_object('id', h.id, 'score', round(h.score::numeric, 4), 'content', h.content,
-                                                 'who', h.who, 'category', h.category, 'created_at', h.created_at,
-                                                 'tokens', h.tokens)
-                              order by h.score desc, h.id), '[]')
-      into v_memories
-      from (select s.*, m.token_count as tokens,
-                   sum(greatest(m.token_count, 1)) over (order by s.score desc, s.id) as cum,
-                   row_number() over (order by s.score desc, s.id) as rk
-              from pgmem.search(query_text => left(query_text, pgmem._limit('max_query_chars', 4000)::int),
-                                query_embedding => v_emb, k => v_max,
-                                profile => search_profile, filters => v_filters) s
-              join pgmem.memories m on m.id = s.id) h
-     where h.rk = 1 or v_budget is null or h.cum <= v_budget;
+    -- (search asks for 3 more: the best of those the budget left out are the context's
+    -- candidates, shown, not carried: the chat's ○ below its ✓)
+    with h as (
+      select s.*, m.token_count as tokens,
+             sum(greatest(m.token_count, 1)) over (order by s.score desc, s.id) as cum,
+             row_number() over (order by s.score desc, s.id) as rk
+        from pgmem.search(query_text => left(query_text, pgmem._limit('max_query_chars', 4000)::int),
+                          query_embedding => v_emb, k => v_max + 3,
+                          profile => search_profile, filters => v_filters) s
+        join pgmem.memories m on m.id = s.id),
+    hc0 as (select h.*, h.rk = 1 or (h.rk <= v_max and (v_budget is null or h.cum <= v_budget)) as carried from h),
+    hc as (select hc0.*, row_number() over (partition by hc0.carried order by hc0.score desc, hc0.id) as n from hc0)
+    select coalesce(jsonb_agg(jsonb_build_object('id', hc.id, 'score', round(hc.score::numeric, 4), 'content', hc.content,
+                                                 'who', hc.who, 'category', hc.category, 'created_at', hc.created_at,
+                                                 'tokens', hc.tokens)
+                              order by hc.score desc, hc.id) filter (where hc.carried), '[]'),
+           coalesce((jsonb_agg(jsonb_build_object('id', hc.id, 'score', round(hc.score::numeric, 4), 'content', hc.content,
+                                                  'who', hc.who, 'category', hc.category, 'created_at', hc.created_at,
+                                                  'tokens', hc.tokens)
+                               order by hc.score desc, hc.id) filter (where not hc.carried and hc.n <= 3)), '[]')
+      into v_memories, v_candidates
+      from hc;
   end if;
   if v_intent = 'profile' and v_kind = 'question' and v_user is not null then
       -- a profile question: the turn that stated each fact in force (profile_facts.source_memory_id)
@@ -366,7 +376,8 @@ begin
     'context', jsonb_build_object(
       'behaviour_context', v_behaviour->'behaviour_context', 'personality_mode', v_behaviour->'personality_mode',
       'response_length_hint', v_behaviour->'response_length_hint', 'precision_mode', v_behaviour->'precision_mode',
-      'history', v_history, 'memories', v_memories, 'documents', v_documents, 'qa_history', v_qa, 'profile', v_profile,
+      'history', v_history, 'memories', v_memories, 'candidates', v_candidates, 'documents', v_documents,
+      'qa_history', v_qa, 'profile', v_profile,
       'profile_sources', v_sources,
       'privacy', v_privacy,
       'thread', case when v_thread->>'thread_id' is not null then jsonb_build_object('id', (v_thread->>'thread_id')::bigint,

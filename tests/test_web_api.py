@@ -278,8 +278,13 @@ def test_chat_returns_shadows_shape_and_records_use(web, tokens, llm, seeded, db
         if got["replyMemoryId"] is not None:  # (else the surprise gate found the reply nothing new)
             assert scalar(c, "select who from pgmem.memories where id = %s", (got["replyMemoryId"],)) == "assistant"
         assert seeded["peanut"] in mc["usedMemoryIds"]
+        # (issue 32: context_for records what it carried as a use, in the access log, once; the
+        # access job folds it into access_count)
+        assert scalar(c, "select count(*) from pgmem.access_log where kind = 'use' and source = 'context_for' "
+                         "and %s = any(ids)", (seeded["peanut"],)) == 1
+        assert scalar(c, "select access_count from pgmem.memories where id = %s", (seeded["peanut"],)) == before
+        c.execute("call pgmem.run_job('access')")
         assert scalar(c, "select access_count from pgmem.memories where id = %s", (seeded["peanut"],)) == before + 1
-        assert scalar(c, "select count(*) from pgmem.accesses where memory_id = %s and kind = 'used'", (seeded["peanut"],)) >= 1
 
 
 def parse_sse(text: str) -> list[tuple[str, Any]]:

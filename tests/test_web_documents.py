@@ -86,6 +86,10 @@ def test_chat_records_only_the_activated_memories_as_used(web, tokens, db):
                       ("lisbon", "I moved to Lisbon in March and love the tram rides"),
                       ("peanut", "I am allergic to peanuts, even a trace makes me ill")):
         ids[key] = request(web.url + "/api/remember", "POST", {"content": text}, maya)[2]["id"]
+    # a small token budget: the context carries the best memory, the next best are shown as ○
+    with connect(db, tenant="acme") as c:
+        c.execute("insert into pgmem.settings (tenant, key, value) values ('acme', 'context_memory_tokens', '12') "
+                  "on conflict (tenant, key) do update set value = excluded.value")
     st, _, chat = request(web.url + "/api/chat", "POST", {"message": "What breed is my dog Pixel?",
                                                           "conversation_id": "c-use"}, maya)
     assert st == 200, chat
@@ -101,3 +105,5 @@ def test_chat_records_only_the_activated_memories_as_used(web, tokens, db):
         used = {r[0] for r in c.execute("select memory_id from pgmem.accesses where kind in ('used', 'use') union "
                                         "select unnest(ids) from pgmem.access_log where kind = 'use'").fetchall()}
     assert ids["dog"] in used and not (below & used), (below, used)
+    with connect(db, tenant="acme") as c:
+        c.execute("delete from pgmem.settings where tenant = 'acme' and key = 'context_memory_tokens'")

@@ -390,7 +390,13 @@ class MemoryTools:
         if "query" in args:
             call["query_text"] = args["query"]
             if "query_embedding" in takes and self.embedder is not None:
-                call["query_embedding"] = await self._off_loop(self.embedder.embed, args["query"])
+                # embedded as search embeds a question: without the names of the actors it names
+                # and of its user (pgmem.query_embedding_text; issue 32: context_for's memories
+                # are then search's)
+                rows = await self._off_loop(self.client(p.tenant).call, "query_embedding_text", p_text=args["query"],
+                                            p_user_id=p.user)
+                text = (rows[0].get("query_embedding_text") if rows else None) or args["query"]
+                call["query_embedding"] = await self._off_loop(self.embedder.embed, text)
         if "user_id" in takes:
             if not p.user:
                 raise ConfigError(f"the tool {tool.name} needs a user: start the server with --user "
