@@ -388,7 +388,8 @@ begin
   end;
   begin
     -- (a statement built at run time: cron.job exists only where pg_cron is installed)
-    execute format('select count(*) from %I.job where command like %L', 'cron', '%pgmem.%') into v_scheduled;
+    execute format('select count(*) from %I.job where command like %L and database = current_database() and active',
+                   'cron', '%pgmem.%') into v_scheduled;
   exception when insufficient_privilege or undefined_table or invalid_schema_name then
     v_scheduled := null;
   end;
@@ -400,6 +401,12 @@ begin
   end if;
   if not v_launcher or (v_launcher is null and not v_preloaded) then
     v_problems := v_problems || 'pg_cron is not running: scheduled jobs will not run (shared_preload_libraries = pg_cron)'::text;
+  end if;
+  -- (issue 32: without its jobs a memory does not live: uses are not folded, clusters do not
+  -- form, nothing is merged, archived or indexed)
+  if v_scheduled = 0 then
+    v_problems := v_problems || ('no pgmem job is scheduled for this database: uses are not folded, clusters do not form, '
+                                 || 'nothing is merged or archived (select * from pgmem.schedule_jobs(), or pgmem jobs schedule)')::text;
   end if;
   return jsonb_build_object(
     'status', case when cardinality(v_problems) = 0 then 'ok' else 'degraded' end,
