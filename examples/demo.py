@@ -160,7 +160,8 @@ def main() -> int:
     for w in migrate.upgrade(c.dsn()):
         print("warning:", w)
     c.ensure_owner_login()
-    print(running_line(c))
+    scheduled = c.ensure_jobs_scheduled()  # (issue 32: uses folded, clusters formed, the map drawn)
+    print(running_line(c) + (f"; {scheduled} pg_cron jobs scheduled" if scheduled else ""))
 
     from pgmem import MemoryClient
 
