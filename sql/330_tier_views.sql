@@ -5,9 +5,24 @@
 -- tenant), so they need no tenant filter of their own (sql/900_security.sql).
 -- Also here, before sql/500_privacy.sql: what erase_user does with the layered tables.
 
+-- A fact's statement, the user's own words ("My PIN hint is the name of my first cat"), is
+-- content: a pgmem_reader login reads NULL in its place (issue 35, the new-user review; as for
+-- memories' content, 005_tenancy.sql _reads_content); the view reads it through this function,
+-- so that the reader is granted no statement column (900_security.sql grants what views read).
+create or replace function pgmem._fact_statement(p_fact_id bigint) returns text
+  language sql stable security definer
+  set search_path = pgmem, pg_catalog, pg_temp
+as $$
+  select f.statement from pgmem.profile_facts f
+   where f.id = p_fact_id and (select pgmem._reads_content())
+     and (f.tenant = (select pgmem.current_tenant()) or (select pgmem._is_admin()))
+$$;
+comment on function pgmem._fact_statement(bigint) is
+  'A profile fact''s statement for the views: NULL for a pgmem_reader login (content) and for another tenant''s fact.';
+
 create or replace view pgmem.profile_facts_current with (security_invoker = true, security_barrier = true) as
 select f.tenant, f.user_id, f.key, f.value, f.confidence, f.valid_from, f.recorded_from, f.source,
-       f.source_memory_id, f.statement, f.id as fact_id
+       f.source_memory_id, pgmem._fact_statement(f.id) as statement, f.id as fact_id
   from pgmem.profile_facts f
  where f.recorded_to is null and f.valid_from <= now() and (f.valid_to is null or f.valid_to > now());
 comment on view pgmem.profile_facts_current is 'Tier B: the profile facts in force now, one row per user and key.';
@@ -18,7 +33,7 @@ select f.tenant, f.user_id, f.key, f.value, f.confidence, f.valid_from, f.valid_
             when f.valid_to is not null and f.valid_to <= now() then 'past'
             when f.valid_from > now() then 'future'
             else 'current' end as status,
-       f.source, f.source_memory_id, f.statement, f.replaces, f.id as fact_id
+       f.source, f.source_memory_id, pgmem._fact_statement(f.id) as statement, f.replaces, f.id as fact_id
   from pgmem.profile_facts f;
 comment on view pgmem.profile_facts_history is
   'Tier B: every profile fact row ever recorded, with both times and its status (current, past, future, retired = superseded knowledge).';

@@ -51,8 +51,10 @@ end $$;
 -- and more memories are there now, or by pgmem.calibrate_thread_threshold() (after a re-embed
 -- with another model). Until it has 30 pairs (60 embedded memories), thread_attach_threshold_cold
 -- (.25) is used.
+-- (not SECURITY DEFINER: it reads every tenant's vectors and writes an installation setting, so
+-- the owner and pgmem_admin call it; resolve_thread, as the owner, calls it when it is due)
 create or replace function pgmem.calibrate_thread_threshold() returns jsonb
-  language plpgsql volatile security definer
+  language plpgsql volatile
   set search_path = pgmem, pg_catalog, pg_temp
 as $$
 declare

@@ -209,6 +209,7 @@ declare
                              'fold_lexicon', 'rebuild_lexicon',  -- read path (201): the lexicon's upkeep
                              'rebuild_recent_vectors',  -- issue 23 (440): the recent memories' index
                              'fold_access_log',  -- issue 24 (212): the retrievals and uses' upkeep
+                             'calibrate_thread_threshold',  -- issue 32 (650): an installation-wide setting
                              'delete_archived', 'compact'];  -- issue 24 (420, 425): Shadow's cleanup
   app_helpers text[] := array[
     -- the tenant, errors and argument checks: every API path (and the generated columns) use them
@@ -238,7 +239,10 @@ declare
     -- reliability (issue 27): the argument limits (015): pure size checks, settings read, no writes
     '_too_big', '_over_limit', '_limit', '_check_text', '_check_chars', '_check_json', '_check_items', '_fits',
     '_check_args', '_argument_limits', '_check_read_args', '_check_activate_args', '_invalid', '_unit_ok', '_check_positive',
-    '_reads_content'];
+    '_reads_content',
+    -- issue 32: mem0's filter operators (metadata_path) parsed for list_memories; issue 35: a
+    -- fact's statement for the tier views (SECURITY DEFINER, the caller's tenant, content readers only)
+    '_filter_path', '_fact_statement'];
 begin
   for r in select p.oid::regprocedure::text as sig, p.proname, p.prokind from pg_proc p
              join pg_namespace n on n.oid = p.pronamespace
@@ -329,6 +333,9 @@ end $$;
 --   explain_search                  builds the query record (pgmem._query and its helpers) for the weights;
 --                                   reads through pgmem.search, which filters on the tenant
 --   assign_cluster                  calls pgmem._nearest_cluster with the caller's tenant (150_cluster_assign.sql)
+--   _fact_statement                 a profile fact's statement for the tier views (330_tier_views.sql): the
+--                                   caller's tenant's (or an admin's), and NULL for a pgmem_reader login,
+--                                   which is granted no statement column (issue 35)
 --   cluster_confidence, cluster_top_members
 --                                   read a memory's embedding and content for the cluster views, which the
 --                                   reader may not read itself (340_cluster_views.sql)

@@ -107,3 +107,27 @@ def test_l1_chunk_document_splits_long_paragraphs_and_words(db, name, text):
     assert got and all(t <= 200 for _, _, t in got), name
     assert sum(len(ch) for _, ch, _ in got) >= len(text) * 0.9
     assert took < 30, f"{name}: {took:.1f} s"  # (a generous bound: the quadratic cut took minutes)
+
+
+def test_l4_integrations_name_the_problem(dsn):
+    """Issue 35, L4: a LangGraph value with NaN, and Agents items that are not objects, get one
+    line naming the problem (not a JSON syntax error from the database, not Python's
+    "dictionary update sequence")."""
+    import asyncio
+
+    from pgmem import MemoryClient
+    from pgmem.errors import InvalidInput
+
+    mem = MemoryClient(dsn, tenant="acme", embedder=None)
+    with pytest.raises(InvalidInput, match="NaN or Infinity"):
+        mem.put_item(("memories", "maya"), "k1", {"score": float("nan")})
+    with pytest.raises(InvalidInput, match="NaN or Infinity"):
+        mem.put_item(("memories", "maya"), "k2", {"score": float("inf")})
+    try:
+        from pgmem.integrations.openai_agents import PgmemSession
+    except Exception:  # the [openai-agents] extra is part of the test install
+        raise
+    s = PgmemSession("s-l4", mem)
+    with pytest.raises(TypeError, match="add_items takes the SDK's items"):
+        asyncio.run(s.add_items(["x"]))
+    mem.close()

@@ -423,10 +423,20 @@ def _export_user(w: World):
         w.no_b(doc[part], f"export_user {part}", id_is_memory=False)
 
 
-@check("touch")
+@check("touch", "use")
 def _touch(w: World):
     assert scalar(w.a, "select pgmem.touch(%s::bigint[], 'search', %s)", (w.b_ids, w.b["query_id"])) == 0
     assert scalar(w.a, "select pgmem.touch(%s::bigint[])", (w.b_ids + [w.a_ids["m2"]],)) == 1
+    # issue 32: use, the one verb, is touch under its name
+    assert scalar(w.a, "select pgmem.use(%s::bigint[], 'cited')", (w.b_ids,)) == 0
+
+
+@check("calibrate_thread_threshold")
+def _calibrate_thread_threshold(w: World):
+    # an installation-wide setting from every tenant's vectors: the owner's and pgmem_admin's only
+    expect_error(lambda: scalar(w.a, "select pgmem.calibrate_thread_threshold()"), "42501")
+    got = scalar(w.a_admin, "select pgmem.calibrate_thread_threshold()")
+    assert set(got) == {"pairs", "mean", "sd", "value", "at"}  # figures only: no memory, no tenant
 
 
 @check("claim_embeddings", "complete_embedding", "fail_embedding")
@@ -742,11 +752,12 @@ PURE = {
     "ild": "select pgmem.ild(array['[1,0]', '[0,1]']::vector[])",
 }
 ADMIN_ONLY = {"merge_duplicates", "unmerge", "prune", "purge", "archive_stale", "index_vectors", "tune_thresholds", "schedule_jobs",
-              "unschedule_jobs", "run_job", "cluster"}
+              "unschedule_jobs", "run_job", "cluster", "calibrate_thread_threshold"}
 ORDER = ["get_memory", "history", "surprise", "search", "search_exact", "explain_search", "activate", "recall",
          "lexical_probe", "query_actors", "query_embedding_text", "time_window", "event_time", "fold_lexicon", "rebuild_lexicon", "rebuild_recent_vectors", "fold_access_log",
          "build_context",
-         "context_threshold", "memory_strength", "export_user", "touch", "claim_embeddings", "update_memory", "forget",
+         "context_threshold", "memory_strength", "export_user", "touch", "calibrate_thread_threshold", "claim_embeddings",
+         "update_memory", "forget",
          "restore", "revert", "feedback", "current_tenant", "grant_tenant", "schedule_jobs", "merge_duplicates", "prune",
          "archive_stale", "index_vectors", "tune_thresholds", "purge", "run_job", "spread",
          "assign_cluster", "attention", "map_points", "judge", "cluster", "cluster_confidence",
@@ -979,7 +990,8 @@ SECURITY_DEFINER_AUDITED = sorted([
     "_document_state",  # issue 24: knowledge-base documents (tests/test_documents.py)
     "clear_history", "restore_history",  # issue 24: Shadow's clearHistory (tests/test_design_rows.py): ANALYZE as the tables' owner, pgmem_admin only (425_compact.sql)
     "_setting", "_check_category", "claim_embeddings", "complete_embedding", "fail_embedding",
-    "assign_cluster", "cluster_confidence", "cluster_top_members", "project", "save_coords"]  # clusters, map
+    "assign_cluster", "cluster_confidence", "cluster_top_members", "project", "save_coords",  # clusters, map
+    "_fact_statement"]  # issue 35: a fact's statement for the tier views, not for the reader
     + RECONSTRUCTIVE_SECDEF
     + sorted(LAYERED_FUNCTIONS)  # layered tiers (issue 15): tests/test_layered_tenancy.py runs each as another tenant
     + WEB_SECDEF  # web (issue 25): tests/test_web_sql.py
@@ -1081,3 +1093,22 @@ def test_admin_cannot_change_engine_code(cluster, dsn, roles):
                     raise psycopg.Rollback()  # never keep a change (only reached when the statement was allowed)
     finally:
         admin.close()
+
+
+def test_a_facts_statement_is_content_the_reader_does_not_read(world):
+    w = world
+    """A fact's statement: the tenant's own app reads it, another tenant and the reader do not
+    (the view profile_facts_current shows NULL to the reader; issue 35)."""
+    fid = {}
+    for t in ("a", "b"):
+        w.su.execute("select set_config('pgmem.tenant', %s, false)", (t,))
+        fid[t] = scalar(w.su, "select fact_id from pgmem.set_fact('u1', 'pin_hint', '\"cat\"', "
+                              "statement => 'My PIN hint is the name of my first cat ' || %s)", (t,))
+    assert scalar(w.a, "select pgmem._fact_statement(%s)", (fid["b"],)) is None
+    assert scalar(w.a, "select pgmem._fact_statement(%s)", (fid["a"],)).startswith("My PIN hint")
+    assert scalar(w.a_admin, "select statement from pgmem.profile_facts_current where fact_id = %s",
+                  (fid["a"],)).startswith("My PIN")
+    assert scalar(w.a_reader, "select statement from pgmem.profile_facts_current where fact_id = %s", (fid["a"],)) is None
+    assert scalar(w.a_reader, "select key from pgmem.profile_facts_current where fact_id = %s", (fid["a"],)) == "pin_hint"
+    with pytest.raises(psycopg.errors.InsufficientPrivilege):
+        w.a_reader.execute("select statement from pgmem.profile_facts")

@@ -33,7 +33,7 @@ from typing import (TYPE_CHECKING, Any, Callable, Concatenate, Coroutine, Genera
 
 from ._transport import (ARG_NAMES_SQL, CASTS, READ_ONLY_CALLS, RETRYABLE_SQLSTATES, AsyncTransport, Call, Join,
                          Pipeline, Plan, Start, SyncTransport, Transport, connect_error, mapped_error)
-from .errors import ConfigError, DataError, IntegrityError, LimitExceeded, PgmemError
+from .errors import ConfigError, DataError, IntegrityError, InvalidInput, LimitExceeded, PgmemError
 from .events import event_to_args, jsonable, remember_many_payload
 from .results import (ACTIVATE_SIGNALS, RECALL_SIGNALS, SEARCH_SIGNALS, Hit, RememberResult, hit_from_row,
                       remember_result)
@@ -88,6 +88,15 @@ def _hits(signals: Sequence[str]) -> Callable[[list[dict]], list[Hit]]:
 
 def _remember_results(rows: list[dict]) -> list[RememberResult]:
     return [remember_result(r) for r in rows]
+
+
+def _strict_json(v: Any, what: str) -> str:
+    """JSON of a value, refusing what JSON cannot say (NaN, Infinity) in one clear line instead of
+    the database's "invalid input syntax for type json"."""
+    try:
+        return json.dumps(v, default=jsonable, allow_nan=False)
+    except ValueError:
+        raise InvalidInput(f"{what} holds NaN or Infinity, which JSON cannot store: use null or a finite number") from None
 
 
 def _json(v: Any) -> str | None:
@@ -761,12 +770,13 @@ class _Api(_Base):
         """Stores a JSON object under (namespace, key) as a memory (pgmem.put_item); ``content``
         is the text searched and embedded (default: the value's content/text field, else its
         JSON, as in SQL). Putting the key again updates it. Returns the memory id."""
+        value_json = _strict_json(value, "the item's value")  # (NaN and Infinity are no JSON: issue 35, L4)
         if embedding is None and embed and self.embedder is not None:
             text = content or next((value[f] for f in ("content", "text", "memory", "data")
                                     if isinstance(value.get(f), str) and value[f].strip()), None) \
                 or json.dumps(value, default=jsonable)
             embedding = self.embedder.embed(text)
-        return Call("put_item", dict(namespace=list(namespace), key=key, value=json.dumps(value, default=jsonable),
+        return Call("put_item", dict(namespace=list(namespace), key=key, value=value_json,
                                      content=content, embedding=embedding,
                                      embedding_model=self.embedder.model_name if embedding is not None
                                      and self.embedder is not None else None, user_id=user_id, agent_id=agent_id,

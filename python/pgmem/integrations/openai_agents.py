@@ -51,6 +51,10 @@ class PgmemSession:
 
     async def add_items(self, items: list[Any]) -> None:
         if items:
+            bad = next((i for i in items if not hasattr(i, "keys")), None)
+            if bad is not None:  # (issue 35, L4: not Python's "dictionary update sequence" error)
+                raise TypeError(f"add_items takes the SDK's items (JSON objects: messages, tool calls, tool results), "
+                                f"got a {type(bad).__name__}: {str(bad)[:60]!r}")
             await asyncio.to_thread(self._add_items, [dict(i) for i in items])
 
     def _add_items(self, items: list[dict]) -> None:
