@@ -33,6 +33,8 @@ class OpenAIServer:
         # scripted chat answers (else the quoting assistant): a text, or {"tool_call": {"name": ...,
         # "arguments": {...}}} for a call of the agent's tool
         self.chat_answers: list = []
+        # when no answer is scripted: a function of the request's body giving the answer (None: the quoting one)
+        self.responder = None
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -100,7 +102,8 @@ class OpenAIServer:
     def chat(self, body: dict) -> dict:
         users = [m.get("content") for m in body.get("messages", []) if m.get("role") == "user"]
         users = [u if isinstance(u, str) else " ".join(p.get("text", "") for p in u if isinstance(p, dict)) for u in users]
-        answer = self.chat_answers.pop(0) if self.chat_answers else "I heard: " + " | ".join(users)
+        answer = self.chat_answers.pop(0) if self.chat_answers else (self.responder or (lambda b: None))(body) \
+            or "I heard: " + " | ".join(users)
         if isinstance(answer, dict) and "tool_call" in answer:  # a scripted call of the agent's tool
             call = answer["tool_call"]
             message = {"role": "assistant", "content": None,

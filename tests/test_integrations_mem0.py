@@ -242,3 +242,102 @@ def test_add_with_an_llm_makes_mem0s_decisions(dsn, llm):
     llm.script[:] = [(500, {"error": "down"}, 0.0)]
     kept = m.add([{"role": "user", "content": "I play the violin."}], user_id="maya")["results"]
     assert [(r["event"], r["memory"]) for r in kept] == [("ADD", "I play the violin.")]
+
+
+# ------------------------------------------------------------------ side by side with mem0ai
+# mem0's quickstart and documentation examples, run through mem0ai's own Memory and through
+# pgmem.compat.Memory on the same inputs, with the same local LLM (a real HTTP server on
+# 127.0.0.1 answering both libraries' prompts with the same facts) and the same embeddings
+# (the local server's MiniLM): the same memories stored, the same get_all and history, and the
+# same top memory for each search (issue 32, item 5).
+QUICKSTART = [  # mem0's quickstart conversation, then the examples of its documentation
+    ("alice", [{"role": "user", "content": "I'm planning to watch a movie tonight. Any recommendations?"},
+               {"role": "assistant", "content": "How about thriller movies? They can be quite engaging."},
+               {"role": "user", "content": "I'm not a big fan of thriller movies but I love sci-fi movies."},
+               {"role": "assistant", "content": "Got it! I'll avoid thriller recommendations and suggest sci-fi movies in the future."}]),
+    ("alice", [{"role": "user", "content": "Hi, I'm Alice. I'm a vegetarian and I'm allergic to nuts."},
+               {"role": "assistant", "content": "Hello Alice! I've noted that you're a vegetarian and have a nut allergy."}]),
+    ("alice", [{"role": "user", "content": "I love sci-fi movies, and I work as a nurse in Berlin."}]),
+    ("bob", [{"role": "user", "content": "I play tennis every Sunday morning."}]),
+]
+# what the local LLM extracts from a user message (both libraries ask it; both get these)
+FACTS = {
+    "I'm not a big fan of thriller movies but I love sci-fi movies.": ["Is not a big fan of thriller movies",
+                                                                        "Loves sci-fi movies"],
+    "Hi, I'm Alice. I'm a vegetarian and I'm allergic to nuts.": ["Name is Alice", "Is a vegetarian",
+                                                                   "Is allergic to nuts"],
+    "I love sci-fi movies, and I work as a nurse in Berlin.": ["Loves sci-fi movies", "Works as a nurse in Berlin"],
+    "I play tennis every Sunday morning.": ["Plays tennis every Sunday morning"],
+}
+# (asked as mem0's documentation asks, in the first person. With the user's name in the question
+# the two differ by design: for "what kind of movies does alice like" mem0's cosine ranks "Name
+# is Alice" first, pgmem, which leaves the names it is filtered on out of the question's
+# embedding, "Loves sci-fi movies")
+SEARCHES = [("alice", "what kind of movies do I like", "Loves sci-fi movies"),
+            ("alice", "do I eat meat", "Is a vegetarian"),
+            ("alice", "my food allergies", "Is allergic to nuts"),
+            ("alice", "what is my job", "Works as a nurse in Berlin"),
+            ("bob", "weekend sports", "Plays tennis every Sunday morning")]
+
+
+def _responder(body: dict):
+    """Both libraries' prompts, answered with FACTS: mem0's additive extraction (one call),
+    pgmem's fact extraction and its ADD / NONE decisions (a fact already stored is NONE)."""
+    import json as _json
+
+    system = next((m["content"] for m in body["messages"] if m["role"] == "system"), "")
+    user = next((m["content"] for m in body["messages"] if m["role"] == "user"), "")
+    if "You keep a memory store" in system:  # pgmem's decisions
+        asked = _json.loads(user)
+        known = {x["text"] for x in asked["existing_memories"]}
+        return _json.dumps({"memory": [{"id": "", "text": f, "event": "NONE" if f in known else "ADD"}
+                                       for f in asked["new_facts"]]})
+    if "Memory Extractor" in system:  # mem0's: the new messages only (its prompt shows earlier ones too)
+        new = user.split("New Messages", 1)[-1] if "New Messages" in user else user
+        found = [f for msg, fs in FACTS.items() if msg in new for f in fs]
+        return _json.dumps({"memory": [{"id": str(i), "text": f} for i, f in enumerate(found)]})
+    if "You extract facts worth remembering" in system:  # pgmem's fact extraction
+        return _json.dumps({"facts": [f for msg, fs in FACTS.items() if msg in user for f in fs]})
+    return None
+
+
+def test_mem0s_quickstart_side_by_side_with_mem0ai(dsn, tmp_path, monkeypatch):
+    mem0 = pytest.importorskip("mem0", reason="needs mem0ai for the side-by-side run ([mem0] extra)")
+    from openai_server import OpenAIServer
+
+    from pgmem.compat import Memory
+
+    monkeypatch.setenv("MEM0_TELEMETRY", "False")
+    with OpenAIServer(api_key="sk-test") as srv:
+        srv.responder = _responder
+        llm = {"provider": "openai", "config": {"model": "test-model", "api_key": "sk-test", "openai_base_url": srv.url}}
+        embedder = {"provider": "openai", "config": {"model": "text-embedding-3-small", "api_key": "sk-test",
+                                                     "openai_base_url": srv.url, "embedding_dims": 384}}
+        theirs = mem0.Memory.from_config({
+            "llm": llm, "embedder": embedder, "history_db_path": str(tmp_path / "history.db"),
+            "vector_store": {"provider": "qdrant", "config": {"path": str(tmp_path / "qdrant"), "collection_name": "t",
+                                                              "embedding_model_dims": 384}}})
+        ours = Memory.from_config({"llm": llm, "embedder": embedder,
+                                   "vector_store": {"provider": "pgvector", "config": {"connection_string": dsn}},
+                                   "pgmem": {"tenant": "acme"}})
+        for user, messages in QUICKSTART:
+            a = theirs.add(messages, user_id=user, metadata={"category": "movies"} if user == "alice" else None)
+            b = ours.add(messages, user_id=user, metadata={"category": "movies"} if user == "alice" else None)
+            # the same memories added (a fact stated again is no new memory in either)
+            assert sorted(r["memory"] for r in a["results"] if r.get("event", "ADD") == "ADD") == \
+                sorted(r["memory"] for r in b["results"] if r["event"] == "ADD"), (messages, a, b)
+        for user in ("alice", "bob"):
+            ga = theirs.get_all(filters={"user_id": user})["results"]
+            gb = ours.get_all(filters={"user_id": user})["results"]
+            assert sorted(r["memory"] for r in ga) == sorted(r["memory"] for r in gb), user
+            # each memory's history: one ADD, in both
+            for ra in ga:
+                rb = next(r for r in gb if r["memory"] == ra["memory"])
+                ha, hb = theirs.history(ra["id"]), ours.history(rb["id"])
+                assert [h["event"] for h in ha] == [h["event"] for h in hb] == ["ADD"], (ra["memory"], ha, hb)
+                assert ha[0]["new_memory"] == hb[0]["new_memory"] == ra["memory"]
+        for user, query, want in SEARCHES:
+            ta = theirs.search(query, filters={"user_id": user}, top_k=3, threshold=0)["results"]
+            tb = ours.search(query, filters={"user_id": user}, top_k=3, threshold=0)["results"]
+            assert ta[0]["memory"] == tb[0]["memory"] == want, (query, [r["memory"] for r in ta], [r["memory"] for r in tb])
+        ours.close()
