@@ -28,6 +28,10 @@ from pytest_postgresql.janitor import DatabaseJanitor
 from pgmem import migrate
 from pgmem.cluster import Cluster, SUPERUSER
 
+# mem0ai (the [mem0] extra, imported by the drop-in's tests) sends telemetry unless told not to,
+# and reads the switch when it is imported: no test may reach beyond 127.0.0.1
+os.environ["MEM0_TELEMETRY"] = "False"
+
 ROOT = Path(__file__).resolve().parent.parent
 # One template per pytest process, so that concurrent runs against the same cluster (two
 # terminals, parallel workers) never drop each other's template.
