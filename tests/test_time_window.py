@@ -1,4 +1,4 @@
-"""The time grammar of a question (pgmem.time_window, sql/200_query.sql; issue 29, item 3).
+"""The time grammar of a question (pgmem.time_window, sql/199_time_window.sql; issue 29, item 3).
 
 Phrasings written here, not taken from LoCoMo's dev file: relative ("two weekends ago", "the
 week before last", "a couple of weeks ago", "last Friday"), named ("last Christmas", "Easter
