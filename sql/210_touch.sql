@@ -61,8 +61,12 @@ comment on function pgmem.touch(bigint[], text, uuid) is
 -- read; only use() (and context_for and build_context for what they pack) counts. touch() is
 -- the older name of the same call.
 create or replace function pgmem.use(ids bigint[], source text default 'use', query_id uuid default null) returns integer
-  language sql volatile
+  language plpgsql volatile
   set search_path = pgmem, pg_catalog, pg_temp
+as $$
+begin
+  perform pgmem._check_args('use', jsonb_build_object('ids', ids, 'source', source));  -- sizes first (issue 27)
   return pgmem.touch(ids, source, query_id);
+end $$;
 comment on function pgmem.use(bigint[], text, uuid) is
   'Records that memories were used (carried into a prompt, cited, clicked): access_count + 1, last_accessed_at, one pgmem.accesses row each with source as its kind, co_access links between memories used together. The one verb for a use: a retrieval never counts as one unless the caller says so here. Each id once. Returns how many were recorded. (touch is the older name.)';

@@ -49,8 +49,8 @@ declare
   v_bw integer;
   v_bytes bytea;
   v_piece text;
-  v_pc integer[] := '{}';
-  v_pw integer[] := '{}';
+  v_pc integer[] := '{}'::integer[];
+  v_pw integer[] := '{}'::integer[];
   v_cc integer;
   v_cw integer;
   v_i integer;

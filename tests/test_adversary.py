@@ -295,7 +295,10 @@ VIEW_SAFE_DEFINERS = ["current_tenant", "_setting", "_check_category",
                       # (select pgmem._is_admin())` (as the row-level policies: admins see every row),
                       # joining memories and clusters on equal tenants; another tenant's memory or cluster
                       # id gives NULL / '[]' (tests/test_tenancy.py, cluster_confidence check)
-                      "cluster_confidence", "cluster_top_members"]
+                      "cluster_confidence", "cluster_top_members",
+                      # the tier views' fact statement (sql/330_tier_views.sql, issue 35): filtered on
+                      # the caller's tenant (or an admin), NULL for a login that reads no content
+                      "_fact_statement"]
 
 # the private helpers pgmem_app may execute (sql/900_security.sql, app_helpers, with reasons)
 ALLOWED_HELPERS = [
@@ -319,7 +322,10 @@ ALLOWED_HELPERS = [
     # reliability (issue 27): the argument limits (sql/015_limits.sql): pure size checks, settings read, no writes
     "_too_big", "_over_limit", "_limit", "_check_text", "_check_chars", "_check_json", "_check_items", "_fits",
     "_check_args", "_argument_limits", "_check_read_args", "_check_activate_args", "_invalid", "_unit_ok", "_check_positive",
-    "_reads_content"]
+    "_reads_content",
+    # issue 32 (200): mem0's filter operators parsed for list_memories (a jsonpath from a string);
+    # issue 35 (330): a fact's statement for the tier views (SECURITY DEFINER, tenant-checked)
+    "_filter_path", "_fact_statement"]
 
 
 # ============================================================== attacker: the admin role
@@ -759,7 +765,8 @@ CONTENT_MARK = "q7x9content"  # in every memory's content of the reader's tenant
 # SECURITY DEFINER functions pgmem_reader may execute (through the functions its views call):
 # they run as the owner, past the column privileges that keep content from the reader, so each
 # is reviewed here and called by the test below with every id of the reader's tenant.
-READER_DEFINERS = {"current_tenant", "_setting", "_check_category", "cluster_confidence", "cluster_top_members"}
+READER_DEFINERS = {"current_tenant", "_setting", "_check_category", "cluster_confidence", "cluster_top_members",
+                   "_fact_statement"}  # (issue 35: NULL for the reader, tests/test_tenancy.py)
 
 
 @pytest.fixture
@@ -829,6 +836,9 @@ class TestReaderContent:
                 out.append(scalar(reader, "select pgmem._setting(%s)", (key,)))
         if "_check_category" in definers:
             out.append(scalar(reader, "select pgmem._check_category('fact')"))
+        if "_fact_statement" in definers:
+            for (fid,) in su.execute("select id from pgmem.profile_facts where tenant = 'a'").fetchall():
+                out.append(scalar(reader, "select pgmem._fact_statement(%s)", (fid,)))
         assert {"cluster_confidence", "cluster_top_members"} <= definers  # (the test called what the reader can)
         assert CONTENT_MARK not in json.dumps(out, default=str)
         # and the reader still reads no content column itself

@@ -618,7 +618,7 @@ def test_whitespace_only_content_rejected(seeded, content):
 def test_unknown_category_rejected(seeded):
     e = _fails(seeded, psycopg.errors.InvalidParameterValue, lambda: remember(seeded, "x y z", category="hobby"))
     assert e.diag.message_primary == \
-        'unknown category "hobby": known categories are context, episode, fact, preference, skill'
+        'unknown category "hobby": known categories are answer, context, episode, fact, preference, question, skill'
     assert e.diag.message_hint == \
         "add it with: insert into pgmem.categories (tenant, category, weight) values ('acme', 'hobby', 0.6)"
     # doing what the hint says makes it work, with the weight it was given

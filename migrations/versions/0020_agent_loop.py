@@ -17,7 +17,7 @@ Revision ID: 0020
 Revises: 0019
 Create Date: 2026-12-07
 """
-from pgmem.migrate import run_sql
+from pgmem.migrate import drop_dependents, run_sql
 
 revision = "0020"
 down_revision = "0019"
@@ -49,4 +49,8 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
+    # (_eligible, a SQL-standard function, depends on the attributes; the idempotent lane makes
+    # it again on the next upgrade)
+    drop_dependents("pgmem.query.not_ids", "pgmem.query.not_categories", "pgmem.query.conversation_factor",
+                    "pgmem.query.metadata_path")
     run_sql(DOWNGRADE)

@@ -175,11 +175,12 @@ class Cluster:
         if db != self.cron_database:
             return 0
         with psycopg.connect(self.owner_dsn(db), autocommit=True) as conn:
-            if not conn.execute("select to_regnamespace('cron') is not null").fetchone()[0]:
+            has_cron = conn.execute("select to_regnamespace('cron') is not null").fetchone()
+            if not (has_cron and has_cron[0]):
                 return 0
             n = conn.execute("select count(*) from cron.job where command like '%pgmem.%' "
-                             "and database = current_database()").fetchone()[0]
-            if n:
+                             "and database = current_database()").fetchone()
+            if n and n[0]:
                 return 0
             return len(conn.execute("select * from pgmem.schedule_jobs()").fetchall())
 

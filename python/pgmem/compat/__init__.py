@@ -230,7 +230,7 @@ def _from_mem0_config(config: dict) -> dict:
         if prov == "openai":
             from ..embedding import HttpEmbedder
 
-            out["embedder"] = HttpEmbedder(c.get("model"), base_url=c.get("openai_base_url") or os.environ.get("OPENAI_BASE_URL"),
+            out["embedder"] = HttpEmbedder(c.get("model"), base_url=c.get("openai_base_url"),
                                            api_key=c.get("api_key"), dimensions=c.get("embedding_dims"))
         elif prov in ("huggingface", "sentence_transformers"):
             from ..embedding import make_embedder
@@ -248,10 +248,10 @@ def _from_mem0_config(config: dict) -> dict:
         from ..extraction.llm import LLMExtractor
 
         base = (c.get("openai_base_url") or c.get("ollama_base_url") or c.get("lmstudio_base_url")
-                or c.get("vllm_base_url") or os.environ.get("OPENAI_BASE_URL"))
+                or c.get("vllm_base_url"))
         if prov == "ollama" and base and not base.rstrip("/").endswith("/v1"):
             base = base.rstrip("/") + "/v1"
-        out["extractor"] = LLMExtractor(base, c.get("model"), c.get("api_key") or os.environ.get("OPENAI_API_KEY"))
+        out["extractor"] = LLMExtractor(base, c.get("model"), c.get("api_key"))
     return out
 
 
