@@ -95,10 +95,12 @@ begin
     end if;
   end if;
 
-  -- each tenant's clock at the run's as_of, and its grace (issue 36; pgmem._tenant_clock): the
-  -- decayed trigger reads the decayed importance at the tenant's clock, and spares a memory in
-  -- its grace (stored less than lifecycle_grace before that clock). Expiry is the wall clock's
-  -- (an expires_at is a date), and aggressive's bottom fraction a ranking, which no clock changes.
+  -- each tenant's clock at the run's as_of, and its grace (issue 36; pgmem._tenant_clock): without
+  -- as_of the decayed trigger reads the decayed importance at the tenant's clock, its age counted
+  -- in this store (from the later of created_at and when it was stored, as archive's age trigger),
+  -- and spares a memory in its grace (stored less than lifecycle_grace before that clock). Expiry
+  -- is the wall clock's (an expires_at is a date), and aggressive's bottom fraction a ranking of
+  -- the run's as_of.
   perform 'PRAGMA:TABLE: _pgmem_clock (tenant text, clock timestamptz, grace interval)';
   create temp table if not exists _pgmem_clock (tenant text primary key, clock timestamptz, grace interval) on commit drop;
   truncate _pgmem_clock;
@@ -124,13 +126,11 @@ begin
             from pgmem.memories m
            cross join lateral (select pgmem.decayed_importance(m.importance, m.created_at, m.access_count, v_as_of) as di) d
             left join _pgmem_clock ck on ck.tenant = m.tenant
-           -- (the grace is looked up only for a memory the decayed trigger would prune)
-           cross join lateral (select c.dc, case when c.dc < min_importance
-                                                 then (select g.in_grace from pgmem._lifecycle_clock(m.id, m.created_at, c.at, ck.grace) g)
-                                                 else false end as in_grace
-                                 from (select coalesce(ck.clock, v_as_of) as at,
-                                              pgmem.decayed_importance(m.importance, m.created_at, m.access_count,
-                                                                       coalesce(ck.clock, v_as_of)) as dc) c) k
+           -- (at the tenant's clock, from the memory's birth in this store: an import is never
+           -- deleted for its dates alone; what the month after it leaves unused, archive takes)
+           cross join lateral pgmem._lifecycle_clock(m.id, m.created_at, coalesce(ck.clock, v_as_of), ck.grace) g
+           cross join lateral (select pgmem.decayed_importance(m.importance, g.born, m.access_count, g.at) as dc,
+                                      g.in_grace) k
            where m.state = 'active' and (v_tenant is null or m.tenant = v_tenant) and m.id > v_after) q
    where q.why is not null
    order by q.id
@@ -413,10 +413,13 @@ comment on function pgmem.memory_activation(bigint, timestamptz) is
 --   * the age trigger counts a memory's age in this store: from the later of its date and the
 --     moment it was stored (an imported year-old memory in use is not archived for its age the
 --     night its grace ends, but 90 days after the import, as a memory written that day would be).
+--   * prune's decayed trigger reads the same clock and counts age in this store too: an import is
+--     never deleted for its dates alone (archive, restorable, is what fades it when unused).
 -- Measured (tests/test_lifecycle_import.py): make demo's conversation dated a year back, 285
--- memories stored: the nightly prune and archive take 0 the first night (before: the archive dry
--- run took every one of them, 285); after a simulated month in which 40 of them were used, the
--- archive job archives the 245 the month left unused (activation) and keeps the 40.
+-- memories stored: the nightly prune and archive take 0 the first night (at the wall clock, the
+-- old night, the archive took all 285, and prune would have deleted all 285); after a simulated
+-- month in which 41 of them were used (the others only retrieved), the archive job archives the
+-- 244 the month left unused (reason activation), keeps the 41, and prune deletes none.
 -- The clock and the grace apply when the job is called without as_of (the nightly jobs,
 -- pg_cron, run_job without it). as_of given is the what-if the functions always had: every
 -- memory judged at that instant from its created_at, no grace (tests, "what would go if it
