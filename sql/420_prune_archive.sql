@@ -403,13 +403,16 @@ comment on function pgmem.memory_activation(bigint, timestamptz) is
 --   * every age and activation of the nightly jobs (archive's age and activation triggers and
 --     the cap's ranking, prune's decayed importance) is read at that clock, not at the wall
 --     clock of the night the job runs;
---   * a memory is not archived or pruned as decayed before it has had a chance to be used: until
---     its tenant's clock has run lifecycle_grace (30 days, one half-life of the activation's decay,
---     archive_min_age's length) past the moment it was stored (its first history row: an import's
---     memories are stored today, however old their dates). So an import, or any batch older than
---     the archive horizon, waits a month of use; then the memories the month did not use fade as
---     the design says (their decayed importance is read from their own dates) and are archived,
---     and the ones it used stay (their last use).
+--   * an imported memory is not archived or pruned as decayed before it has had a chance to be
+--     used. A memory dated more than lifecycle_grace (30 days, one half-life of the activation's
+--     decay, archive_min_age's length) before it was stored (its first history row: an import's
+--     memories are stored today, however old their dates) is in its grace until its tenant's clock
+--     has run lifecycle_grace past the moment it was stored. So an import, or any batch older than
+--     the horizon, waits a month of use; then the memories the month did not use fade as the
+--     design says (their decayed importance is read from their own dates) and are archived, and
+--     the ones it used stay (their last use). A memory written as it happens needs no grace
+--     (archive_min_age spares the young, and a memory stored with importance .001 is pruned the
+--     night it is written, as before).
 --   * the age trigger counts a memory's age in this store: from the later of its date and the
 --     moment it was stored (an imported year-old memory in use is not archived for its age the
 --     night its grace ends, but 90 days after the import, as a memory written that day would be).
@@ -425,7 +428,7 @@ comment on function pgmem.memory_activation(bigint, timestamptz) is
 -- memory judged at that instant from its created_at, no grace (tests, "what would go if it
 -- were that date").
 insert into pgmem.settings (tenant, key, value, description) values
-  ('*', 'lifecycle_grace', '"30 days"', 'Shadow lifecycle and Engram pruning (nightly archive and prune jobs): a memory is not archived, nor pruned as decayed, until its tenant''s clock (when its memory was last in use) has run this long since it was stored; an import waits this long in use (issue 36)')
+  ('*', 'lifecycle_grace', '"30 days"', 'Shadow lifecycle and Engram pruning (nightly archive and prune jobs): a memory dated more than this before it was stored (an import) is not archived, nor pruned as decayed, until its tenant''s clock (when its memory was last in use) has run this long since it was stored (issue 36)')
 on conflict (tenant, key) do nothing;
 
 create or replace function pgmem._tenant_clock(p_tenant text, p_as_of timestamptz) returns timestamptz
@@ -445,20 +448,22 @@ comment on function pgmem._tenant_clock(text, timestamptz) is
 
 -- One memory's clock for the lifecycle: the tenant's clock (p_at), the memory's birth in this
 -- store (the later of created_at and the moment it was stored: its first history row) and
--- whether it is in its grace (stored less than p_grace before p_at). p_grace NULL (the what-if
+-- whether it is in its grace: dated more than p_grace before it was stored (an import, a batch
+-- older than the horizon) and stored less than p_grace before p_at. p_grace NULL (the what-if
 -- at an explicit as_of): born = created_at, no grace, and no history read.
 create or replace function pgmem._lifecycle_clock(p_id bigint, p_created_at timestamptz, p_at timestamptz, p_grace interval)
 returns table (at timestamptz, born timestamptz, in_grace boolean)
   language sql stable
   set search_path = pgmem, pg_catalog, pg_temp
 as $$
-  select p_at, greatest(p_created_at, coalesce(st.stored, p_created_at)), coalesce(st.stored > p_at - p_grace, false)
+  select p_at, greatest(p_created_at, coalesce(st.stored, p_created_at)),
+         coalesce(st.stored - p_created_at > p_grace and st.stored > p_at - p_grace, false)
     from (select case when p_grace is not null
                       then coalesce((select h.at from pgmem.history h where h.memory_id = p_id order by h.id limit 1), p_created_at)
                  end as stored) st
 $$;
 comment on function pgmem._lifecycle_clock(bigint, timestamptz, timestamptz, interval) is
-  'The lifecycle''s view of one memory at its tenant''s clock (issue 36): the clock, its birth in this store (later of created_at and when it was stored, its first history row) and whether it is still in its grace (stored less than grace before the clock; grace NULL: the what-if at an explicit as_of, born = created_at, never in grace).';
+  'The lifecycle''s view of one memory at its tenant''s clock (issue 36): the clock, its birth in this store (later of created_at and when it was stored, its first history row) and whether it is still in its grace (dated more than grace before it was stored, and stored less than grace before the clock; grace NULL: the what-if at an explicit as_of, born = created_at, never in grace).';
 
 -- The archive job. A run (run_job, or calls repeated by hand while job_runs.details->'more' is
 -- true) walks the active memories once, in keyset pages by id, at one as_of, and judges each
