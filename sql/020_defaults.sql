@@ -35,6 +35,8 @@ insert into pgmem.settings (tenant, key, value, description) values
   ('*', 'record_retrievals', 'true', 'search(), activate(), recall() append what they return to pgmem.access_log (folded by the job access into the access log: Fragment rehearsal, cluster energy); false: only uses are recorded'),
   ('*', 'exact_knn_factor', '200', 'search(), activate(), recall(): a tenant (or filtered user) of d memories takes its nearest exactly (b-tree on its vectors and a sort) instead of from the shared HNSW graph while d^2 < this x all indexed vectors (0 = never)'),
   ('*', 'recent_vectors_days', '30', 'pgmem.recent_vectors (the recent candidate branch''s own HNSW index) holds the memories created in the last this many days; an older recent window falls back to a filtered scan of the global index'),
+  -- engram.md, Performance Optimizations 4 (issue 36, E29): off until LoCoMo dev R@10 says it keeps recall's quality
+  ('*', 'recall_early_termination', 'false', 'recall(): read the candidates nearest first from the index and stop once k score above min_score (Engram''s early termination, 0.8); the argument early_termination overrides it'),
   ('*', 'hnsw_max_scan_tuples', '10000', 'most index tuples a filtered (iterative) HNSW scan of search, activate or recall visits (pgvector hnsw.max_scan_tuples)'),
   -- web (issue 25): pgmem.health()
   ('*', 'worker_stall_seconds', '300', 'pgmem.health(): the embedding worker counts as stalled (status degraded) when a queued item has waited longer than this many seconds')
