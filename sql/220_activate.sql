@@ -9,7 +9,11 @@
 --              when the query gives none, its tokens are used
 --   summary    token overlap (Jaccard) of the query summary (or text) with the memory's
 --              summary (or content when it has none)
---   temporal   e^(-ln2·age/30d)
+--   temporal   e^(-ln2·age/30d): Shadow's decayFunction (8. Configuration), configurable in the
+--              activate profile (issue 36, S30): params.decay 'exponential' (the default) with
+--              its half-life params.temporal_half_life_days (30: the design's "Age 30 days ->
+--              decay = 0.5"), or 'power', the power law 1/(1 + age)^α of JAM's alternative model
+--              (Time Decay Models; what J36 gave search's recency), α = params.decay_alpha (1.5)
 -- relevance_type: the component with at least half of the score (semantic = embedding,
 -- contextual = metadata + summary, temporal), else mixed. confidence: how much the three
 -- content signals agree, 1 - 2·(their standard deviation), in [0,1] (pgmem's reading of
@@ -20,6 +24,15 @@
 -- kind (Shadow's Configuration thresholds: default, semantic, contextual, temporal, all .3 by
 -- default: setting relevance_thresholds, 430_thresholds.sql); threshold_used is the larger. An
 -- explicit threshold => replaces both.
+
+-- The temporal component: Shadow's decayFunction, as the profile chooses (above).
+create or replace function pgmem._shadow_decay(m pgmem.memories, q pgmem.query) returns float8
+  language sql immutable parallel safe
+  return case when q.params->>'decay' = 'power'
+              then pgmem.power_law_decay(pgmem.age_days(m.created_at, q.as_of), coalesce((q.params->>'decay_alpha')::float8, 1.5))
+              else pgmem._shadow_temporal(m, q) end;
+comment on function pgmem._shadow_decay(pgmem.memories, pgmem.query) is
+  'Shadow''s decayFunction for activate''s temporal component: e^(-ln2·age/temporal_half_life_days) by default, or with the profile''s params.decay = ''power'' 1/(1 + age)^decay_alpha (age in days).';
 
 create or replace function pgmem.context_threshold(context_type text, profile text default 'shadow') returns float8
   language plpgsql stable
@@ -83,7 +96,7 @@ begin
   with s as (
     select m.id, pgmem._shadow_embedding(m, q) as e,
            pgmem._shadow_jaccard(md.shared, md.items, q.keys) as md,
-           pgmem._shadow_jaccard(su.shared, su.items, q.tokens) as su, pgmem._shadow_temporal(m, q) as te
+           pgmem._shadow_jaccard(su.shared, su.items, q.tokens) as su, pgmem._shadow_decay(m, q) as te
       from pgmem.memories m
      cross join lateral pgmem._shared_items(pgmem._tag_items(m), q.keys) md
      cross join lateral pgmem._shared_items(pgmem._token_items(coalesce(m.summary, m.content)), q.tokens) su
