@@ -28,6 +28,18 @@ ROOT = Path(__file__).resolve().parents[1]
 YEAR = timedelta(days=365)
 
 
+def remember(conn, text: str, *, age_days: float, importance: float) -> int:
+    t = scalar(conn, "select now()")
+    r = call(conn, "remember", text, force=True, importance=importance, created_at=t - timedelta(days=age_days))[0]
+    assert r["decision"] == "stored", r
+    return r["memory_id"]
+
+
+def stored(conn, mid: int, days_ago: float) -> None:
+    """The memory was stored days_ago (its first history row)."""
+    conn.execute("update pgmem.history set at = at - %s * interval '1 day' where memory_id = %s", (days_ago, mid))
+
+
 def _events() -> list[dict]:
     events = [json.loads(line) for line in (ROOT / "examples" / "demo_conversation.jsonl").read_text().splitlines()
               if line.strip()]
@@ -106,8 +118,6 @@ def test_an_imported_year_old_conversation_survives_the_night_and_fades_after_a_
 def test_an_idle_tenant_does_not_age(conn, dsn):
     """The clock of a tenant nobody uses stops at its last use: six months idle archive nothing
     that was active at that use; the what-if at now (as_of) would."""
-    from test_lifecycle import remember, stored
-
     faded = remember(conn, "A note of low importance", age_days=200, importance=0.3)
     stored(conn, faded, 200)
     fresh = remember(conn, "A note written on the last day of use", age_days=180, importance=0.3)
