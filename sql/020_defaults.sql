@@ -144,7 +144,8 @@ insert into pgmem.settings (tenant, key, value, description) values
   ('*', 'cluster_k', '"adaptive"', 'concept clusters: "adaptive" = JAM''s min(max(8, n / 10), 64), or a number (JAM''s Clustering Parameters use 50)'),
   ('*', 'cluster_fit_sample', '20000', 'the k-means fit runs on at most this many memories; partial_fit then streams every memory'),
   ('*', 'cluster_initial_energy', '0.5', 'energy of a new cluster (liquid clusters; energy is in [0, 1])'),
-  ('*', 'cluster_energy_spread', '0', 'JAM energy propagation through the cluster network: each liquid step, a cluster moves this share of its energy toward the centroid-cosine-weighted mean energy of the other active clusters (0: off)'),
+  -- (issue 36, J31: .01, the largest share that keeps a week of use's order on make demo's clusters; tests/test_energy_week.py, docs/formulas.md)
+  ('*', 'cluster_energy_spread', '0.01', 'JAM energy propagation through the cluster network: each liquid step, a cluster moves this share of its energy toward the centroid-cosine-weighted mean energy of the other active clusters (0: off; .01 keeps the order a week of use gives the clusters)'),
   ('*', 'cluster_step_hours', '1', 'length of a liquid step: energy x .99 per step, one flow of memories per step'),
   ('*', 'cluster_temporal_half_life_hours', '24', 'liquid affinity: temporal proximity 2^(-|dt| / half-life) between two memories'' times'),
   -- (JAM gives no number. 0.15 = .3 x 1 x .5: the pull of a new cluster (energy .5) on a memory
