@@ -180,7 +180,7 @@ begin
             then jsonb_build_object('skipped_locked', v_found - v_changed) else '{}' end);
 end $$;
 comment on function pgmem.prune(text, boolean, integer, text, float8, float8, timestamptz) is
-  'Engram pruning: gentle = expired; normal = expired or decayed importance < 0.01; aggressive = also the bottom floor(n × 10%) by decayed importance, per tenant, ranked once per run. One call prunes at most batch memories, walking them by id from where the previous call of the run stopped (details->''more'' in job_runs; run_job repeats the calls). Soft delete (state deleted, restorable); dry_run lists what the first call of a new run would prune.';
+  'Engram pruning: gentle = expired; normal = expired or decayed importance < 0.01; aggressive = also the bottom floor(n × 10%) by decayed importance, per tenant, ranked once per run. One call prunes at most batch memories, walking them by id from where the previous call of the run stopped (details->''more'' in job_runs; run_job repeats the calls). Soft delete (state deleted, restorable); dry_run lists what the first call of a new run would prune. Without as_of (the nightly job) the decayed trigger reads each tenant''s own clock, counts age in the store and spares an import for lifecycle_grace of use (issue 36).';
 
 -- The only path that destroys memories: rows soft-deleted longer than older_than.
 create or replace function pgmem.purge(older_than interval default '30 days', dry_run boolean default false,
@@ -386,7 +386,7 @@ begin
                         order by 3 desc limit 1) l on true;
 end $$;
 comment on function pgmem.memory_activation(bigint, timestamptz) is
-  'Shadow lifecycle: a memory''s activation at as_of, the largest of its decayed importance (Engram), 2^(-days since its latest use/30) and its best activate() score aged the same way, each part shown, with the tenant''s archival threshold (archive_activation_threshold) and whether it is below it.';
+  'Shadow lifecycle: a memory''s activation at as_of (default: its tenant''s own clock, when its memory was last in use, as the nightly archive reads it), the largest of its decayed importance (Engram), 2^(-days since its latest use/30) and its best activate() score aged the same way, each part shown, with the tenant''s archival threshold (archive_activation_threshold) and whether it is below it.';
 
 -- ------------------------------------------------------------------ the tenant's own clock (issue 36)
 -- A user who imports dated history (make demo stores a conversation of September–October) must
@@ -717,7 +717,7 @@ begin
             then jsonb_build_object('skipped_locked', v_found - v_changed) else '{}' end);
 end $$;
 comment on function pgmem.archive_stale(interval, float8, boolean, integer, text, timestamptz, integer, interval) is
-  'Shadow lifecycle (the archive job): archives active memories older than retention (setting archive_retention, 90 days), or older than min_age (30 days) with an activation below activation_threshold (0.125; pgmem.memory_activation), or beyond max_memories (10,000 per user scope) in their scope, least activated first. Arguments left NULL take the tenant''s settings. One call archives at most batch memories, walking them by id from where the previous call of the run stopped. Each row names its reason (age, activation, cap); restorable with pgmem.restore; excluded from default search.';
+  'Shadow lifecycle (the archive job): archives active memories older than retention (setting archive_retention, 90 days), or older than min_age (30 days) with an activation below activation_threshold (0.125; pgmem.memory_activation), or beyond max_memories (10,000 per user scope) in their scope, least activated first. Arguments left NULL take the tenant''s settings. One call archives at most batch memories, walking them by id from where the previous call of the run stopped. Each row names its reason (age, activation, cap); restorable with pgmem.restore; excluded from default search. Without as_of (the nightly job) ages and activations are read at each tenant''s own clock (pgmem._tenant_clock: when its memory was last in use), the age trigger counts age in the store, and an import is spared for lifecycle_grace of use (issue 36); with as_of, every memory is judged at that instant from its created_at.';
 
 -- "Delete archived memories after retention period" (Shadow, Cleanup Operations): an archived
 -- memory archived longer than archive_delete_after (90 days) is deleted. pgmem's delete is the
