@@ -25,15 +25,6 @@
 -- default: setting relevance_thresholds, 430_thresholds.sql); threshold_used is the larger. An
 -- explicit threshold => replaces both.
 
--- The temporal component: Shadow's decayFunction, as the profile chooses (above).
-create or replace function pgmem._shadow_decay(m pgmem.memories, q pgmem.query) returns float8
-  language sql immutable parallel safe
-  return case when q.params->>'decay' = 'power'
-              then pgmem.power_law_decay(pgmem.age_days(m.created_at, q.as_of), coalesce((q.params->>'decay_alpha')::float8, 1.5))
-              else pgmem._shadow_temporal(m, q) end;
-comment on function pgmem._shadow_decay(pgmem.memories, pgmem.query) is
-  'Shadow''s decayFunction for activate''s temporal component: e^(-ln2·age/temporal_half_life_days) by default, or with the profile''s params.decay = ''power'' 1/(1 + age)^decay_alpha (age in days).';
-
 create or replace function pgmem.context_threshold(context_type text, profile text default 'shadow') returns float8
   language plpgsql stable
   set search_path = pgmem, pg_catalog, pg_temp
@@ -96,7 +87,11 @@ begin
   with s as (
     select m.id, pgmem._shadow_embedding(m, q) as e,
            pgmem._shadow_jaccard(md.shared, md.items, q.keys) as md,
-           pgmem._shadow_jaccard(su.shared, su.items, q.tokens) as su, pgmem._shadow_decay(m, q) as te
+           pgmem._shadow_jaccard(su.shared, su.items, q.tokens) as su,
+           -- the temporal component: Shadow's decayFunction as the profile chooses (above; issue 36, S30)
+           case when q.params->>'decay' = 'power'
+                then pgmem.power_law_decay(pgmem.age_days(m.created_at, q.as_of), coalesce((q.params->>'decay_alpha')::float8, 1.5))
+                else pgmem._shadow_temporal(m, q) end as te
       from pgmem.memories m
      cross join lateral pgmem._shared_items(pgmem._tag_items(m), q.keys) md
      cross join lateral pgmem._shared_items(pgmem._token_items(coalesce(m.summary, m.content)), q.tokens) su
