@@ -35,6 +35,8 @@ insert into pgmem.settings (tenant, key, value, description) values
   ('*', 'record_retrievals', 'true', 'search(), activate(), recall() append what they return to pgmem.access_log (folded by the job access into the access log: Fragment rehearsal, cluster energy); false: only uses are recorded'),
   ('*', 'exact_knn_factor', '200', 'search(), activate(), recall(): a tenant (or filtered user) of d memories takes its nearest exactly (b-tree on its vectors and a sort) instead of from the shared HNSW graph while d^2 < this x all indexed vectors (0 = never)'),
   ('*', 'recent_vectors_days', '30', 'pgmem.recent_vectors (the recent candidate branch''s own HNSW index) holds the memories created in the last this many days; an older recent window falls back to a filtered scan of the global index'),
+  -- engram.md, Performance Optimizations 4 (issue 36, E29): off until LoCoMo dev R@10 says it keeps recall's quality
+  ('*', 'recall_early_termination', 'false', 'recall(): read the candidates nearest first from the index and stop once k score above min_score (Engram''s early termination, 0.8); the argument early_termination overrides it'),
   ('*', 'hnsw_max_scan_tuples', '10000', 'most index tuples a filtered (iterative) HNSW scan of search, activate or recall visits (pgvector hnsw.max_scan_tuples)'),
   -- web (issue 25): pgmem.health()
   ('*', 'worker_stall_seconds', '300', 'pgmem.health(): the embedding worker counts as stalled (status degraded) when a queued item has waited longer than this many seconds')
@@ -103,8 +105,8 @@ insert into pgmem.profiles (tenant, name, method, weights, params, description, 
   ('*', 'shadow', 'activate',
    '{"embedding": 0.6, "metadata": 0.2, "summary": 0.15, "temporal": 0.05}',
    '{"thresholds": {"query": 0.75, "task": 0.8, "conversation": 0.3, "document": 0.6, "mixed": 0.65},
-     "temporal_half_life_days": 30}',
-   'Shadow activation scoring (default for activate)', true),
+     "temporal_half_life_days": 30, "decay": "exponential", "decay_alpha": 1.5}',
+   'Shadow activation scoring (default for activate); decay: exponential (temporal_half_life_days) or power (decay_alpha)', true),
   -- engram.md, Retrieval & Ranking (weights of the Full Ranking Example) and Memory Decay
   ('*', 'engram', 'recall',
    '{"relevance": 0.5, "importance": 0.3, "recency": 0.2, "access_frequency": 0.0}',
@@ -145,7 +147,8 @@ insert into pgmem.settings (tenant, key, value, description) values
   ('*', 'cluster_k', '"adaptive"', 'concept clusters: "adaptive" = JAM''s min(max(8, n / 10), 64), or a number (JAM''s Clustering Parameters use 50)'),
   ('*', 'cluster_fit_sample', '20000', 'the k-means fit runs on at most this many memories; partial_fit then streams every memory'),
   ('*', 'cluster_initial_energy', '0.5', 'energy of a new cluster (liquid clusters; energy is in [0, 1])'),
-  ('*', 'cluster_energy_spread', '0', 'JAM energy propagation through the cluster network: each liquid step, a cluster moves this share of its energy toward the centroid-cosine-weighted mean energy of the other active clusters (0: off)'),
+  -- (issue 36, J31: .01, the largest share that keeps a week of use's order on make demo's clusters; tests/test_energy_week.py, docs/formulas.md)
+  ('*', 'cluster_energy_spread', '0.01', 'JAM energy propagation through the cluster network: each liquid step, a cluster moves this share of its energy toward the centroid-cosine-weighted mean energy of the other active clusters (0: off; .01 keeps the order a week of use gives the clusters)'),
   ('*', 'cluster_step_hours', '1', 'length of a liquid step: energy x .99 per step, one flow of memories per step'),
   ('*', 'cluster_temporal_half_life_hours', '24', 'liquid affinity: temporal proximity 2^(-|dt| / half-life) between two memories'' times'),
   -- (JAM gives no number. 0.15 = .3 x 1 x .5: the pull of a new cluster (energy .5) on a memory

@@ -9,7 +9,11 @@
 --              when the query gives none, its tokens are used
 --   summary    token overlap (Jaccard) of the query summary (or text) with the memory's
 --              summary (or content when it has none)
---   temporal   e^(-ln2·age/30d)
+--   temporal   e^(-ln2·age/30d): Shadow's decayFunction (8. Configuration), configurable in the
+--              activate profile (issue 36, S30): params.decay 'exponential' (the default) with
+--              its half-life params.temporal_half_life_days (30: the design's "Age 30 days ->
+--              decay = 0.5"), or 'power', the power law 1/(1 + age)^α of JAM's alternative model
+--              (Time Decay Models; what J36 gave search's recency), α = params.decay_alpha (1.5)
 -- relevance_type: the component with at least half of the score (semantic = embedding,
 -- contextual = metadata + summary, temporal), else mixed. confidence: how much the three
 -- content signals agree, 1 - 2·(their standard deviation), in [0,1] (pgmem's reading of
@@ -83,7 +87,11 @@ begin
   with s as (
     select m.id, pgmem._shadow_embedding(m, q) as e,
            pgmem._shadow_jaccard(md.shared, md.items, q.keys) as md,
-           pgmem._shadow_jaccard(su.shared, su.items, q.tokens) as su, pgmem._shadow_temporal(m, q) as te
+           pgmem._shadow_jaccard(su.shared, su.items, q.tokens) as su,
+           -- the temporal component: Shadow's decayFunction as the profile chooses (above; issue 36, S30)
+           case when q.params->>'decay' = 'power'
+                then pgmem.power_law_decay(pgmem.age_days(m.created_at, q.as_of), coalesce((q.params->>'decay_alpha')::float8, 1.5))
+                else pgmem._shadow_temporal(m, q) end as te
       from pgmem.memories m
      cross join lateral pgmem._shared_items(pgmem._tag_items(m), q.keys) md
      cross join lateral pgmem._shared_items(pgmem._token_items(coalesce(m.summary, m.content)), q.tokens) su

@@ -7,13 +7,22 @@
 --   access_frequency    min(n/100, 1)
 -- Default weights (profile engram): the design's Full Ranking Example, .5/.3/.2/0.
 --
--- Early termination, an option (engram.md, Performance Optimizations 4, "Stop when we have enough
+-- Early termination (engram.md, Performance Optimizations 4, "Stop when we have enough
 -- high-quality matches": for memory in sortedMemories, keep it if score > 0.8, stop at k).
--- early_termination => true keeps only the memories scoring above min_score (0.8), at most k.
--- The design's loop stops scanning once it holds k; recall never scans the memories in the first
--- place (its candidates are the index branches' top-N, sql/203_candidates.sql), so what the rule
--- changes here is what it returns: nothing below the bar, even when fewer than k clear it. (The
--- design's loop takes the first k above the bar in its sort order; these are the k best above it.)
+-- early_termination => true (or, left NULL, the setting recall_early_termination, off by
+-- default: issue 36, E29) reads the candidates one by one in the HNSW index's order (nearest
+-- first: relevance, the largest of the Engram weights, is the order the index can give), scores
+-- each with the four Engram scores, keeps it when its score is above min_score (0.8) and stops
+-- reading as soon as it holds k: the design's loop, with the index's order as its sortedMemories.
+-- It reads at most the n candidates the HNSW branch reads (q.n); what it saves is the reading and
+-- scoring of the rest and the other candidate branches (lexical, recent: sql/203_candidates.sql).
+-- The memories waiting for the index job (vector_queue) are read first (few, by exact distance).
+-- Without a query embedding, or asked for other states than active (not under the index), it
+-- keeps the former behaviour: every candidate scored, the k best above min_score returned.
+-- How many candidates a call read is in the session setting pgmem.recall_candidates_read.
+-- (The design's loop takes the first k above the bar in its sort order, as this one does; the
+-- ones returned are then ordered by score.) Whether it can be the default is LoCoMo dev R@10's
+-- to say (bench/locomo.py; the setting is off until it is measured).
 drop function if exists pgmem.recall(text, vector, integer, jsonb, jsonb, timestamptz, text);
 create or replace function pgmem.recall(
   query_text text default null,
@@ -23,7 +32,7 @@ create or replace function pgmem.recall(
   filters jsonb default '{}',
   as_of timestamptz default null,
   profile text default 'engram',
-  early_termination boolean default false,
+  early_termination boolean default null,
   min_score float8 default 0.8)
 returns table (id bigint, score float8, relevance float8, decayed_importance float8, recency float8, access_frequency float8,
                content text, summary text, who text, category text, importance real, access_count integer, created_at timestamptz)
@@ -34,10 +43,52 @@ as $$
 declare
   q pgmem.query := pgmem._query('recall', query_text, query_embedding, k, null, null, null, profile, weights,
                                 filters, as_of);
-  v_ids bigint[] := pgmem._candidate_ids(q);
-  v_sup bigint[] := pgmem._superseded(v_ids, q.tenant, q.as_of);  -- current beats stale (sql/202_signals.sql)
+  v_early boolean := coalesce(early_termination, pgmem._setting_bool('recall_early_termination'));
+  v_ids bigint[];
+  v_sup bigint[];
+  v_read integer := 0;
+  v_score float8;
+  v_prev_scan text := current_setting('hnsw.iterative_scan', true);
+  r_mem pgmem.memories;
 begin
   perform pgmem._check_unit(min_score, 'min_score');
+  if v_early and q.embedding is not null and q.states = array['active'] then
+    -- engram.md, Performance Optimizations 4: the candidates nearest first, from the index (an
+    -- iterative scan, so that a filter leaves the next ones coming), stopped at k above the bar
+    perform set_config('hnsw.iterative_scan', 'strict_order', true);
+    v_ids := '{}';
+    -- (the memories waiting for the index job first: few, ordered exactly; then the index's,
+    -- nearest first. An Append of the two runs lazily: the loop's cursor reads the index only
+    -- as far as it goes)
+    for r_mem in (select x.* from pgmem.vector_queue vq join pgmem.memories x on x.id = vq.memory_id
+                   where vq.tenant = q.tenant and x.tenant = q.tenant and x.state = 'active' and x.embedding is not null
+                     and pgmem._eligible(x, q)
+                   order by x.embedding operator(public.<=>) q.embedding, x.id limit q.n)
+                 union all
+                 (select x.* from pgmem.memory_vectors v join pgmem.memories x on x.id = v.memory_id
+                   where (v.tenant = q.tenant) is true and x.tenant = q.tenant and x.state = 'active'
+                     and pgmem._eligible(x, q)
+                   order by v.embedding operator(public.<=>) q.embedding limit q.n)
+    loop
+      v_read := v_read + 1;
+      v_sup := pgmem._superseded(array[r_mem.id], q.tenant, q.as_of);
+      continue when q.current_only and cardinality(v_sup) > 0;
+      v_score := (q.w_relevance * pgmem._engram_relevance(r_mem, q) + q.w_importance * pgmem._engram_importance(r_mem, q)
+                  + q.w_recency * pgmem._engram_recency(r_mem, q) + q.w_access * pgmem._engram_access(r_mem, q))
+                 * case when cardinality(v_sup) > 0 then q.superseded_factor else 1 end;
+      if v_score > min_score then
+        v_ids := v_ids || r_mem.id;
+        exit when cardinality(v_ids) >= q.k;
+      end if;
+    end loop;
+    perform set_config('hnsw.iterative_scan', coalesce(v_prev_scan, 'off'), true);
+  else
+    v_early := coalesce(early_termination, false);  -- (the setting asks for the early exit only)
+    v_ids := pgmem._candidate_ids(q);
+    v_read := cardinality(v_ids);
+  end if;
+  v_sup := pgmem._superseded(v_ids, q.tenant, q.as_of);  -- current beats stale (sql/202_signals.sql)
+  perform set_config('pgmem.recall_candidates_read', v_read::text, false);
   return query
   with s as (
     select m.id, m.content, m.summary, m.who, m.category, m.importance, m.access_count, m.created_at,
@@ -54,7 +105,7 @@ begin
                  * case when s.id = any(v_sup) then q.superseded_factor else 1 end as score,
            s.rel, s.imp, s.rec, s.acc, s.content, s.summary, s.who, s.category, s.importance, s.access_count, s.created_at
       from s
-     where not coalesce(early_termination, false)
+     where not v_early
         or (q.w_relevance * s.rel + q.w_importance * s.imp + q.w_recency * s.rec + q.w_access * s.acc)
            * case when s.id = any(v_sup) then q.superseded_factor else 1 end > min_score
      order by 2 desc, s.id
@@ -66,4 +117,4 @@ begin
    order by t.score desc, t.id;
 end $$;
 comment on function pgmem.recall(text, vector, integer, jsonb, jsonb, timestamptz, text, boolean, float8) is
-  'Engram ranking: relevance (cosine, or token Jaccard without embeddings), decayed importance with access boost, linear 90-day recency and access frequency, weighted by the engram profile (.5/.3/.2/0) or explicit weights. early_termination => true: only the memories scoring above min_score (Engram''s 0.8), at most k.';
+  'Engram ranking: relevance (cosine, or token Jaccard without embeddings), decayed importance with access boost, linear 90-day recency and access frequency, weighted by the engram profile (.5/.3/.2/0) or explicit weights. early_termination => true (NULL: the setting recall_early_termination, off by default): reads the candidates nearest first from the index and stops once k score above min_score (Engram''s 0.8); only those are returned. The candidates read are in the session setting pgmem.recall_candidates_read.';

@@ -22,9 +22,23 @@
 -- * temporal consistency: a memory superseded (a `supersedes` binding) by a newer active one
 --   visible at as_of is suppressed (temporal => 'suppress', the default) or kept and flagged
 --   ('flag'); 'off' ignores it.
--- * identity consistency: a memory that is evidence of a belief statement the identity does not
---   hold (another statement of the same key is more confident) is flagged (identity => 'flag',
---   the default) or suppressed ('suppress'); 'off' ignores it.
+-- * identity consistency (fragment-reconstructive-memory.md, Identity Model: "memories inconsistent
+--   with core identity are suppressed or reframed"; issue 36, F18). A memory conflicts with the
+--   identity of the agent when (the first that holds, in this order):
+--     belief  it is evidence of a belief statement the identity does not hold (another statement
+--             of the same key is more confident);
+--     trait   it shows a trait (its metadata traits: {"name": value in [0, 1]}, what
+--             identity_update_trait observes) further than identity_trait_tolerance (.5) from
+--             the value the identity holds;
+--     goal    its embedding is within identity_goal_similarity (cosine .8) of a goal the agent
+--             dropped, and of no active goal: it serves an objective the identity gave up.
+--   identity => 'flag' (the default) keeps it and names the conflict, 'suppress' leaves it out of
+--   the strand, 'reframe' keeps it and reframes it: its text in the strand (member field
+--   reframed, and the strand's text) is its content followed by what the identity holds now
+--   ("[reframed: it supported "S"; the identity now holds "H"]", "[reframed: it shows patience
+--   at .1; the identity's patience is .82]", "[reframed: it served the goal "G", since dropped]");
+--   'off' ignores identity. (The design names suppress and reframe without saying how a
+--   memory is reframed; pgmem's reframing keeps the memory's words and adds the identity's.)
 -- * variance: a reconstruction is the membership vector of its strand over the union of the
 --   memories of the logged reconstructions; the variance of these vectors is the sum over
 --   memories of p(1 - p), p = the share of reconstructions holding the memory (the trace of
@@ -140,6 +154,8 @@ declare
   v_window integer := coalesce((v_cfg->>'window')::int, 20);
   v_temporal text := coalesce(temporal, v_cfg->>'temporal', 'suppress');
   v_identity text := coalesce(identity, v_cfg->>'identity', 'flag');
+  v_trait_tol float8 := coalesce(pgmem._setting_num('identity_trait_tolerance'), 0.5);
+  v_goal_sim float8 := coalesce(pgmem._setting_num('identity_goal_similarity'), 0.8);
   v_levels text := coalesce(seed_levels, v_cfg->>'seed_levels', 'one');
   v_seed bigint := coalesce(seed, floor(random() * 4503599627370496)::bigint);
   v_hash uuid;
@@ -163,8 +179,9 @@ begin
   if v_noise is null or v_noise <> v_noise or v_noise < 0 or v_noise > 10 then
     perform pgmem._bad_input(format('noise must be between 0 and 10 (a share of the best activation × strength), got %s', v_noise));
   end if;
-  if v_temporal not in ('suppress', 'flag', 'off') or v_identity not in ('suppress', 'flag', 'off') then
-    perform pgmem._bad_input(format('temporal and identity must be suppress, flag or off, got %s and %s', v_temporal, v_identity));
+  if v_temporal not in ('suppress', 'flag', 'off') or v_identity not in ('suppress', 'flag', 'reframe', 'off') then
+    perform pgmem._bad_input(format('temporal and identity must be suppress, flag or off (identity also reframe), got %s and %s',
+                                    v_temporal, v_identity));
   end if;
   if v_levels not in ('one', 'score') then
     perform pgmem._bad_input(format('seed_levels must be one (the design''s 1.0) or score, got %s', v_levels));
@@ -208,7 +225,9 @@ begin
                     where x.memory_id = m.id and x.tenant = v_tenant and x.accessed_at <= v_as_of), v_as_of) as strength,
            pgmem._gaussian(v_seed, m.id) as z,
            sr.ord as search_rank, sr.score as search_score,
-           sup.ids as superseded_by, idc.conflict as identity_conflict
+           sup.ids as superseded_by, idc.conflict as identity_conflict,
+           case when v_identity = 'reframe' and idc.conflict is not null
+                then m.content || ' [reframed: ' || idc.reframe || ']' end as reframed
       from act a
       join pgmem.memories m on m.id = a.memory_id and m.tenant = v_tenant
       left join unnest(v_seed_ids, v_seed_scores) with ordinality sr(id, score, ord) on sr.id = m.id
@@ -218,16 +237,42 @@ begin
           join pgmem.memories n on n.id = l.src_id and n.tenant = v_tenant and n.state = 'active' and n.created_at <= v_as_of
          where l.dst_id = m.id and l.kind = 'supersedes' and l.tenant = v_tenant and v_temporal <> 'off') sup on true
       left join lateral (
-        select jsonb_build_object('belief', b.key, 'statement', b.statement, 'confidence', round(b.confidence::numeric, 4),
-                                  'held', h.statement, 'held_confidence', round(h.confidence::numeric, 4)) as conflict
-          from pgmem.identity_beliefs b
-          cross join lateral (
-            select hb.statement, hb.confidence from pgmem.identity_beliefs hb
-             where hb.tenant = v_tenant and hb.agent_id = reconstruct.agent_id and hb.key = b.key
-             order by hb.confidence desc, hb.updated_at desc, hb.statement limit 1) h
-         where b.tenant = v_tenant and b.agent_id = reconstruct.agent_id and m.id = any(b.evidence) and h.statement <> b.statement
-           and v_identity <> 'off'
-         order by b.key limit 1) idc on true),
+        select x.conflict, x.reframe from (
+          -- belief: evidence of a statement not held
+          (select 1 as o, jsonb_build_object('belief', b.key, 'statement', b.statement, 'confidence', round(b.confidence::numeric, 4),
+                                             'held', h.statement, 'held_confidence', round(h.confidence::numeric, 4)) as conflict,
+                  format('it supported "%s"; the identity now holds "%s"', b.statement, h.statement) as reframe
+             from pgmem.identity_beliefs b
+             cross join lateral (
+               select hb.statement, hb.confidence from pgmem.identity_beliefs hb
+                where hb.tenant = v_tenant and hb.agent_id = reconstruct.agent_id and hb.key = b.key
+                order by hb.confidence desc, hb.updated_at desc, hb.statement limit 1) h
+            where b.tenant = v_tenant and b.agent_id = reconstruct.agent_id and m.id = any(b.evidence) and h.statement <> b.statement
+            order by b.key limit 1)
+          union all
+          -- trait: the memory shows a trait far from the one held
+          (select 2, jsonb_build_object('trait', t.name, 'observed', round(o.v::numeric, 4), 'held', round(t.value::numeric, 4)),
+                  format('it shows %s at %s; the identity''s %s is %s', t.name, round(o.v::numeric, 2), t.name, round(t.value::numeric, 2))
+             from pgmem.identity_traits t
+             cross join lateral (select (m.metadata->'traits'->>t.name)::float8 as v) o
+            where t.tenant = v_tenant and t.agent_id = reconstruct.agent_id
+              and jsonb_typeof(m.metadata->'traits'->t.name) = 'number' and abs(o.v - t.value) > v_trait_tol
+            order by abs(o.v - t.value) desc, t.name limit 1)
+          union all
+          -- goal: close to a dropped goal, and to no active one
+          (select 3, jsonb_build_object('goal', g.key, 'goal_text', g.goal, 'state', g.state, 'similarity', round(gs.sim::numeric, 4)),
+                  format('it served the goal "%s", since %s', g.goal, g.state)
+             from pgmem.identity_goals g
+             cross join lateral (select 1 - (m.embedding operator(public.<=>) g.embedding) as sim) gs
+            where g.tenant = v_tenant and g.agent_id = reconstruct.agent_id and g.state = 'dropped'
+              and m.embedding is not null and g.embedding is not null and gs.sim >= v_goal_sim
+              and not exists (select 1 from pgmem.identity_goals ag
+                               where ag.tenant = v_tenant and ag.agent_id = reconstruct.agent_id and ag.state = 'active'
+                                 and ag.embedding is not null
+                                 and 1 - (m.embedding operator(public.<=>) ag.embedding) >= v_goal_sim)
+            order by gs.sim desc, g.key limit 1)) x
+         where v_identity <> 'off'
+         order by x.o limit 1) idc on true),
   sigma as (select v_noise * coalesce(max(c.activation * c.strength), 0) as s from c),
   f as (
     select c.*, sigma.s * c.z as noise, c.activation * c.strength + sigma.s * c.z as score,
@@ -249,6 +294,7 @@ begin
                       then jsonb_build_object('seed', true, 'search_rank', s.search_rank, 'search_score', round(s.search_score::numeric, 6))
                       else jsonb_build_object('seed', false, 'spread_from', s.via_id, 'via', s.via_kind, 'depth', s.depth, 'path', s.path) end,
           'flags', jsonb_strip_nulls(jsonb_build_object('superseded_by', to_jsonb(s.superseded_by), 'identity_conflict', s.identity_conflict)))
+          || case when s.reframed is not null then jsonb_build_object('reframed', s.reframed) else '{}' end
           order by s.position) from strand s), '[]'),
       'suppressed', coalesce((select jsonb_agg(jsonb_build_object(
           'id', r.id, 'score', round(r.score::numeric, 6), 'content', r.content,
@@ -256,7 +302,7 @@ begin
                                                          'identity_conflict', case when v_identity = 'suppress' then r.identity_conflict end)))
           order by r.score desc, r.id)
         from r, cut where r.suppressed and (cut.n < k or r.score >= cut.s)), '[]'),
-      'text', (select string_agg(coalesce(s.who || ': ', '') || s.content, E'\n' order by s.position) from strand s),
+      'text', (select string_agg(coalesce(s.who || ': ', '') || coalesce(s.reframed, s.content), E'\n' order by s.position) from strand s),
       'candidates', (select count(*) from c))
     into v_out;
 
@@ -287,4 +333,4 @@ begin
     || v_out || jsonb_build_object('seeds', to_jsonb(v_seed_ids), 'params', v_params);
 end $$;
 comment on function pgmem.reconstruct(text, vector, integer, float8, bigint, integer, integer, float8, text[], jsonb, jsonb, timestamptz, text, text, text, text, boolean, integer) is
-  'Fragment reconstruction: seeds from pgmem.search, spreading activation over the bindings, score = activation × strength + seeded Gaussian noise, top k assembled into a strand ordered by event time and sequence (JSON: every member with its scores and why it is there, flags, suppressed memories), with temporal consistency (superseded memories suppressed or flagged) and identity consistency (evidence of beliefs not held flagged or suppressed). certainty = 1/(1 + variance) over the logged reconstructions of the same query (0.5 with fewer than two). Certainty is not truth, just stability.';
+  'Fragment reconstruction: seeds from pgmem.search, spreading activation over the bindings, score = activation × strength + seeded Gaussian noise, top k assembled into a strand ordered by event time and sequence (JSON: every member with its scores and why it is there, flags, suppressed memories), with temporal consistency (superseded memories suppressed or flagged) and identity consistency (evidence of beliefs not held, traits shown far from the identity''s, memories serving a dropped goal: flagged, suppressed or reframed). certainty = 1/(1 + variance) over the logged reconstructions of the same query (0.5 with fewer than two). Certainty is not truth, just stability.';

@@ -44,6 +44,10 @@ returns table (id bigint, rank bigint, score float8, fused float8, attention flo
   language plpgsql volatile
   set search_path = pgmem, pg_catalog, pg_temp
 as $$
+declare
+  v_hits jsonb;
+  v_ids bigint[];
+  v_w float8[];
 begin
   perform pgmem._check_args('search_attention', jsonb_build_object('query_text', query_text, 'filters', filters, 'profile', profile));  -- sizes first (issue 27)
   perform pgmem._check_unit(weight, 'weight');
@@ -56,10 +60,26 @@ begin
        order by h.score desc, h.id;
     return;
   end if;
+  -- search's candidates (kept as JSON: no temporary table, so that it runs on a hot standby too)
+  select coalesce(jsonb_agg(jsonb_build_object('id', h.id, 'score', h.score, 'content', h.content, 'who', h.who,
+                                               'created_at', h.created_at) order by h.score desc, h.id), '[]')
+    into v_hits
+    from pgmem.search(query_text, query_embedding, greatest(k, candidates), null, null, profile, null, filters, as_of) h;
+  -- JAM's attention over them: the weights of this response, largest first
+  select array_agg(a.memory_id order by a.weight desc, a.memory_id), array_agg(a.weight order by a.weight desc, a.memory_id)
+    into v_ids, v_w
+    from pgmem.attention(query_embedding, array(select (x->>'id')::bigint from jsonb_array_elements(v_hits) x), scale) a;
+  -- the attention log (J34): one row per response, append-only (nothing on a hot standby or in a
+  -- read-only transaction, as pgmem._record_access)
+  if cardinality(v_ids) > 0 and not pg_is_in_recovery() and current_setting('transaction_read_only') = 'off' then
+    insert into pgmem.attention_log (tenant, source, scale, memory_ids, weights)
+    values (pgmem._require_tenant(), 'search_attention', scale, v_ids[1:1000], v_w[1:1000]);
+  end if;
   return query
-  with h as (select * from pgmem.search(query_text, query_embedding, greatest(k, candidates), null, null, profile, null,
-                                        filters, as_of)),
-  a as (select * from pgmem.attention(query_embedding, array(select h.id from h), scale)),
+  with h as (select (x->>'id')::bigint as id, (x->>'score')::float8 as score, x->>'content' as content, x->>'who' as who,
+                    (x->>'created_at')::timestamptz as created_at
+               from jsonb_array_elements(v_hits) x),
+  a as (select u.memory_id, u.weight from unnest(v_ids, v_w) u(memory_id, weight)),
   -- the weights normalised by the largest, so that the signal is in [0, 1] like the fused score
   j as (select h.*, coalesce(a.weight / nullif(max(a.weight) over (), 0), 0) as att
           from h left join a on a.memory_id = h.id),
@@ -68,4 +88,14 @@ begin
     from f order by f.final desc, f.id limit k;
 end $$;
 comment on function pgmem.search_attention(text, vector, integer, jsonb, text, integer, float8, float8, timestamptz) is
-  'pgmem.search reranked with JAM attention: the top `candidates` of search, score = (1 - weight) × fused + weight × attention weight / the largest weight (softmax(q · k / √d), or × scale). Opt-in: see bench/README.md for the LoCoMo figures.';
+  'pgmem.search reranked with JAM attention: the top `candidates` of search, score = (1 - weight) × fused + weight × attention weight / the largest weight (softmax(q · k / √d), or × scale). Each response''s weights are appended to pgmem.attention_log (view attention_weights). Opt-in: see bench/README.md for the LoCoMo figures.';
+
+-- The attention log, one row per memory weighed (J34): which memories JAM's attention weighed
+-- for a response, with what weight, in rank order (1 = the largest weight). Read by the
+-- explorer and export_user; the tenant's rows only (row-level security, security_invoker).
+create or replace view pgmem.attention_weights as
+select l.id as response_id, l.tenant, l.at, l.source, l.scale, u.ord::integer as rank, u.memory_id, u.weight
+  from pgmem.attention_log l
+ cross join lateral unnest(l.memory_ids, l.weights) with ordinality u(memory_id, weight, ord);
+comment on view pgmem.attention_weights is
+  'JAM attention per response (J34): one row per memory weighed by a search_attention call (response_id = its attention_log row), its softmax weight and its rank by weight.';

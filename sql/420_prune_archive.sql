@@ -31,6 +31,7 @@ as $$
 declare
   v_tenant text := pgmem._job_scope(tenant);
   v_scope text := coalesce(v_tenant, '*');
+  v_clock boolean := as_of is null;  -- decayed: each tenant's own clock and the grace (issue 36), else at as_of
   v_run bigint;
   v_as_of timestamptz;
   v_state_at timestamptz;   -- the run under way: its as_of ...
@@ -94,18 +95,42 @@ begin
     end if;
   end if;
 
+  -- each tenant's clock at the run's as_of, and its grace (issue 36; pgmem._tenant_clock): without
+  -- as_of the decayed trigger reads the decayed importance at the tenant's clock, its age counted
+  -- in this store (from the later of created_at and when it was stored, as archive's age trigger),
+  -- and spares a memory in its grace (stored less than lifecycle_grace before that clock). Expiry
+  -- is the wall clock's (an expires_at is a date), and aggressive's bottom fraction a ranking of
+  -- the run's as_of.
+  perform 'PRAGMA:TABLE: _pgmem_clock (tenant text, clock timestamptz, grace interval)';
+  create temp table if not exists _pgmem_clock (tenant text primary key, clock timestamptz, grace interval) on commit drop;
+  truncate _pgmem_clock;
+  if v_clock then
+    insert into _pgmem_clock
+    select t.tenant, pgmem._tenant_clock(t.tenant, v_as_of),
+           coalesce((pgmem._setting_of(t.tenant, 'lifecycle_grace') #>> '{}')::interval, interval '0')
+      from (select v_tenant as tenant where v_tenant is not null
+            union
+            select distinct m.tenant from pgmem.memories m where v_tenant is null and m.state = 'active') t;
+  end if;
+
   -- this call's page: the next `batch` memories to prune after the cursor, by id, each judged
   -- on its own (no ranking)
   insert into _pgmem_prune_page
-  select q.id, q.di, q.why
-    from (select m.id, d.di,
+  select q.id, case when q.why = 'decayed' then q.dc else q.di end, q.why
+    from (select m.id, d.di, k.dc,
                  case when m.expires_at is not null and m.expires_at < v_as_of then 'expired'
-                      when mode in ('normal', 'aggressive') and d.di < min_importance then 'decayed'
+                      when mode in ('normal', 'aggressive') and k.dc < min_importance and not k.in_grace then 'decayed'
                       when mode = 'aggressive'
                        and (d.di, m.id) <= (select c.di, c.id from _pgmem_prune_cut c where c.tenant = m.tenant) then 'bottom'
                  end as why
             from pgmem.memories m
            cross join lateral (select pgmem.decayed_importance(m.importance, m.created_at, m.access_count, v_as_of) as di) d
+            left join _pgmem_clock ck on ck.tenant = m.tenant
+           -- (at the tenant's clock, from the memory's birth in this store: an import is never
+           -- deleted for its dates alone; what the month after it leaves unused, archive takes)
+           cross join lateral pgmem._lifecycle_clock(m.id, m.created_at, coalesce(ck.clock, v_as_of), ck.grace) g
+           cross join lateral (select pgmem.decayed_importance(m.importance, g.born, m.access_count, g.at) as dc,
+                                      g.in_grace) k
            where m.state = 'active' and (v_tenant is null or m.tenant = v_tenant) and m.id > v_after) q
    where q.why is not null
    order by q.id
@@ -155,7 +180,7 @@ begin
             then jsonb_build_object('skipped_locked', v_found - v_changed) else '{}' end);
 end $$;
 comment on function pgmem.prune(text, boolean, integer, text, float8, float8, timestamptz) is
-  'Engram pruning: gentle = expired; normal = expired or decayed importance < 0.01; aggressive = also the bottom floor(n × 10%) by decayed importance, per tenant, ranked once per run. One call prunes at most batch memories, walking them by id from where the previous call of the run stopped (details->''more'' in job_runs; run_job repeats the calls). Soft delete (state deleted, restorable); dry_run lists what the first call of a new run would prune.';
+  'Engram pruning: gentle = expired; normal = expired or decayed importance < 0.01; aggressive = also the bottom floor(n × 10%) by decayed importance, per tenant, ranked once per run. One call prunes at most batch memories, walking them by id from where the previous call of the run stopped (details->''more'' in job_runs; run_job repeats the calls). Soft delete (state deleted, restorable); dry_run lists what the first call of a new run would prune. Without as_of (the nightly job) the decayed trigger reads each tenant''s own clock, counts age in the store and spares an import for lifecycle_grace of use (issue 36).';
 
 -- The only path that destroys memories: rows soft-deleted longer than older_than.
 create or replace function pgmem.purge(older_than interval default '30 days', dry_run boolean default false,
@@ -266,10 +291,10 @@ comment on function pgmem.purge(interval, boolean, integer, text) is
 -- 30·log2(i / 0.125) days (i = .5: 60; .25: 30).
 -- archive_min_age (30 days, one half-life; pgmem's choice: the design says nothing of new
 -- memories): the activation criterion spares younger memories, so that a memory stored with a
--- low importance is not archived the night after it is written. Measured on make demo's
--- conversation (285 memories kept by the gate): 4 (1.4%) have an importance below .125 and would
--- go the first night; the median importance, .315, keeps an unused memory 30·log2(.315/.125) = 40
--- days. The cap spares none.
+-- low importance is not archived the night after it is written. Imported history (memories
+-- dated long before they are stored) is the tenant's clock's and lifecycle_grace's (below,
+-- issue 36): measured by tests/test_lifecycle_import.py on make demo's conversation dated a year
+-- back, the first night archives and prunes 0 of its 285 memories.
 -- Archived memories are left out of every ranking by default (filters => '{"state": ["active",
 -- "archived"]}' includes them) and come back with pgmem.restore(); every change is in history.
 insert into pgmem.settings (tenant, key, value, description) values
@@ -335,7 +360,8 @@ returns table (id bigint, activation float8, decayed_importance float8, last_use
 as $$
 declare
   v_tenant text := pgmem._require_tenant();
-  v_as_of timestamptz := coalesce(as_of, now());
+  -- (as_of not given: the tenant's own clock, what the nightly archive job reads; issue 36)
+  v_as_of timestamptz := coalesce(as_of, pgmem._tenant_clock(v_tenant, now()));
   v_hl float8 := pgmem._lifecycle_half_life(v_tenant);
   m pgmem.memories;
 begin
@@ -360,7 +386,84 @@ begin
                         order by 3 desc limit 1) l on true;
 end $$;
 comment on function pgmem.memory_activation(bigint, timestamptz) is
-  'Shadow lifecycle: a memory''s activation at as_of, the largest of its decayed importance (Engram), 2^(-days since its latest use/30) and its best activate() score aged the same way, each part shown, with the tenant''s archival threshold (archive_activation_threshold) and whether it is below it.';
+  'Shadow lifecycle: a memory''s activation at as_of (default: its tenant''s own clock, when its memory was last in use, as the nightly archive reads it), the largest of its decayed importance (Engram), 2^(-days since its latest use/30) and its best activate() score aged the same way, each part shown, with the tenant''s archival threshold (archive_activation_threshold) and whether it is below it.';
+
+-- ------------------------------------------------------------------ the tenant's own clock (issue 36)
+-- A user who imports dated history (make demo stores a conversation of September–October) must
+-- not lose it from search on the first night: before issue 36 a dry run of the nightly archive
+-- on make demo's database archived 265 of its 290 memories (186 for low activation, 79 for age),
+-- and the nightly prune soft-deleted the year-old ones outright (decayed importance < 0.01).
+-- shadow-memory-system.md, 7. MemoryLifecycleManager, gives the triggers (age, activation) but
+-- not the clock they read; engram.md, Memory Decay, decays by "age" likewise. pgmem's reading,
+-- what a user of either design would expect (issue 36):
+--   * the clock of a tenant is when its memory was last in use: the latest of a memory written
+--     (history add or restore), a retrieval or use (pgmem.accesses, pgmem.access_log), at or
+--     before the run's as_of. A tenant nobody used for six months has lost nothing when it
+--     comes back; a tenant in daily use has its clock at today (the wall clock, as before).
+--   * every age and activation of the nightly jobs (archive's age and activation triggers and
+--     the cap's ranking, prune's decayed importance) is read at that clock, not at the wall
+--     clock of the night the job runs;
+--   * an imported memory is not archived or pruned as decayed before it has had a chance to be
+--     used. A memory dated more than lifecycle_grace (30 days, one half-life of the activation's
+--     decay, archive_min_age's length) before it was stored (its first history row: an import's
+--     memories are stored today, however old their dates) is in its grace until its tenant's clock
+--     has run lifecycle_grace past the moment it was stored. So an import, or any batch older than
+--     the horizon, waits a month of use; then the memories the month did not use fade as the
+--     design says (their decayed importance is read from their own dates) and are archived, and
+--     the ones it used stay (their last use). A memory written as it happens needs no grace
+--     (archive_min_age spares the young, and a memory stored with importance .001 is pruned the
+--     night it is written, as before).
+--   * the age trigger counts a memory's age in this store: from the later of its date and the
+--     moment it was stored (an imported year-old memory in use is not archived for its age the
+--     night its grace ends, but 90 days after the import, as a memory written that day would be).
+--   * prune's decayed trigger reads the same clock and counts age in this store too: an import is
+--     never deleted for its dates alone (archive, restorable, is what fades it when unused).
+-- Measured (tests/test_lifecycle_import.py): make demo's conversation dated a year back, 285
+-- memories stored: the nightly prune and archive take 0 the first night (at the wall clock, the
+-- old night, the archive took all 285, and prune would have deleted all 285); after a simulated
+-- month in which 41 of them were used (the others only retrieved), the archive job archives the
+-- 244 the month left unused (reason activation), keeps the 41, and prune deletes none.
+-- The clock and the grace apply when the job is called without as_of (the nightly jobs,
+-- pg_cron, run_job without it). as_of given is the what-if the functions always had: every
+-- memory judged at that instant from its created_at, no grace (tests, "what would go if it
+-- were that date").
+insert into pgmem.settings (tenant, key, value, description) values
+  ('*', 'lifecycle_grace', '"30 days"', 'Shadow lifecycle and Engram pruning (nightly archive and prune jobs): a memory dated more than this before it was stored (an import) is not archived, nor pruned as decayed, until its tenant''s clock (when its memory was last in use) has run this long since it was stored (issue 36)')
+on conflict (tenant, key) do nothing;
+
+create or replace function pgmem._tenant_clock(p_tenant text, p_as_of timestamptz) returns timestamptz
+  language sql stable
+  set search_path = pgmem, pg_catalog, pg_temp
+as $$
+  select least(p_as_of, coalesce(greatest(
+    (select h.at from pgmem.history h
+      where h.tenant = p_tenant and h.at <= p_as_of and h.op in ('add', 'restore') order by h.at desc limit 1),
+    (select a.accessed_at from pgmem.accesses a
+      where a.tenant = p_tenant and a.accessed_at <= p_as_of order by a.accessed_at desc limit 1),
+    (select x.at from pgmem.access_log x where x.tenant = p_tenant and x.at <= p_as_of order by x.id desc limit 1)),
+    p_as_of))
+$$;
+comment on function pgmem._tenant_clock(text, timestamptz) is
+  'A tenant''s own clock at as_of (issue 36): when its memory was last in use, the latest memory written (history add, restore), retrieval or use (accesses, access_log) at or before as_of; as_of when there is none. The nightly archive and prune read ages and activations at it.';
+
+-- One memory's clock for the lifecycle: the tenant's clock (p_at), the memory's birth in this
+-- store (the later of created_at and the moment it was stored: its first history row) and
+-- whether it is in its grace: dated more than p_grace before it was stored (an import, a batch
+-- older than the horizon) and stored less than p_grace before p_at. p_grace NULL (the what-if
+-- at an explicit as_of): born = created_at, no grace, and no history read.
+create or replace function pgmem._lifecycle_clock(p_id bigint, p_created_at timestamptz, p_at timestamptz, p_grace interval)
+returns table (at timestamptz, born timestamptz, in_grace boolean)
+  language sql stable
+  set search_path = pgmem, pg_catalog, pg_temp
+as $$
+  select p_at, greatest(p_created_at, coalesce(st.stored, p_created_at)),
+         coalesce(st.stored - p_created_at > p_grace and st.stored > p_at - p_grace, false)
+    from (select case when p_grace is not null
+                      then coalesce((select h.at from pgmem.history h where h.memory_id = p_id order by h.id limit 1), p_created_at)
+                 end as stored) st
+$$;
+comment on function pgmem._lifecycle_clock(bigint, timestamptz, timestamptz, interval) is
+  'The lifecycle''s view of one memory at its tenant''s clock (issue 36): the clock, its birth in this store (later of created_at and when it was stored, its first history row) and whether it is still in its grace (dated more than grace before it was stored, and stored less than grace before the clock; grace NULL: the what-if at an explicit as_of, born = created_at, never in grace).';
 
 -- The archive job. A run (run_job, or calls repeated by hand while job_runs.details->'more' is
 -- true) walks the active memories once, in keyset pages by id, at one as_of, and judges each
@@ -393,6 +496,8 @@ declare
   v_tenant text := pgmem._job_scope(tenant);
   v_scope text := coalesce(v_tenant, '*');
   v_cap_job text := 'archive:cap:' || coalesce(v_tenant, '*') || ':';
+  v_clock boolean := as_of is null;  -- each tenant's own clock and the grace (issue 36), else the what-if at as_of
+  v_continue boolean;
   v_run bigint;
   v_as_of timestamptz;
   v_state_at timestamptz;
@@ -424,9 +529,9 @@ begin
 
   -- each tenant's parameters: the arguments, else its settings; '*' = every tenant without
   -- settings of its own (a run for one tenant has that tenant's row only)
-  perform 'PRAGMA:TABLE: _pgmem_lc (tenant text, retention interval, threshold float8, min_age interval, cap bigint, per_user boolean, half_life float8)';
+  perform 'PRAGMA:TABLE: _pgmem_lc (tenant text, retention interval, threshold float8, min_age interval, cap bigint, per_user boolean, half_life float8, grace interval)';
   create temp table if not exists _pgmem_lc (tenant text, retention interval, threshold float8, min_age interval,
-                                             cap bigint, per_user boolean, half_life float8) on commit drop;
+                                             cap bigint, per_user boolean, half_life float8, grace interval) on commit drop;
   truncate _pgmem_lc;
   insert into _pgmem_lc
   select t.tenant,
@@ -438,14 +543,16 @@ begin
               else nullif((pgmem._setting_of(t.tenant, 'max_memories') #>> '{}')::bigint, 0) end,
          case coalesce(pgmem._setting_of(t.tenant, 'max_memories_per') #>> '{}', 'user')
               when 'user' then true when 'tenant' then false end,
-         pgmem._lifecycle_half_life(t.tenant)
+         pgmem._lifecycle_half_life(t.tenant),
+         case when v_clock then coalesce((pgmem._setting_of(t.tenant, 'lifecycle_grace') #>> '{}')::interval, interval '0') end
     from (select v_tenant as tenant where v_tenant is not null
           union
           select '*' where v_tenant is null
           union
           select s.tenant from pgmem.settings s
            where v_tenant is null and s.tenant <> '*'
-             and s.key in ('archive_retention', 'archive_activation_threshold', 'archive_min_age', 'max_memories', 'max_memories_per')
+             and s.key in ('archive_retention', 'archive_activation_threshold', 'archive_min_age', 'max_memories', 'max_memories_per',
+                           'lifecycle_grace')
           union
           select p.tenant from pgmem.profiles p where v_tenant is null and p.tenant <> '*' and p.name = 'shadow') t;
   if exists (select 1 from _pgmem_lc c where c.per_user is null) then
@@ -463,19 +570,32 @@ begin
     select s.cursor_at, s.cursor_id into v_state_at, v_after from pgmem.job_state s
      where s.tenant = v_scope and s.job = 'archive';
   end if;
-  if v_state_at is not null and (as_of is null or as_of = v_state_at) then
-    v_as_of := v_state_at;
+  v_continue := v_state_at is not null and (as_of is null or as_of = v_state_at);
+  v_as_of := case when v_continue then v_state_at else coalesce(as_of, now()) end;
+  -- each tenant's clock at the run's as_of (issue 36; pgmem._tenant_clock): the same in every
+  -- call of the run (it reads only what happened at or before as_of)
+  perform 'PRAGMA:TABLE: _pgmem_clock (tenant text, clock timestamptz, grace interval)';
+  create temp table if not exists _pgmem_clock (tenant text primary key, clock timestamptz, grace interval) on commit drop;
+  truncate _pgmem_clock;
+  if v_clock then
+    insert into _pgmem_clock
+    select t.tenant, pgmem._tenant_clock(t.tenant, v_as_of), null
+      from (select v_tenant as tenant where v_tenant is not null
+            union
+            select distinct m.tenant from pgmem.memories m where v_tenant is null and m.state = 'active') t;
+  end if;
+  if v_continue then
     insert into _pgmem_cut
     select s.tenant, case when substr(s.job, length(v_cap_job) + 1) = 't' then null
                           else substr(s.job, length(v_cap_job) + 3) end,
-           c.id, pgmem._lifecycle_activation(c.id, c.importance, c.created_at, c.access_count, v_as_of,
-                                             coalesce(t.half_life, d.half_life)),
+           c.id, pgmem._lifecycle_activation(c.id, c.importance, c.created_at, c.access_count,
+                                             coalesce(ck.clock, v_as_of), coalesce(t.half_life, d.half_life)),
            c.created_at
       from pgmem.job_state s join pgmem.memories c on c.id = s.cursor_id
+      left join _pgmem_clock ck on ck.tenant = c.tenant
       left join _pgmem_lc t on t.tenant = s.tenant left join _pgmem_lc d on d.tenant = coalesce(v_tenant, '*')
      where left(s.job, length(v_cap_job)) = v_cap_job and (v_tenant is null or s.tenant = v_tenant);
   else
-    v_as_of := coalesce(as_of, now());
     v_after := 0;
     if not dry_run then
       perform pgmem._job_state_reset('archive', v_tenant, '{}');
@@ -484,14 +604,16 @@ begin
     -- memories the age and activation triggers leave, least activated first; the cut-off is the
     -- one at rank (their count - cap)
     with mp as (
-      select m.id, m.tenant, m.user_id, m.created_at, m.importance, m.access_count, p.*,
+      select m.id, m.tenant, m.user_id, m.created_at, m.importance, m.access_count, p.*, k.at, k.born, k.in_grace,
              case when p.per_user then coalesce(m.user_id, '') end as uscope
         from pgmem.memories m
         left join _pgmem_lc t on t.tenant = m.tenant
         join _pgmem_lc d on d.tenant = coalesce(v_tenant, '*')
        cross join lateral (select case when t.tenant is null then d else t end as p0) pp
        cross join lateral (select (pp.p0).retention, (pp.p0).threshold, (pp.p0).min_age, (pp.p0).cap,
-                                  (pp.p0).per_user, (pp.p0).half_life) p
+                                  (pp.p0).per_user, (pp.p0).half_life, (pp.p0).grace) p
+        left join _pgmem_clock ck on ck.tenant = m.tenant
+       cross join lateral pgmem._lifecycle_clock(m.id, m.created_at, coalesce(ck.clock, v_as_of), p.grace) k
        where m.state = 'active' and (v_tenant is null or m.tenant = v_tenant) and p.cap is not null),
     sc as (  -- the scopes over their cap
       select mp.tenant, mp.uscope, max(mp.cap) as cap from mp group by 1, 2 having count(*) > max(mp.cap)),
@@ -499,9 +621,10 @@ begin
       select mp.tenant, mp.uscope, mp.id, mp.created_at, sc.cap, a.act
         from mp join sc on sc.tenant = mp.tenant and sc.uscope is not distinct from mp.uscope
        cross join lateral (select pgmem._lifecycle_activation(mp.id, mp.importance, mp.created_at, mp.access_count,
-                                                               v_as_of, mp.half_life) as act) a
-       where not (mp.retention is not null and mp.created_at < v_as_of - mp.retention)
-         and not (mp.threshold > 0 and mp.created_at < v_as_of - mp.min_age and a.act < mp.threshold))
+                                                               mp.at, mp.half_life) as act) a
+       where not mp.in_grace  -- (in its grace: not archived, and not counted)
+         and not (mp.retention is not null and mp.born < mp.at - mp.retention)
+         and not (mp.threshold > 0 and mp.created_at < mp.at - mp.min_age and a.act < mp.threshold))
     insert into _pgmem_cut
     select q.tenant, q.uscope, q.id, q.act, q.created_at
       from (select rem.*, row_number() over (partition by rem.tenant, rem.uscope order by rem.act, rem.created_at, rem.id) as rn,
@@ -523,10 +646,11 @@ begin
                                                   la timestamptz, why text) on commit drop;
   truncate _pgmem_archive;
   insert into _pgmem_archive
-  select q.id, q.created_at, pgmem.age_days(q.created_at, v_as_of), q.act, q.last_accessed_at, q.why
-    from (select m.id, m.created_at, m.last_accessed_at, a.act,
-                 case when p.retention is not null and m.created_at < v_as_of - p.retention then 'age'
-                      when p.threshold > 0 and m.created_at < v_as_of - p.min_age and a.act < p.threshold then 'activation'
+  select q.id, q.created_at, pgmem.age_days(q.born, q.at), q.act, q.last_accessed_at, q.why
+    from (select m.id, m.created_at, m.last_accessed_at, a.act, k.at, k.born,
+                 case when k.in_grace then null
+                      when p.retention is not null and k.born < k.at - p.retention then 'age'
+                      when p.threshold > 0 and m.created_at < k.at - p.min_age and a.act < p.threshold then 'activation'
                       when cut.id is not null and (a.act, m.created_at, m.id) <= (cut.act, cut.created_at, cut.id) then 'cap'
                  end as why
             from pgmem.memories m
@@ -534,14 +658,17 @@ begin
             join _pgmem_lc d on d.tenant = coalesce(v_tenant, '*')
            cross join lateral (select case when t.tenant is null then d else t end as p0) pp
            cross join lateral (select (pp.p0).retention, (pp.p0).threshold, (pp.p0).min_age, (pp.p0).per_user,
-                                      (pp.p0).half_life) p
+                                      (pp.p0).half_life, (pp.p0).grace) p
+            left join _pgmem_clock ck on ck.tenant = m.tenant
+           cross join lateral pgmem._lifecycle_clock(m.id, m.created_at, coalesce(ck.clock, v_as_of), p.grace) k
             left join _pgmem_cut cut on cut.tenant = m.tenant
                   and cut.uscope is not distinct from (case when p.per_user then coalesce(m.user_id, '') end)
            -- the activation, only where a trigger reads it (a memory past the retention is archived whatever it is)
-           cross join lateral (select case when not (p.retention is not null and m.created_at < v_as_of - p.retention)
-                                            and ((p.threshold > 0 and m.created_at < v_as_of - p.min_age) or cut.id is not null)
+           cross join lateral (select case when not k.in_grace
+                                            and not (p.retention is not null and k.born < k.at - p.retention)
+                                            and ((p.threshold > 0 and m.created_at < k.at - p.min_age) or cut.id is not null)
                                            then pgmem._lifecycle_activation(m.id, m.importance, m.created_at, m.access_count,
-                                                                            v_as_of, p.half_life) end as act) a
+                                                                            k.at, p.half_life) end as act) a
            where m.state = 'active' and (v_tenant is null or m.tenant = v_tenant) and m.id > v_after) q
    where q.why is not null
    order by q.id
@@ -590,7 +717,7 @@ begin
             then jsonb_build_object('skipped_locked', v_found - v_changed) else '{}' end);
 end $$;
 comment on function pgmem.archive_stale(interval, float8, boolean, integer, text, timestamptz, integer, interval) is
-  'Shadow lifecycle (the archive job): archives active memories older than retention (setting archive_retention, 90 days), or older than min_age (30 days) with an activation below activation_threshold (0.125; pgmem.memory_activation), or beyond max_memories (10,000 per user scope) in their scope, least activated first. Arguments left NULL take the tenant''s settings. One call archives at most batch memories, walking them by id from where the previous call of the run stopped. Each row names its reason (age, activation, cap); restorable with pgmem.restore; excluded from default search.';
+  'Shadow lifecycle (the archive job): archives active memories older than retention (setting archive_retention, 90 days), or older than min_age (30 days) with an activation below activation_threshold (0.125; pgmem.memory_activation), or beyond max_memories (10,000 per user scope) in their scope, least activated first. Arguments left NULL take the tenant''s settings. One call archives at most batch memories, walking them by id from where the previous call of the run stopped. Each row names its reason (age, activation, cap); restorable with pgmem.restore; excluded from default search. Without as_of (the nightly job) ages and activations are read at each tenant''s own clock (pgmem._tenant_clock: when its memory was last in use), the age trigger counts age in the store, and an import is spared for lifecycle_grace of use (issue 36); with as_of, every memory is judged at that instant from its created_at.';
 
 -- "Delete archived memories after retention period" (Shadow, Cleanup Operations): an archived
 -- memory archived longer than archive_delete_after (90 days) is deleted. pgmem's delete is the

@@ -92,6 +92,15 @@ as $$
     || (select jsonb_build_object(
           'activation_log', coalesce((select jsonb_agg(to_jsonb(a) - 'tenant' order by a.logged_at, a.memory_id)
                                         from pgmem.activation_log a where a.tenant = t.tenant and a.memory_id in (select id from mem)), '[]'),
+          -- JAM's attention per response (issue 36, J34): the responses that weighed the user's
+          -- memories, with those memories and their weights only (the rest are other users')
+          'attention_log', coalesce((select jsonb_agg(jsonb_build_object('id', l.id, 'at', l.at, 'source', l.source,
+                                                                         'memory_ids', w.ids, 'weights', w.ws) order by l.id)
+                                       from pgmem.attention_log l
+                                      cross join lateral (select array_agg(u.i order by u.o) as ids, array_agg(u.w order by u.o) as ws
+                                                            from unnest(l.memory_ids, l.weights) with ordinality u(i, w, o)
+                                                           where u.i in (select id from mem)) w
+                                      where l.tenant = t.tenant and l.memory_ids && array(select id from mem)), '[]'),
           'work_queue', coalesce((select jsonb_agg(to_jsonb(q) - 'tenant' order by q.id) from pgmem.work_queue q
                                    where q.tenant = t.tenant and q.memory_ids && array(select id from mem)), '[]'),
           'identity_snapshots', coalesce((select jsonb_agg(jsonb_build_object('id', s.id, 'agent_id', s.agent_id, 'taken_at', s.taken_at,
@@ -125,7 +134,7 @@ as $$
           from t)
 $$;
 comment on function pgmem.export_user(text) is
-  'Everything stored about a user in the current tenant, as one JSON document: memories (all states), their history, links, accesses (and the retrievals and uses not folded yet), feedback, the reconstructions of the user''s queries or memories, the identity beliefs with the user''s memories as evidence and the snapshots citing them, their clusters, cluster moves, map coordinates, retrieval judgements, the judged queries and the evaluation runs naming them, the layered tiers (profile facts, conversations, messages, threads, insights, concept mentions, cached intents), agent-framework session items, the user''s own knowledge-base documents, the activation log, the work queue''s items, the user''s lexical statistics, and the embedding and index queues and vectors, the chunks of the user''s documents and a running re-embedding''s queue.';
+  'Everything stored about a user in the current tenant, as one JSON document: memories (all states), their history, links, accesses (and the retrievals and uses not folded yet), feedback, the reconstructions of the user''s queries or memories, the identity beliefs with the user''s memories as evidence and the snapshots citing them, their clusters, cluster moves, map coordinates, retrieval judgements, the judged queries and the evaluation runs naming them, the layered tiers (profile facts, conversations, messages, threads, insights, concept mentions, cached intents), agent-framework session items, the user''s own knowledge-base documents, the activation log, the attention log''s responses weighing the user''s memories (their ids and weights only), the work queue''s items, the user''s lexical statistics, and the embedding and index queues and vectors, the chunks of the user''s documents and a running re-embedding''s queue.';
 
 -- SECURITY DEFINER, audited: history is append-only for pgmem_app, so erasing content from
 -- it needs the owner's rights. Every statement below filters on v_tenant, the caller's
@@ -187,6 +196,15 @@ begin
                                                        jsonb_array_elements_text(x.b->'evidence') e where e::bigint = any(v_ids));
   update pgmem.work_queue q set memory_ids = array(select i from unnest(q.memory_ids) i where i <> all(v_ids) order by i)
    where q.tenant = v_tenant and q.memory_ids && v_ids;
+  -- JAM's attention log (issue 36, J34): the user's memories and their weights leave each response
+  delete from pgmem.attention_log l where l.tenant = v_tenant and l.memory_ids <@ v_ids;
+  update pgmem.attention_log l
+     set memory_ids = w.ids, weights = w.ws
+    from (select x.id, array_agg(u.i order by u.o) as ids, array_agg(u.w order by u.o) as ws
+            from pgmem.attention_log x cross join lateral unnest(x.memory_ids, x.weights) with ordinality u(i, w, o)
+           where x.tenant = v_tenant and x.memory_ids && v_ids and u.i <> all(v_ids)
+           group by x.id) w
+   where l.id = w.id and l.tenant = v_tenant;
   -- the retrievals and uses not folded yet (issue 24, sql/212_access_log.sql): the user's ids leave them
   delete from pgmem.access_log a where a.tenant = v_tenant and a.ids <@ v_ids;
   update pgmem.access_log a set ids = array(select i from unnest(a.ids) i where i <> all(v_ids))

@@ -22,7 +22,12 @@
 
 insert into pgmem.settings (tenant, key, value, description) values
   ('*', 'identity_inertia', '{"trait": 0.9, "belief": 0.6, "goal": 0.2}',
-   'identity updates: new = inertia × old + (1 - inertia) × observed; traits high, beliefs medium, goals low')
+   'identity updates: new = inertia × old + (1 - inertia) × observed; traits high, beliefs medium, goals low'),
+  -- issue 36 (F18): what reconstruct() counts as inconsistent with traits and goals (260_reconstruct.sql)
+  ('*', 'identity_trait_tolerance', '0.5',
+   'reconstruct(): a memory showing a trait (metadata traits {"name": value}) further than this from the identity''s value conflicts with the identity'),
+  ('*', 'identity_goal_similarity', '0.8',
+   'reconstruct(): a memory this close (cosine) to a dropped goal of the agent, and to no active one, conflicts with the identity')
 on conflict (tenant, key) do nothing;
 
 create or replace function pgmem._identity_inertia(p_part text, p_given float8) returns float8

@@ -166,11 +166,13 @@ do $$
 declare
   r record;
   -- table: the writes pgmem_app may do (its own tenant's rows, row-level security);
-  -- work_queue: reconstructive (issue 16), pgmem.enqueue runs as the caller; eval_*: clusters (issue 17)
+  -- work_queue: reconstructive (issue 16), pgmem.enqueue runs as the caller; eval_*: clusters (issue 17);
+  -- attention_log: issue 36 (J34), search_attention appends as the caller
   -- (table-level UPDATE, DELETE or TRUNCATE would also let the app LOCK a table for every
   -- tenant; column-level grants do not, and the app deletes nothing: the queue is pgmem's)
   writes jsonb := '{"memories": "insert, update", "links": "insert, update",
                     "accesses": "insert", "activation_log": "insert", "feedback": "insert, update",
+                    "attention_log": "insert",
                     "categories": "insert, update", "profiles": "insert, update",
                     "work_queue": "insert",
                     "eval_queries": "insert, update", "eval_judgements": "insert, update", "eval_runs": "insert",
@@ -196,6 +198,9 @@ grant select on pgmem.lexicon, pgmem.lexicon_delta to pgmem_app;
 -- issue 24 (212): the retrievals and uses not folded yet (export_user reads them as the caller;
 -- only pgmem._record_access, SECURITY DEFINER, writes them)
 grant select on pgmem.access_log to pgmem_app;
+-- issue 36 (J34, 280_attention.sql): the attention log, appended by search_attention (insert
+-- above), never updated or deleted by the app (append-only)
+grant select on pgmem.attention_log to pgmem_app;
 
 -- app: every public function but the jobs, schedules and purge (pgmem_admin's), and the
 -- private helpers of app_helpers (rule 2). Everything else private stays the owner's and

@@ -200,6 +200,33 @@ def test_activate_as_of_ages_the_temporal_signal(conn, act):
     assert {r["id"] for r in rows} == {act["b"], act["e"]}
 
 
+def test_activate_decay_function_is_configurable(conn, act):
+    """Shadow's decayFunction (8. Configuration; issue 36, S30) in an activate profile: exponential
+    with its half-life (temporal_half_life_days), or JAM's power law 1/(1 + age)^α (decay 'power',
+    decay_alpha). Memory b is 30 days old at T, a 0 days."""
+    th = {"thresholds": THRESHOLDS}
+    for name, params in (("hl10", {**th, "temporal_half_life_days": 10}),
+                         ("power", {**th, "decay": "power", "decay_alpha": 1.5}),
+                         ("power2", {**th, "decay": "power", "decay_alpha": 2.0})):
+        conn.execute("insert into pgmem.profiles (tenant, name, method, weights, params) values ('acme', %s, 'activate', %s, %s)",
+                     (name, Jsonb(SHADOW), Jsonb(params)))
+    temporal = lambda **kw: {r["id"]: r["temporal"] for r in activate(conn, **kw)}
+    # the default: exponential, half-life 30 days (the design's "Age 30 days -> decay = 0.5")
+    assert scalar(conn, "select params->>'decay' from pgmem.profiles where tenant = '*' and name = 'shadow'") == "exponential"
+    assert temporal()[act["b"]] == pytest.approx(0.5)
+    # half-life 10 days: 2^(-30/10) = .125; a, 10 days later, .5
+    assert temporal(profile="hl10")[act["b"]] == pytest.approx(0.125)
+    assert temporal(profile="hl10", as_of=T + timedelta(days=10))[act["a"]] == pytest.approx(0.5)
+    # the power law: 1/(1 + 30)^1.5 = .00579, 1/(1 + 30)^2 = .00104; age 0: 1
+    assert temporal(profile="power")[act["b"]] == pytest.approx(31 ** -1.5)
+    assert temporal(profile="power2")[act["b"]] == pytest.approx(31 ** -2.0)
+    assert temporal(profile="power")[act["a"]] == pytest.approx(1.0)
+    # and the score carries it: .05 × temporal
+    base = {r["id"]: r["score"] for r in activate(conn)}
+    power = {r["id"]: r["score"] for r in activate(conn, profile="power")}
+    assert power[act["b"]] - base[act["b"]] == pytest.approx(0.05 * (31 ** -1.5 - 0.5), abs=1e-6)
+
+
 def test_activate_tenant_isolation(conn, dsn, act):
     with connect(dsn, tenant="other") as other:
         oid = remember(other, "Booked the Casa do Largo hotel for the wedding", embedding=Q_VEC, topics=["lisbon"],

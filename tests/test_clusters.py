@@ -323,6 +323,9 @@ def test_flow_by_hand(conn):
 
 def test_flow_through_the_job_by_hand(conn):
     a, b, ids, v, t = _flow_fixture(conn)
+    # (the energies by hand without propagation, on by default since issue 36:
+    # test_energy_propagates_between_similar_clusters_by_hand recomputes it)
+    conn.execute("insert into pgmem.settings (tenant, key, value) values ('acme', 'cluster_energy_spread', '0')")
     # the job's step first adds the accesses to the energies (A: m2 used twice, B: m3 twice)
     # and decays them (x .99), then flows with those energies
     energy = {a: min(1, 0.5 + 0.05 * 2) * 0.99, b: min(1, 1.0 + 0.05 * 2) * 0.99}

@@ -3,7 +3,7 @@
 * Shadow S15: thresholds by relevance kind (sql/430_thresholds.sql, activate in 220);
 * Shadow S21: the retrieval success rate (sql/355_success.sql);
 * Shadow S7 / S34: clearMemories, clearHistory (sql/110_memory_ops.sql);
-* Engram E29: recall's early termination (sql/230_recall.sql);
+* Engram E29: recall's early termination (sql/230_recall.sql), and since issue 36 the candidates it saves reading;
 * Fragment F6: salience with unknown parts explained, or counted as 0 (sql/100_remember.sql);
 * the profile facts a statement sets join its topics (the demo's editor question).
 """
@@ -117,6 +117,36 @@ def test_recall_early_termination(conn):
         [r for r in et if r["id"] == ids["best"]]
     with pytest.raises(psycopg.errors.InvalidParameterValue, match="min_score"):
         call(conn, "recall", query_embedding=q, early_termination=True, min_score=1.5)
+
+
+def test_recall_early_termination_stops_reading_candidates(conn):
+    """Issue 36 (E29): the early exit saves work. 60 memories at cosines .99 down to .40 with the
+    query, importance 1, at age 0: score = .5·cos + .3 + .2 > .8 iff cos > .6. Read nearest first
+    from the index, the first k all pass: recall reads k candidates instead of every one (this
+    small tenant is scored exactly: all 60). Where the nearest fail the bar (importance 0: score
+    .5·cos + .2 <= .695), they are read and passed over until k pass."""
+    q = e(1)
+    cos = [round(0.99 - 0.01 * i, 2) for i in range(60)]
+    ids = [call(conn, "remember", f"Memory number {i}", embedding=at_cos(1, 2 + i, c), importance=1.0, force=True,
+                created_at=T)[0]["memory_id"] for i, c in enumerate(cos)]
+    conn.execute("select * from pgmem.index_vectors(1000)")
+    read = lambda: int(scalar(conn, "select current_setting('pgmem.recall_candidates_read')"))
+    full = call(conn, "recall", query_embedding=q, k=5, as_of=T)
+    assert read() == 60 and [r["id"] for r in full] == ids[:5]
+    early = call(conn, "recall", query_embedding=q, k=5, as_of=T, early_termination=True)
+    assert read() == 5 and [r["id"] for r in early] == ids[:5]
+    assert [r["score"] for r in early] == pytest.approx([0.5 * c + 0.5 for c in cos[:5]], abs=1e-6)
+    # the setting recall_early_termination (off by default) switches it on for the tenant
+    assert scalar(conn, "select pgmem._setting('recall_early_termination')") is False
+    conn.execute("insert into pgmem.settings (tenant, key, value) values ('acme', 'recall_early_termination', 'true')")
+    assert [r["id"] for r in call(conn, "recall", query_embedding=q, k=5, as_of=T)] == ids[:5] and read() == 5
+    assert len(call(conn, "recall", query_embedding=q, k=5, as_of=T, early_termination=False)) == 5 and read() == 60
+    # the 3 nearest can no longer pass: read 3 + 5
+    conn.execute("update pgmem.memories set importance = 0 where id = any(%s)", (ids[:3],))
+    got = call(conn, "recall", query_embedding=q, k=5, as_of=T)
+    assert [r["id"] for r in got] == ids[3:8] and read() == 8
+    # none clears a bar of .99 (the best left, cos .96, scores .98): it reads every candidate (up to candidate_pool)
+    assert call(conn, "recall", query_embedding=q, k=5, as_of=T, min_score=0.99) == [] and read() == 60
 
 
 # ============================================================================ Fragment F6

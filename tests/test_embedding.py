@@ -529,3 +529,48 @@ def test_query_instruction_prefix_of_asymmetric_models(server, monkeypatch):
 def test_minilm_has_no_query_prefix(embedder):
     assert embedder.query_prefix == "" and embedder.document_prefix == ""
     np.testing.assert_array_equal(embedder.embed_query("where is maya"), embedder.embed("where is maya"))
+
+
+# ============================================================================ the design's OPENAI_* names
+def test_the_openai_variables_of_the_design(server, monkeypatch):
+    """shadow-memory-system.md, Environment Variables (issue 36, S37/S18): OPENAI_API_KEY (none),
+    OPENAI_MODEL (gpt-4o-mini), OPENAI_EMBEDDING_MODEL (openai/text-embedding-3-small),
+    OPENAI_EMBEDDING_DIMENSIONS (1536, from the model); OPENAI_BASE_URL as OpenAI's SDK reads it.
+    OPENAI_EMBEDDING_MODEL alone selects OpenAI's embeddings; here OPENAI_BASE_URL sends them to
+    the local stand-in for OpenAI's API."""
+    from pgmem.config import openai_settings
+    from pgmem.embedding import HttpEmbedder, embedder_kind
+
+    for var in ("PGMEM_EMBEDDER", "PGMEM_EMBED_BASE_URL", "PGMEM_EMBED_MODEL", "PGMEM_EMBED_API_KEY", "PGMEM_EMBED_DIMENSIONS",
+                ENV_MODEL, "OPENAI_API_KEY", "OPENAI_MODEL", "OPENAI_BASE_URL", "OPENAI_EMBEDDING_MODEL",
+                "OPENAI_EMBEDDING_DIMENSIONS"):
+        monkeypatch.delenv(var, raising=False)
+    assert openai_settings() == {"api_key": None, "model": "gpt-4o-mini", "base_url": "https://api.openai.com/v1",
+                                 "embedding_model": "openai/text-embedding-3-small", "embedding_dimensions": None}
+    assert embedder_kind() == "onnx"  # nothing set: the local model
+    for var, value in (("OPENAI_API_KEY", "sk-test"), ("OPENAI_MODEL", "gpt-4.1"), ("OPENAI_BASE_URL", server.url),
+                       ("OPENAI_EMBEDDING_MODEL", "text-embedding-3-large"), ("OPENAI_EMBEDDING_DIMENSIONS", "384")):
+        monkeypatch.setenv(var, value)
+    assert openai_settings() == {"api_key": "sk-test", "model": "gpt-4.1", "base_url": server.url,
+                                 "embedding_model": "text-embedding-3-large", "embedding_dimensions": "384"}
+    # OPENAI_EMBEDDING_MODEL selects the HTTP embedder; the other names configure it
+    assert embedder_kind() == "http"
+    e = Embedder()
+    assert isinstance(e, HttpEmbedder) and e.url == server.url + "/embeddings" and e.dim == 384
+    v = e.embed("Maya is allergic to peanuts")
+    assert v.shape == (384,)
+    req = server.paths("/embeddings")[-1]
+    assert req["headers"]["Authorization"] == "Bearer sk-test"
+    assert req["body"]["model"] == "text-embedding-3-large" and req["body"]["dimensions"] == 384
+    # OPENAI_EMBEDDING_MODEL alone: OpenAI's own API, the design's model under OpenAI's name, its
+    # 1536 dimensions (nothing is sent here)
+    for var in ("OPENAI_API_KEY", "OPENAI_MODEL", "OPENAI_BASE_URL", "OPENAI_EMBEDDING_DIMENSIONS"):
+        monkeypatch.delenv(var)
+    monkeypatch.setenv("OPENAI_EMBEDDING_MODEL", "openai/text-embedding-3-small")
+    e = Embedder()
+    assert isinstance(e, HttpEmbedder) and e.url == "https://api.openai.com/v1/embeddings"
+    assert e.model_name == "text-embedding-3-small" and e.dim == 1536 and e.api_key is None
+    # PGMEM_EMBED_* win over OPENAI_*
+    monkeypatch.setenv("PGMEM_EMBED_BASE_URL", server.url)
+    monkeypatch.setenv("PGMEM_EMBED_MODEL", "nomic-embed-text")
+    assert Embedder().url == server.url + "/embeddings" and Embedder().model_name.startswith("nomic-embed-text")

@@ -159,3 +159,74 @@ def test_salience_is_rescored_by_a_job_when_goals_change(conn):
     # by hand for one page of a tenant, with the public function
     r = one(conn, "select * from pgmem.rescore_salience(after_id => 0, batch => 2)")
     assert (r["examined"], r["changed"], r["last_id"]) == (2, 0, ids[1])
+
+
+# ------------------------------------------------------------------ identity constrains reconstruction (issue 36, F18)
+def test_reconstruction_checks_traits_goals_and_beliefs_and_can_reframe(conn):
+    """fragment-reconstructive-memory.md, Identity Model: "Identity constrains reconstruction:
+    memories inconsistent with core identity are suppressed or reframed." Traits, beliefs and
+    goals each, the identity recomputed by hand (EMAs, inertia .9 / .6 / .2):
+    * trait patience: observed .9 then .1 -> .9·.9 + .1·.1 = .82; a memory showing patience .1
+      is .72 away (> tolerance .5): a conflict; one showing .6 (.22 away) is not;
+    * belief diet: "vegetarian" .9, then "eats meat" .9 -> held "vegetarian" at .54 (.6·.9),
+      "eats meat" .36 (.4·.9): the steak memory, evidence of the statement not held, conflicts;
+    * goal lisbon (e(5)) dropped: a memory at cosine .9 of it (>= .8) and of no active goal conflicts;
+      one at .7 does not.
+    flag names each conflict, suppress leaves them out, reframe keeps them with the identity's words."""
+    from datetime import datetime, timedelta, timezone
+
+    from sqlhelpers import call
+
+    T0 = datetime(2026, 5, 1, 9, 0, tzinfo=timezone.utc)
+
+    def remember(content, vec, **kw):
+        return call(conn, "remember", content, embedding=vec, force=True, created_at=T0, **kw)[0]["memory_id"]
+
+    veg = remember("I have been vegetarian for ten years", e(1))
+    steak = remember("I ordered a steak at the grill", at_cos(1, 2, 0.9))
+    rude = remember("I snapped at the waiter for being slow", at_cos(1, 3, 0.85), metadata={"traits": {"patience": 0.1}})
+    calm = remember("I waited for the table without a word", at_cos(1, 4, 0.85), metadata={"traits": {"patience": 0.6}})
+    flat = remember("I looked at flats in Alfama", at_cos(1, 5, 0.8))
+    conn.execute("select pgmem.identity_update_trait('patience', 0.9)")
+    patience = one(conn, "select * from pgmem.identity_update_trait('patience', 0.1)")["value"]
+    assert patience == pytest.approx(ema(0.9, 0.1, 0.9)) == pytest.approx(0.82)
+    conn.execute("select pgmem.identity_update_belief('diet', 'the user is vegetarian', 0.9, array[%s]::bigint[])", (veg,))
+    conn.execute("select pgmem.identity_update_belief('diet', 'the user eats meat', 0.9, array[%s]::bigint[])", (steak,))
+    # the goal: e(5); flat's cosine to it: .8·0 + .6·1 = .6 (its e(5) part is sqrt(1 - .8²) = .6): no conflict yet
+    conn.execute("select pgmem.identity_set_goal('lisbon', 'move to Lisbon', %s::vector)", (e(5),))
+    conn.execute("select pgmem.identity_end_goal('lisbon', 'dropped')")
+    kw = dict(query_embedding=e(1), k=10, noise=0, as_of=T0 + timedelta(days=3), log=False)
+    r = call(conn, "reconstruct", **kw)[0]["reconstruct"]
+    flags = {m["id"]: m["flags"] for m in r["members"]}
+    assert flags[rude] == {"identity_conflict": {"trait": "patience", "observed": 0.1, "held": pytest.approx(0.82)}}
+    assert abs(0.1 - 0.82) > 0.5 and abs(0.6 - 0.82) <= 0.5 and flags[calm] == {}
+    assert flags[steak]["identity_conflict"]["belief"] == "diet"
+    assert flags[steak]["identity_conflict"]["confidence"] == pytest.approx(0.4 * 0.9)
+    assert flags[steak]["identity_conflict"]["held_confidence"] == pytest.approx(0.6 * 0.9)
+    assert flags[flat] == {} and flags[veg] == {}
+    # a memory of the dropped goal: cosine .9 to e(5)
+    plan = remember("I booked a viewing of a flat in Lisbon for June", at_cos(5, 1, 0.9))
+    r = call(conn, "reconstruct", **kw)[0]["reconstruct"]
+    flags = {m["id"]: m["flags"] for m in r["members"]}
+    assert flags[plan] == {"identity_conflict": {"goal": "lisbon", "goal_text": "move to Lisbon", "state": "dropped",
+                                                 "similarity": pytest.approx(0.9, abs=1e-4)}}
+    # an active goal as close keeps it consistent
+    conn.execute("select pgmem.identity_set_goal('porto', 'move to Porto', %s::vector)", (at_cos(5, 6, 0.95),))
+    r = call(conn, "reconstruct", **kw)[0]["reconstruct"]
+    assert {m["id"]: m["flags"] for m in r["members"]}[plan] == {}  # .9·.95 = .855 >= .8 to porto
+    conn.execute("select pgmem.identity_end_goal('porto', 'dropped')")
+    # suppress: the three conflicting memories leave the strand
+    r = call(conn, "reconstruct", identity="suppress", **kw)[0]["reconstruct"]
+    assert {x["id"] for x in r["suppressed"]} == {rude, steak, plan} and {m["id"] for m in r["members"]} == {veg, calm, flat}
+    # reframe: they stay, each with what the identity holds now, in the strand's text too
+    r = call(conn, "reconstruct", identity="reframe", **kw)[0]["reconstruct"]
+    assert r["suppressed"] == [] and {m["id"] for m in r["members"]} == {veg, steak, rude, calm, flat, plan}
+    got = {m["id"]: m.get("reframed") for m in r["members"]}
+    assert got[rude] == "I snapped at the waiter for being slow [reframed: it shows patience at 0.10; the identity's patience is 0.82]"
+    assert got[steak] == ('I ordered a steak at the grill [reframed: it supported "the user eats meat"; '
+                          'the identity now holds "the user is vegetarian"]')
+    assert got[plan] == 'I booked a viewing of a flat in Lisbon for June [reframed: it served the goal "move to Lisbon", since dropped]'
+    assert got[veg] is None and got[calm] is None and got[flat] is None
+    assert got[rude] in r["text"] and "I snapped at the waiter for being slow\n" not in r["text"] + "\n"
+    with pytest.raises(psycopg.errors.InvalidParameterValue, match="identity also reframe"):
+        call(conn, "reconstruct", query_embedding=e(1), identity="rewrite")

@@ -54,6 +54,12 @@ def remember(conn, text: str, *, age_days: float = 0, importance: float = 0.5, v
     return r["memory_id"]
 
 
+def stored(conn, mid: int, days_ago: float) -> None:
+    """The memory was stored days_ago (its first history row): what the nightly jobs' grace reads
+    (issue 36; a memory written today, whatever its date, waits lifecycle_grace of use)."""
+    conn.execute("update pgmem.history set at = at - %s * interval '1 day' where memory_id = %s", (days_ago, mid))
+
+
 def use(conn, mid: int, days_ago: float) -> None:
     """A use of the memory days_ago (what the access job folds from a context, or touch():
     pgmem.accesses, access_count)."""
@@ -325,7 +331,9 @@ def test_compact_analyzes_what_changed_and_vacuum_runs_as_its_own_statement(conn
     vacuum_command(), both in the job-run views."""
     ids = [remember(conn, f"Compaction note {i}", importance=0.1, age_days=100) for i in range(60)]
     conn.execute("analyze pgmem.memories")
-    call(conn, "archive_stale")  # 60 rows changed (their old versions dead)
+    # 60 rows changed (their old versions dead); as_of given: judged at that instant (without it
+    # the night spares memories stored today whatever their dates: test_lifecycle_import.py)
+    call(conn, "archive_stale", as_of=now(conn))
     conn.execute("select pg_stat_force_next_flush()")
     dry = {(r["relation"], r["action"]): r for r in call(conn, "compact", dry_run=True)}
     assert not dry[("pgmem.memories", "analyze")]["applied"]
@@ -359,8 +367,12 @@ def test_the_nightly_jobs_apply_it_by_default(conn, dsn):
     old = remember(conn, "A memory from last spring", age_days=120, importance=0.9)
     faded = remember(conn, "A faded memory", age_days=45, importance=0.1)
     keep = remember(conn, "A fresh memory", age_days=1, importance=0.5)
+    # (stored when they were written: the night reads each tenant's clock, today, the latest write)
+    stored(conn, old, 120)
+    stored(conn, faded, 45)
     with connect(dsn, tenant="globex") as g:
         g_old = remember(g, "Globex memory from last spring", age_days=120, importance=0.9)
+        stored(g, g_old, 120)
         g.execute("insert into pgmem.settings (tenant, key, value) values ('globex', 'archive_retention', '\"200 days\"'), "
                   "('globex', 'archive_activation_threshold', '0')")
     for job in ("archive", "delete_archived", "compact"):

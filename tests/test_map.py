@@ -175,3 +175,57 @@ def test_umap_in_the_client_is_stored_per_memory(conn, dsn, tmp_path):
         nearest = min((o for o in ids if o != m), key=lambda o: np.linalg.norm(pos[o] - pos[m]))
         same += group[nearest] == group[m]
     assert same >= 0.9 * len(ids)
+
+
+# ------------------------------------------------------------------ the explorer's map timer (issue 36, J30)
+TIMER_HARNESS = r"""
+const vm = require("vm"), fs = require("fs");
+const calls = [], intervals = [];
+const el = () => new Proxy({ value: "pca", textContent: "", srcdoc: "" }, {
+  get: (t, k) => (k in t ? t[k] : () => el()), set: (t, k, v) => { t[k] = v; return true; } });
+const elements = {};
+const ctx = {
+  document: { hidden: false, addEventListener() {}, createElement: () => el(), createTextNode: () => el(),
+              querySelector: (s) => (elements[s] = elements[s] || el()) },
+  fetch: async (path, opts) => { calls.push(`${(opts && opts.method) || "GET"} ${path}`);
+    return { status: 200, ok: true, text: async () => (path === "/api/clusters" ? '{"clusters": []}' : "<html></html>") }; },
+  setInterval: (fn, ms) => { intervals.push([fn, ms]); return intervals.length; },
+  clearInterval() {}, setTimeout, Date, JSON, Math, Number, Object, Array, String, Promise, Error, Proxy, console,
+  calls, intervals, Node: class Node {},
+};
+vm.createContext(ctx);
+vm.runInContext(fs.readFileSync(process.argv[2], "utf8") + `
+;(async () => {
+  const tick = () => new Promise((r) => setTimeout(r, 20));
+  startMap(); await tick();
+  const first = calls.length;
+  startMap(); await tick();                       // already running: no second timer
+  const [fn, ms] = intervals[0];
+  fn(); await tick();                             // 30 s later
+  const second = calls.length;
+  document.hidden = true; fn(); await tick();     // a hidden page does not refresh
+  console.log(JSON.stringify({ ms, timers: intervals.length, first, second, last: calls.length, calls,
+                               status: $("#map-status").textContent }));
+})();`, ctx);
+"""
+
+
+def test_the_explorer_map_refreshes_every_30_seconds(tmp_path):
+    """jam-journalistic-agent-memory.md, Real-time Updates ("auto-refresh every 30 s"): the map tab
+    sets one 30 000 ms timer, each tick re-projects and redraws the map (POST /api/map/project,
+    GET /api/map, GET /api/clusters), and a hidden page skips its tick. app.js runs in node with a
+    stub DOM and a recording fetch and setInterval."""
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("node is not installed (make setup installs it)")
+    harness = tmp_path / "timer.js"
+    harness.write_text(TIMER_HARNESS)
+    app = Path(__file__).resolve().parents[1] / "python" / "pgmem" / "web" / "static" / "app.js"
+    out = subprocess.run([node, str(harness), str(app)], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    assert got["ms"] == 30000 and got["timers"] == 1
+    one_refresh = ["POST /api/map/project", "GET /api/map?method=pca&color=pca", "GET /api/clusters"]
+    assert got["calls"][:got["first"]] == one_refresh
+    assert got["second"] == 2 * got["first"] and got["last"] == got["second"]
+    assert "every 30 s while this tab is open" in got["status"]

@@ -105,10 +105,15 @@ def embedding_dim() -> int:
 # pgmem serve (issue 25): the chat LLM, under the names seeds/shadow-memory-system.md gives them
 # ("Environment Variables"; OPENAI_BASE_URL as OpenAI's own SDK names it), and the server's limits.
 def openai_settings() -> dict[str, str | None]:
-    """OPENAI_API_KEY (none), OPENAI_MODEL (gpt-4o-mini), OPENAI_BASE_URL (https://api.openai.com/v1)."""
+    """OPENAI_API_KEY (none), OPENAI_MODEL (gpt-4o-mini), OPENAI_BASE_URL (https://api.openai.com/v1),
+    OPENAI_EMBEDDING_MODEL (openai/text-embedding-3-small) and OPENAI_EMBEDDING_DIMENSIONS (none:
+    the model's, 1536), the four names of the design and OpenAI SDK's base URL (issue 36, S37).
+    The embedder reads the last two (pgmem.embedding.http; OPENAI_EMBEDDING_MODEL set selects it)."""
     return {"api_key": os.environ.get("OPENAI_API_KEY", "").strip() or None,
             "model": os.environ.get("OPENAI_MODEL", "").strip() or "gpt-4o-mini",
-            "base_url": os.environ.get("OPENAI_BASE_URL", "").strip() or "https://api.openai.com/v1"}
+            "base_url": os.environ.get("OPENAI_BASE_URL", "").strip() or "https://api.openai.com/v1",
+            "embedding_model": os.environ.get("OPENAI_EMBEDDING_MODEL", "").strip() or "openai/text-embedding-3-small",
+            "embedding_dimensions": os.environ.get("OPENAI_EMBEDDING_DIMENSIONS", "").strip() or None}
 
 
 class WebSettings(TypedDict):

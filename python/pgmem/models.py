@@ -150,6 +150,7 @@ __all__ = [
     # 0012 (read path), 0013 (web), 0016 (living memory)
     "recent_vectors", "api_keys", "access_log", "RecentVector", "ApiKey", "AccessLogEntry",
     "documents", "document_chunks", "Document", "DocumentChunk",  # 0019 (knowledge-base documents)
+    "attention_log", "AttentionLogEntry",  # 0022 (the attention log)
 ]
 
 SCHEMA = "pgmem"
@@ -170,7 +171,8 @@ TABLE_NAMES = ("settings", "tenants", "categories", "profiles", "memories", "lin
                "embedding_moves", "reembed_queue", "session_items",  # 0014 (ecosystem)
                "write_checked",  # 0018 (write path)
                "recent_vectors", "api_keys", "access_log",  # 0012 (read path), 0013 (web), 0016 (living memory)
-               "documents", "document_chunks")  # 0019 (knowledge-base documents)
+               "documents", "document_chunks",  # 0019 (knowledge-base documents)
+               "attention_log")  # 0022 (JAM attention per response)
 #: (table, column) of the generated (``GENERATED ALWAYS AS ... STORED``) columns.
 GENERATED_COLUMNS = frozenset({("memories", "tsv"), ("memories", "content_hash"), ("insights", "tsv"),
                                ("document_chunks", "tsv")})
@@ -380,6 +382,25 @@ def make_metadata(embedding_dim: int = DEFAULT_EMBEDDING_DIM) -> MetaData:
         CheckConstraint("cardinality(ids) >= 1 AND cardinality(ids) <= 1000", name="access_log_ids_check"),
         comment="What the rankings returned (retrieval) and what was packed into a context or marked used (use), "
                 "appended by the read path and folded by the job access into pgmem.accesses and memories' access counts.",
+    )
+    # JAM attention per response, append-only (0022, sql/280_attention.sql).
+    Table(
+        "attention_log", md,
+        Column("id", BigInteger, Identity(always=True), nullable=False),
+        Column("tenant", Text, nullable=False),
+        Column("at", _TSTZ, nullable=False, server_default=_NOW),
+        Column("source", Text, nullable=False),
+        Column("query_id", UUID(as_uuid=True)),
+        Column("scale", DOUBLE_PRECISION),
+        Column("memory_ids", ARRAY(BigInteger), nullable=False),
+        Column("weights", ARRAY(DOUBLE_PRECISION), nullable=False),
+        PrimaryKeyConstraint("id", name="attention_log_pkey"),
+        CheckConstraint("source ~ '^[a-z][a-z0-9_]{0,31}$'::text", name="attention_log_source_check"),
+        CheckConstraint("cardinality(memory_ids) >= 1 AND cardinality(memory_ids) <= 1000",
+                        name="attention_log_memory_ids_check"),
+        CheckConstraint("cardinality(weights) = cardinality(memory_ids)", name="attention_log_check"),
+        comment="JAM attention per response (append-only): the memories pgmem.attention weighed for one "
+                "search_attention call and their softmax weights, in rank order.",
     )
 
     # Every change to a memory. No foreign key on memory_id: history outlives purges.
@@ -1317,6 +1338,7 @@ write_checked: Table = metadata.tables["pgmem.write_checked"]  # 0018
 recent_vectors: Table = metadata.tables["pgmem.recent_vectors"]  # 0012
 api_keys: Table = metadata.tables["pgmem.api_keys"]  # 0013
 access_log: Table = metadata.tables["pgmem.access_log"]  # 0016
+attention_log: Table = metadata.tables["pgmem.attention_log"]  # 0022
 documents: Table = metadata.tables["pgmem.documents"]  # 0019
 document_chunks: Table = metadata.tables["pgmem.document_chunks"]
 lexicon: Table = metadata.tables["pgmem.lexicon"]  # 0005 (read path)
@@ -2084,6 +2106,19 @@ class AccessLogEntry(Base):
     source: Mapped[str]
     ids: Mapped[list[int]]
     query_id: Mapped[Optional[_uuid.UUID]]
+
+
+class AttentionLogEntry(Base):
+    """JAM attention weights of one search_attention response (0022, sql/280_attention.sql)."""
+    __table__ = attention_log
+    id: Mapped[int]
+    tenant: Mapped[str]
+    at: Mapped[_dt.datetime]
+    source: Mapped[str]
+    query_id: Mapped[Optional[_uuid.UUID]]
+    scale: Mapped[Optional[float]]
+    memory_ids: Mapped[list[int]]
+    weights: Mapped[list[float]]
 
 
 class Document(Base):

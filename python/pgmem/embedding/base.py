@@ -63,7 +63,7 @@ def known_prefixes(model: str) -> tuple[str, str]:
 def embedder_kind(kind: str | None = None, model: str | None = None) -> str:
     """The embedder to build: ``kind`` (or ``PGMEM_EMBEDDER``), with ``auto`` resolved.
 
-    auto: the HTTP embedder when ``PGMEM_EMBED_BASE_URL`` is set; sentence-transformers when a
+    auto: the HTTP embedder when ``PGMEM_EMBED_BASE_URL`` or ``OPENAI_EMBEDDING_MODEL`` is set; sentence-transformers when a
     model is named (argument or ``PGMEM_EMBED_MODEL``: any sentence-transformers model); else
     the default model, all-MiniLM-L6-v2, in its fastest build that is installed and qualifies
     (:data:`pgmem.embedding.onnx.DEFAULT_QUALIFIES`): the int8 ONNX build, else the float model.
@@ -75,8 +75,8 @@ def embedder_kind(kind: str | None = None, model: str | None = None) -> str:
     chosen = KIND_ALIASES[raw]
     if chosen != "auto":
         return chosen
-    if os.environ.get("PGMEM_EMBED_BASE_URL", "").strip():
-        return "http"
+    if os.environ.get("PGMEM_EMBED_BASE_URL", "").strip() or os.environ.get("OPENAI_EMBEDDING_MODEL", "").strip():
+        return "http"  # (OPENAI_EMBEDDING_MODEL alone: OpenAI's embeddings, shadow-memory-system.md; issue 36)
     named = (model or os.environ.get("PGMEM_EMBED_MODEL", "")).strip()
     if named:
         from .local import is_default_model

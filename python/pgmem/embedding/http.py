@@ -5,7 +5,9 @@ Settings (arguments win over the environment):
 
 =============================  ===============================================================
 ``PGMEM_EMBED_BASE_URL``       the API's base URL, e.g. ``https://api.openai.com/v1`` or
-                               ``http://127.0.0.1:11434/v1`` (Ollama); ``/embeddings`` is added
+                               ``http://127.0.0.1:11434/v1`` (Ollama); ``/embeddings`` is added;
+                               else ``OPENAI_BASE_URL`` (as OpenAI's SDK reads it), else, when
+                               ``OPENAI_EMBEDDING_MODEL`` is set, OpenAI's own API
 ``PGMEM_EMBED_MODEL``          the model, e.g. ``text-embedding-3-small`` (Shadow's default,
                                shadow-memory-system.md "Environment Variables":
                                ``OPENAI_EMBEDDING_MODEL`` is read too)
@@ -44,6 +46,7 @@ from .errors import EmbeddingError
 log = logging.getLogger("pgmem.embedding")
 
 #: Dimensions of OpenAI's models (the Shadow design's list: 3-small 1536, 3-large 3072, ada-002 1536).
+OPENAI_BASE_URL = "https://api.openai.com/v1"
 KNOWN_DIMENSIONS = {"text-embedding-3-small": 1536, "text-embedding-3-large": 3072, "text-embedding-ada-002": 1536}
 
 
@@ -95,7 +98,10 @@ class HttpEmbedder(Embedder):
         document_prefix: str | None = None,
         threads: int | None = None,
     ) -> None:
-        base_url = (base_url or _env("PGMEM_EMBED_BASE_URL")).strip()
+        # shadow-memory-system.md, Environment Variables (issue 36, S37): OPENAI_EMBEDDING_MODEL alone
+        # selects OpenAI's embeddings (OPENAI_BASE_URL, as OpenAI's SDK reads it, may point elsewhere)
+        base_url = (base_url or _env("PGMEM_EMBED_BASE_URL", "OPENAI_BASE_URL")
+                    or (OPENAI_BASE_URL if _env("OPENAI_EMBEDDING_MODEL") else "")).strip()
         if not base_url:
             raise ConfigError("the HTTP embedder needs a server: set PGMEM_EMBED_BASE_URL "
                               "(e.g. https://api.openai.com/v1, or http://127.0.0.1:11434/v1 for Ollama)")
@@ -104,6 +110,10 @@ class HttpEmbedder(Embedder):
             raise ConfigError(f"PGMEM_EMBED_BASE_URL={base_url!r} is not an http(s) URL: "
                               "use e.g. https://api.openai.com/v1")
         model = (model or _env("PGMEM_EMBED_MODEL", "OPENAI_EMBEDDING_MODEL")).strip()
+        # (the design's default, openai/text-embedding-3-small, is a router's name: OpenAI's own
+        # API knows the model as text-embedding-3-small)
+        if model.startswith("openai/") and parts.hostname == "api.openai.com":
+            model = model[len("openai/"):]
         if not model:
             raise ConfigError("the HTTP embedder needs a model: set PGMEM_EMBED_MODEL (e.g. text-embedding-3-small, "
                               "or nomic-embed-text for Ollama)")

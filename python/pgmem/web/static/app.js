@@ -374,6 +374,10 @@ async function loadInsights(ev) {
 }
 
 // ------------------------------------------------------------------ map and clusters
+// jam-journalistic-agent-memory.md, Real-time Updates: the map refreshes every 30 s (issue 36,
+// J30), while the map tab is open and the page is visible (tests/test_map.py checks the timer)
+const MAP_REFRESH_MS = 30000;
+
 async function refreshMap() {
   const status = $("#map-status");
   status.textContent = "projecting…";
@@ -383,7 +387,7 @@ async function refreshMap() {
     const r = await api(`/api/map?method=${method}&color=${$("#map-color").value}`, { raw: true });
     $("#map-frame").srcdoc = await r.text();
     state.lastMapAt = Date.now();
-    status.textContent = `refreshed ${new Date().toLocaleTimeString()} · every minute while this tab is open`;
+    status.textContent = `refreshed ${new Date().toLocaleTimeString()} · every ${MAP_REFRESH_MS / 1000} s while this tab is open`;
     const { clusters } = await api("/api/clusters");
     fill($("#clusters-view"), clusters.length ? h("table", {},
       h("tr", {}, h("th", {}, "cluster"), h("th", {}, "label"), h("th", {}, "size"), h("th", {}, "energy"), h("th", {}, "nearest members")),
@@ -397,7 +401,7 @@ async function refreshMap() {
 function startMap() {
   if (!state.mapTimer) {
     if (Date.now() - state.lastMapAt > 5000) refreshMap();
-    state.mapTimer = setInterval(() => { if (!document.hidden) refreshMap(); }, 60000);
+    state.mapTimer = setInterval(() => { if (!document.hidden) refreshMap(); }, MAP_REFRESH_MS);
   }
 }
 function stopMap() { clearInterval(state.mapTimer); state.mapTimer = null; }
