@@ -48,6 +48,8 @@ declare
   v_sup bigint[];
   v_read integer := 0;
   v_score float8;
+  v_rest bigint[] := '{}';        -- (early exit) the candidates read below the bar, and their scores
+  v_rest_score float8[] := '{}';
   v_prev_scan text := current_setting('hnsw.iterative_scan', true);
   r_mem pgmem.memories;
 begin
@@ -79,9 +81,20 @@ begin
       if v_score > min_score then
         v_ids := v_ids || r_mem.id;
         exit when cardinality(v_ids) >= q.k;
+      else
+        v_rest := v_rest || r_mem.id;
+        v_rest_score := v_rest_score || v_score;
       end if;
     end loop;
     perform set_config('hnsw.iterative_scan', coalesce(v_prev_scan, 'off'), true);
+    -- (pgmem's reading: fewer than k above the bar once every candidate is read, the best of the
+    -- others fill the k, as recall without the early exit would rank them; the design's loop
+    -- returned nothing at all then, and on LoCoMo's dev file no Engram score reaches .8)
+    if cardinality(v_ids) < q.k then
+      v_ids := v_ids || array(select x.id from unnest(v_rest, v_rest_score) x(id, sc)
+                               order by x.sc desc, x.id limit q.k - cardinality(v_ids));
+      v_early := false;
+    end if;
   else
     v_early := coalesce(early_termination, false);  -- (the setting asks for the early exit only)
     v_ids := pgmem._candidate_ids(q);
@@ -117,4 +130,4 @@ begin
    order by t.score desc, t.id;
 end $$;
 comment on function pgmem.recall(text, vector, integer, jsonb, jsonb, timestamptz, text, boolean, float8) is
-  'Engram ranking: relevance (cosine, or token Jaccard without embeddings), decayed importance with access boost, linear 90-day recency and access frequency, weighted by the engram profile (.5/.3/.2/0) or explicit weights. early_termination => true (NULL: the setting recall_early_termination, off by default): reads the candidates nearest first from the index and stops once k score above min_score (Engram''s 0.8); only those are returned. The candidates read are in the session setting pgmem.recall_candidates_read.';
+  'Engram ranking: relevance (cosine, or token Jaccard without embeddings), decayed importance with access boost, linear 90-day recency and access frequency, weighted by the engram profile (.5/.3/.2/0) or explicit weights. early_termination => true (NULL: the setting recall_early_termination, off by default): reads the candidates nearest first from the index and stops once k score above min_score (Engram''s 0.8); fewer than k above it, the best of the others read fill the k. The candidates read are in the session setting pgmem.recall_candidates_read.';
