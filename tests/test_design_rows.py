@@ -111,10 +111,12 @@ def test_recall_early_termination(conn):
     for r in plain:
         assert r["score"] == pytest.approx(score[next(n for n, i in ids.items() if i == r["id"])], abs=1e-6)
     et = call(conn, "recall", query_embedding=q, k=10, as_of=T, early_termination=True)
-    assert [r["id"] for r in et] == [ids["best"], ids["good"]]           # .755 is not above .8
+    # .755 is not above .8: with fewer than k above the bar once all are read, the best of the
+    # others fill the k (issue 36: the exit saves work, it does not filter the result)
+    assert [r["id"] for r in et] == [ids["best"], ids["good"], ids["weak"]]
     assert [r["id"] for r in call(conn, "recall", query_embedding=q, k=1, as_of=T, early_termination=True)] == [ids["best"]]
-    assert call(conn, "recall", query_embedding=q, k=10, as_of=T, early_termination=True, min_score=0.99) == \
-        [r for r in et if r["id"] == ids["best"]]
+    assert [r["id"] for r in call(conn, "recall", query_embedding=q, k=10, as_of=T, early_termination=True,
+                                  min_score=0.99)] == [ids["best"], ids["good"], ids["weak"]]  # (the order of scores)
     with pytest.raises(psycopg.errors.InvalidParameterValue, match="min_score"):
         call(conn, "recall", query_embedding=q, early_termination=True, min_score=1.5)
 
