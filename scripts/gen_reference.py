@@ -234,6 +234,7 @@ EXAMPLES: list[tuple[str, str]] = [
     ("cluster_energy", "select at, cluster_id, label, size, round(energy::numeric, 3) as energy, accesses from pgmem.cluster_energy order by cluster_id"),
     ("attention", f"select memory_id, round(score::numeric, 4) as score, round(weight::numeric, 4) as weight from pgmem.attention({vec(1, 6, 0.9)}, array[1, 2, 3, 5])"),
     ("search_attention", f"select id, rank, round(score::numeric, 3) as score, round(fused::numeric, 3) as fused, round(attention::numeric, 3) as attention, left(content, 40) as content from pgmem.search_attention('peanut allergy', {vec(1, 6, 0.9)}, k => 3, weight => 0.5, as_of => '{AS_OF}')"),
+    ("attention_weights", "select rank, memory_id, round(weight::numeric, 3) as weight, source from pgmem.attention_weights order by response_id desc, rank limit 3"),
     ("precision_at_k", "select pgmem.precision_at_k(array[5, 1, 3], array[1, 5, 9], 3)"),
     ("ndcg", "select round(pgmem.ndcg(array[0, 2, 1], 3)::numeric, 4) as jam, round(pgmem.ndcg(array[0, 2, 1], 3, array[2, 1, 3])::numeric, 4) as with_all_judged"),
     ("ild", "select round(pgmem.ild(array['[1,0,0]', '[0,1,0]', '[0.6,0.8,0]']::vector[])::numeric, 4)"),

@@ -93,7 +93,9 @@ comment on function pgmem.search_attention(text, vector, integer, jsonb, text, i
 -- The attention log, one row per memory weighed (J34): which memories JAM's attention weighed
 -- for a response, with what weight, in rank order (1 = the largest weight). Read by the
 -- explorer and export_user; the tenant's rows only (row-level security, security_invoker).
-create or replace view pgmem.attention_weights as
+-- (security_invoker, security_barrier: the attention log's row-level security applies to whoever
+-- reads the view, as for every pgmem view: sql/330_tier_views.sql)
+create or replace view pgmem.attention_weights with (security_invoker = true, security_barrier = true) as
 select l.id as response_id, l.tenant, l.at, l.source, l.scale, u.ord::integer as rank, u.memory_id, u.weight
   from pgmem.attention_log l
  cross join lateral unnest(l.memory_ids, l.weights) with ordinality u(memory_id, weight, ord);
