@@ -331,6 +331,9 @@ def main() -> int:
                   from pg_class c join pg_namespace n on n.oid = c.relnamespace
                  where n.nspname = 'pgmem' and c.relkind = 'v'"""):
                 objects.setdefault(r[0], []).append(r[1:])
+            # the settings as installed, before the examples change any (the calibrated threshold)
+            settings = conn.execute("select key, value::text, description from pgmem.settings where tenant = '*' "
+                                    "order by key").fetchall()
             cur = conn.cursor()
             cur.execute(FIXTURE)
             outputs = {}
@@ -361,9 +364,6 @@ def main() -> int:
                 lines += ["```sql", sql + ";", "```", "```", out, "```", ""]
         (ROOT / "docs" / "reference.md").write_text("\n".join(lines) + "\n")
         print(f"wrote docs/reference.md: {len(objects)} objects, {len(outputs)} examples")
-        with psycopg.connect(target, autocommit=True) as conn:
-            settings = conn.execute("select key, value::text, description from pgmem.settings where tenant = '*' "
-                                    "order by key").fetchall()
         (ROOT / "docs" / "settings.md").write_text(settings_page(settings))
         print(f"wrote docs/settings.md: {len(settings)} settings")
         if missing:

@@ -164,6 +164,7 @@ on conflict (tenant, key) do nothing;
 insert into pgmem.settings (tenant, key, value, description) values
   ('*', 'conversation_factor', '0.5', 'search(): the share of its score a question or an answer an agent loop stored (context_for, observe_reply: category question or answer) keeps, so that the chat''s own turns do not outrank statements of fact; 1 when the question asks about the conversation ("what did you tell me about ...")'),
   ('*', 'context_memory_tokens', '1200', 'context_for: the token budget of the memories it carries at the standard behaviour (retrieval_depth 5; a mode of depth d gets d/5 of it): search''s ranking, in order, until the budget is spent'),
+  ('*', 'thread_attach_threshold_calibrated', '{}', 'the topic threads'' attach threshold calibrated for the embedding model: {pairs, mean, sd, value, at}, written by pgmem.calibrate_thread_threshold() (empty until the first thread is resolved)'),
   ('*', 'thread_attach_threshold_cold', '0.25', 'the topic threads'' attach threshold while too few memories are embedded to calibrate it (thread_attach_threshold "auto": fewer than 30 pairs)'),
   ('*', 'context_memories_per_depth', '4', 'context_for: at most this many memories per unit of the behaviour''s retrieval_depth (standard 5: 20), or the k a caller gives')
 on conflict (tenant, key) do nothing;

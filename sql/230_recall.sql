@@ -48,8 +48,8 @@ declare
   v_sup bigint[];
   v_read integer := 0;
   v_score float8;
-  v_rest bigint[] := '{}';        -- (early exit) the candidates read below the bar, and their scores
-  v_rest_score float8[] := '{}';
+  v_rest bigint[] := '{}'::bigint[];        -- (early exit) the candidates read below the bar, and their scores
+  v_rest_score float8[] := '{}'::float8[];
   v_prev_scan text := current_setting('hnsw.iterative_scan', true);
   r_mem pgmem.memories;
 begin

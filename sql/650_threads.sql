@@ -90,7 +90,7 @@ begin
     return v::text::float8;
   end if;
   select s.value into c from pgmem.settings s where s.tenant = '*' and s.key = 'thread_attach_threshold_calibrated';
-  if c is null or ((c->>'pairs')::int < 200
+  if c is null or c->>'pairs' is null or ((c->>'pairs')::int < 200
                    and exists (select 1 from pgmem.memories m where m.embedding is not null
                                offset 2 * (c->>'pairs')::int + 20 limit 1)) then
     c := pgmem.calibrate_thread_threshold();
