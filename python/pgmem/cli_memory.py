@@ -415,7 +415,7 @@ def cmd_worker(args) -> int:
     from .worker import EmbeddingWorker
 
     logging.getLogger("pgmem.worker").setLevel(logging.INFO)
-    w = EmbeddingWorker(args.dsn, batch=args.batch, tenant=args.only_tenant, poll_interval=args.poll)
+    w = EmbeddingWorker(args.dsn, batch=args.batch, tenant=args.only_tenant, poll_interval=args.poll, hard_stop=True)
     w.run(until_empty=args.once)
     print(json.dumps({"embedded": w.embedded, "reembedded": w.reembedded, "failed": w.failed}))
     return 0

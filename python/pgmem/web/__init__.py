@@ -214,8 +214,9 @@ def cmd_serve(args) -> int:
         print(url)
         print(f"pgmem serve: running in the background (pid {pid}); stop it with: pgmem serve --stop", file=sys.stderr)
         return 0
-    import uvicorn
+    from .. import _shutdown
 
+    _shutdown.install("serve")  # a signal while it starts: KeyboardInterrupt, and the deadline armed
     from ..db import connect
     from .app import build_app
 
@@ -228,9 +229,45 @@ def cmd_serve(args) -> int:
                     host=args.host, port=args.port)
     print(f"pgmem serve: http://{args.host}:{args.port}/ (explorer), /docs (OpenAPI)"
           + (", /mcp (MCP)" if app.state.mcp_mounted else ""), file=sys.stderr, flush=True)
-    uvicorn.run(app, host=args.host, port=args.port, log_level="warning", access_log=False,
-                timeout_graceful_shutdown=5)
+    make_server(app, args.host, args.port).run()
     return 0
+
+
+def make_server(app, host: str, port: int):
+    """uvicorn's server, stopping within the deadline of :mod:`pgmem._shutdown` (issue 34): a
+    signal arms the watchdog; open connections (chat streams, MCP sessions) get
+    ``GRACE_S`` before they are cancelled; a signal during start-up (the embedding model
+    loading, the pool opening: nothing served yet) exits at once; a second signal exits at once."""
+    import asyncio
+
+    import uvicorn
+
+    from .. import _shutdown
+
+    class Server(uvicorn.Server):
+        def handle_exit(self, sig, frame) -> None:
+            _shutdown.arm("serve", sig)  # a second signal ends the process here
+            super().handle_exit(sig, frame)
+
+        async def startup(self, sockets=None) -> None:
+            # uvicorn waits for the lifespan's start-up (the model load, a thread) before it
+            # looks at a signal: watch for one meanwhile
+            task = asyncio.ensure_future(super().startup(sockets=sockets))
+            while not task.done():
+                await asyncio.wait({task}, timeout=0.05)
+                if self.should_exit and not task.done():
+                    captured = getattr(self, "_captured_signals", None) or [15]
+                    sig = captured[-1]
+                    _shutdown.force_exit(128 + sig, "pgmem serve: stopped while starting")
+            await task
+
+        async def _serve(self, sockets=None) -> None:
+            await super()._serve(sockets)
+            getattr(self, "_captured_signals", []).clear()  # stopped gracefully: uvicorn need not raise the signal again
+
+    config = uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False,
+                            timeout_graceful_shutdown=_shutdown.GRACE_S)
+    return Server(config)
 
 
 def register(sub) -> None:
