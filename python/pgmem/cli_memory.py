@@ -491,7 +491,8 @@ def register(sub) -> None:
     common(p)
     p.set_defaults(func=cmd_ingest)
 
-    p = sub.add_parser("search", help="fused six-signal search with per-signal scores")
+    p = sub.add_parser("search", help="fused search over ten signals (semantic, lexical, recency, actor, spatial, usage, time, context, "
+                       "session, neighbour) with per-signal scores")
     p.add_argument("query")
     p.add_argument("--k", type=int, default=10)
     p.add_argument("--actor")

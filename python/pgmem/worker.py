@@ -19,7 +19,7 @@ import threading
 
 import psycopg
 
-from .db import connect, scalar
+from .db import connect, require_pgmem, scalar
 
 log = logging.getLogger("pgmem.worker")
 
@@ -60,6 +60,7 @@ class EmbeddingWorker:
     def _connection(self) -> psycopg.Connection:
         if self._conn is None or self._conn.closed:
             self._conn = connect(self.dsn)
+            require_pgmem(self._conn, self._conn.info.dsn)  # a database without pgmem: one line (issue 34)
             # set_config, not libpq options: a tenant there would be parsed as more options
             self._conn.execute("select set_config('pgmem.tenant', %s, false)", (self.tenant or "",))
             self._conn.commit()  # a session setting, kept only if its transaction commits
