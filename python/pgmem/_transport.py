@@ -31,6 +31,7 @@ from typing import Any, Callable, Generator, Generic, Iterable, Iterator, Mappin
 import psycopg
 from psycopg.rows import dict_row
 
+from . import telemetry
 from .errors import PgmemError, ServerUnavailable, from_database
 
 log = logging.getLogger("pgmem.client")
@@ -324,7 +325,14 @@ class Transport:
         if self._arg_names is None:  # the catalog is the same on a replica: read where the call goes
             self._arg_names = arg_names_of((yield from self._rows_ops(ARG_NAMES_SQL, {}, conn, read)))
         check_args(self._arg_names, call.fn, params)
-        return call.post((yield from self._rows_ops(sql, params, conn, read)))
+        token = telemetry.call_started(call.fn)  # a span and the server's histogram (issue 34)
+        try:
+            rows = yield from self._rows_ops(sql, params, conn, read)
+        except BaseException as e:
+            telemetry.call_ended(token, e)
+            raise
+        telemetry.call_ended(token, None)
+        return call.post(rows)
 
     def _rows_ops(self, sql: str, params: Mapping[str, Any], conn: Any = None, read: bool = False) -> Ops[Rows]:
         """One statement, retried with backoff after a dropped connection or a serialisation
