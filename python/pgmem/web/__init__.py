@@ -224,13 +224,41 @@ def cmd_serve(args) -> int:
         pass
 
     hooks = load_hooks(args.hooks) if args.hooks else None
-    app = build_app(args.dsn, token_file=args.tokens, embed=not args.no_embed, hooks=hooks,
+    embedder = None if args.no_embed else serve_embedder()
+    app = build_app(args.dsn, token_file=args.tokens, embed=embedder is not None, embedder=embedder, hooks=hooks,
                     cors_origins=args.cors_origin or None, max_body_bytes=args.max_body_bytes, mcp=not args.no_mcp,
                     host=args.host, port=args.port)
     print(f"pgmem serve: http://{args.host}:{args.port}/ (explorer), /docs (OpenAPI)"
           + (", /mcp (MCP)" if app.state.mcp_mounted else ""), file=sys.stderr, flush=True)
     make_server(app, args.host, args.port).run()
     return 0
+
+
+def serve_embedder():
+    """The embedder PGMEM_EMBEDDER chooses, as the client and the worker build it (issue 34:
+    serve built one only when sentence-transformers was installed, so the app image, which
+    ships the int8 ONNX model without torch, searched on words alone): the int8 MiniLM when
+    its packages are there, else sentence-transformers, else the HTTP embedder, else None
+    (said once: lexical search, the worker embeds later). A model without a load at start-up
+    (the ONNX one) is warmed in a daemon thread, so that the first request does not pay for it
+    and a stop never waits for it."""
+    import threading
+
+    from ..client import _auto_embedder
+
+    embedder = _auto_embedder()
+    if embedder is not None and getattr(embedder, "kind", "") == "onnx":  # (the lifespan loads one with .model)
+        threading.Thread(target=_warm, args=(embedder,), name="pgmem-embedder-warm-up", daemon=True).start()
+    return embedder
+
+
+def _warm(embedder) -> None:
+    import logging
+
+    try:
+        embedder.embed("warm up")
+    except Exception as e:  # the first request reports it: here only a note
+        logging.getLogger("pgmem.web").warning("the embedding model did not load: %s", e)
 
 
 def make_server(app, host: str, port: int):
