@@ -773,13 +773,17 @@ def _run_traced(args: list[str], env: dict, tmp_path, *, until: str | None = Non
         p = subprocess.run(cmd, capture_output=True, text=True, env=e, timeout=300, stdin=subprocess.DEVNULL)
         assert p.returncode == 0, (args, p.stderr)
     else:  # a server: until it says it is up, then an interrupt (atexit runs)
+        import threading
+
         p = subprocess.Popen(cmd, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True, env=e)
-        deadline = time.monotonic() + 120
-        seen = ""
-        while until not in seen and time.monotonic() < deadline and p.poll() is None:
-            seen += p.stderr.readline()
+        lines: list[str] = []
+        threading.Thread(target=lambda: lines.extend(p.stderr), daemon=True).start()  # a full pipe never blocks it
+        deadline = time.monotonic() + 240
+        while not any(until in x for x in lines) and time.monotonic() < deadline and p.poll() is None:
+            time.sleep(0.05)
         p.send_signal(signal.SIGINT)
-        p.wait(timeout=60)
+        p.wait(timeout=120)  # it stops within 5 s (tests/test_shutdown.py times that; here only the imports matter)
+        seen = "".join(lines)
         assert until in seen, seen
     modules = set()
     for row in out.read_text().splitlines():
