@@ -240,3 +240,12 @@ def test_migrate_says_where_it_installed(cluster, tmp_path):
         assert f"in 127.0.0.1:{cluster.port}/{name}" in p.stdout, p.stdout
     finally:
         j.drop()
+
+
+def test_the_readme_lists_every_command():
+    from pgmem.cli import build_parser
+
+    commands = set(build_parser()._subparsers._group_actions[0].choices)
+    readme = (ROOT / "README.md").read_text()
+    listed = readme.split("`pgmem --help` lists the commands: ")[1].split(". Each")[0]
+    assert {c.strip(" `\n") for c in listed.replace("\n", " ").split(",")} == commands
