@@ -420,7 +420,7 @@ def _quiet_warnings() -> None:
     outside pgmem are shown only with -v, PGMEM_DEBUG or PYTHONWARNINGS."""
     import warnings
 
-    if not os.environ.get("PYTHONWARNINGS") and not os.environ.get("PGMEM_DEBUG") and not sys.warnoptions:
+    if not os.environ.get("PGMEM_DEBUG") and not sys.warnoptions:  # (PYTHONWARNINGS fills sys.warnoptions)
         warnings.filterwarnings("ignore")
         warnings.filterwarnings("default", module=r"pgmem(\.|$)")
 

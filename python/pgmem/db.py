@@ -133,10 +133,20 @@ def _where(dsn: str) -> dict[str, str]:
         d = ci.conninfo_to_dict(dsn)
     except Exception:
         d = {}
-    host = str(d.get("host") or os.environ.get("PGHOST") or "localhost")
-    user = str(d.get("user") or os.environ.get("PGUSER") or "")
-    return {"host": host, "port": str(d.get("port") or os.environ.get("PGPORT") or 5432),
-            "dbname": str(d.get("dbname") or os.environ.get("PGDATABASE") or user or "?"), "user": user or "?"}
+    libpq: dict[str, str] = {}
+    try:  # libpq's own defaults: its environment variables (PGHOST, PGPORT, ...) and compiled-in values
+        from psycopg import pq
+
+        libpq = {o.keyword.decode(): o.val.decode() for o in pq.Conninfo.get_defaults() if o.val}
+    except Exception:
+        pass
+
+    def get(key: str) -> str:
+        return str(d.get(key) or libpq.get(key) or "")
+
+    user = get("user")
+    return {"host": get("host") or "localhost", "port": get("port") or "5432", "dbname": get("dbname") or user or "?",
+            "user": user or "?"}
 
 
 def connect_failure(dsn: str, e: BaseException) -> str:
