@@ -168,6 +168,9 @@ def test_a_database_without_pgmem_is_one_line_within_5_seconds(bare_db, tmp_path
         assert f"127.0.0.1:{conninfo_to_dict(bare_db)['port']}" in line
         assert p.seconds < 5, (args, p.seconds)
     one_line(run("jobs", "status", dsn=bare_db), "pgmem migrate")
+    p = run("serve", "--port", str(_free_port()), "--no-mcp", dsn=bare_db)
+    one_line(p, "pgmem is not installed in database 'bare_", "pgmem migrate")
+    assert p.seconds < 5
 
 
 def test_a_missing_database_role_or_password_is_one_line_naming_the_fix(cluster, dsn):

@@ -217,11 +217,11 @@ def cmd_serve(args) -> int:
     from .. import _shutdown
 
     _shutdown.install("serve")  # a signal while it starts: KeyboardInterrupt, and the deadline armed
-    from ..db import connect
+    from ..db import connect, require_pgmem
     from .app import build_app
 
-    with connect(args.dsn, connect_timeout=10):  # a one-line error now, rather than a failed start-up later
-        pass
+    with connect(args.dsn, connect_timeout=10) as c:  # a one-line error now, rather than a failed start-up later
+        require_pgmem(c, c.info.dsn)
 
     hooks = load_hooks(args.hooks) if args.hooks else None
     embedder = None if args.no_embed else serve_embedder()
