@@ -210,6 +210,10 @@ def summarize(rows: list[dict], ks=KS) -> dict:
         rs = groups.get(g, [])
         out[g] = {"n": len(rs), **{f"R@{k}": (sum(recall_from_ranks(r["ranks"], k) for r in rs) / len(rs) if rs else None)
                                   for k in ks}}
+        if rs and "ctx_n" in rs[0]:  # a loop ranking (context_for): the whole context, and echo
+            out[g]["R@ctx"] = sum(recall_from_ranks(r["ranks"], r["ctx_n"]) for r in rs) / len(rs)
+            out[g]["mean_ctx"] = sum(r["ctx_n"] for r in rs) / len(rs)
+            out[g]["echo@5"] = sum(1 for r in rs if r["echo5"]) / len(rs)
     return out
 
 
@@ -340,16 +344,20 @@ class Ranking:
     kind: str  # "pgmem" (ranked memory ids) or "baseline" (ranked dia_ids)
     fn: Callable  # (ctx, question) -> ranked keys
     help: str
+    # a loop: the questions are asked in order in one chat, each stored as it goes, inside one
+    # transaction per conversation that is rolled back at its end (the loaded turns stay as
+    # they were for the other rankings and for --reuse)
+    loop: bool = False
 
 
 RANKINGS: dict[str, Ranking] = {}
 
 
-def ranking(name: str, kind: str, help: str):
+def ranking(name: str, kind: str, help: str, loop: bool = False):
     """Register a ranking. A pgmem ranking returns memory ids (best first), a baseline dia_ids.
     To measure a new pgmem function, either register it here or pass `sql:<function>`."""
     def deco(fn):
-        RANKINGS[name] = Ranking(name, kind, fn, help)
+        RANKINGS[name] = Ranking(name, kind, fn, help, loop)
         return fn
     return deco
 
@@ -375,6 +383,25 @@ def rank_recall(ctx: Ctx, q: Question) -> list:
 def rank_build_context(ctx: Ctx, q: Question) -> list:
     rows = ctx.mem.build_context(q.question, as_of=ctx.as_of, conn=ctx.conn)
     return _ids_of_rows(rows)
+
+
+LOOP_CONVERSATION = "locomo-loop-"
+
+
+@ranking("context_for", "pgmem",
+         "MemoryClient.context_for as an agent calls it (the web chat, MCP context, pgmem context): the "
+         "questions asked in order in one chat, each message stored as it goes; ranked = the memories the "
+         "context carries, in its order (R@ctx: all of them; echo@5: a message the loop stored in the top 5)",
+         loop=True)
+def rank_context_for(ctx: Ctx, q: Question) -> list:
+    res = ctx.mem.context_for(q.question, conversation_id=LOOP_CONVERSATION + ctx.conv.sample_id, conn=ctx.conn)
+    doc = res.doc if hasattr(res, "doc") else res
+    mem = (doc.get("memory") or {})
+    if mem.get("id") is not None:
+        ctx.notes.setdefault("loop_ids", set()).add(int(mem["id"]))
+    ids = [int(m["id"]) for m in ((doc.get("context") or {}).get("memories") or [])]
+    ctx.notes["last_intent"] = doc.get("intent")
+    return ids
 
 
 def _ids_of_rows(rows) -> list:
@@ -593,6 +620,15 @@ def main(argv=None) -> int:
             if r.name in notes:
                 continue
             t = time.perf_counter()
+            loop_conn = None
+            if r.loop:  # one chat per conversation, in a transaction rolled back at its end
+                import psycopg
+                from pgvector.psycopg import register_vector
+
+                loop_conn = psycopg.connect(dsn)
+                register_vector(loop_conn)
+                loop_conn.execute("select set_config('pgmem.tenant', %s, false)", (c.tenant,))
+                ctx.conn, ctx.notes = loop_conn, {}
             for q in c.questions:
                 try:
                     ranked = r.fn(ctx, q)
@@ -603,10 +639,20 @@ def main(argv=None) -> int:
                     log(f"{r.name}: {notes[r.name]}")
                     rows.pop(r.name, None)
                     break
-                rows[r.name].append({"conv": c.sample_id, "q": q.index, "category": q.category,
-                                     "ranks": evidence_ranks(ranked, q.evidence, key_of if r.kind == "pgmem" else None),
-                                     "_ranked": ranked})
+                row = {"conv": c.sample_id, "q": q.index, "category": q.category,
+                       "ranks": evidence_ranks(ranked, q.evidence, key_of if r.kind == "pgmem" else None),
+                       "_ranked": ranked}
+                if r.loop:
+                    # the whole context, and whether its top 5 holds a message the loop stored
+                    # (an earlier question: echo)
+                    row["ctx_n"] = len(ranked)
+                    row["echo5"] = bool(set(ranked[:5]) & ctx.notes.get("loop_ids", set()))
+                rows[r.name].append(row)
             timing[r.name] += time.perf_counter() - t
+            if loop_conn is not None:
+                loop_conn.rollback()
+                loop_conn.close()
+                ctx.conn = conn
         embedder.save()
         log(f"{c.sample_id}: {len(c.questions)} questions done")
 
@@ -683,7 +729,9 @@ def report(summary: dict, per_conv: dict, ms: dict, notes: dict) -> str:
         for g, a in s.items():
             if not a["n"]:
                 continue
-            L.append(f"{name if g == 'all' else '':<16}{g:<13}{a['n']:>5}" + "".join(f"{a['R@' + str(k)]:>7.3f}" for k in KS))
+            L.append(f"{name if g == 'all' else '':<16}{g:<13}{a['n']:>5}" + "".join(f"{a['R@' + str(k)]:>7.3f}" for k in KS)
+                     + (f"   R@ctx {a['R@ctx']:.3f} (mean {a['mean_ctx']:.1f} memories), echo@5 {a['echo@5']:.3f}"
+                        if "R@ctx" in a else ""))
     L.append("\nR@10 per conversation")
     convs = list(next(iter(per_conv.values()), {}))
     L.append(f"{'ranking':<16}" + "".join(f"{c:>10}" for c in convs) + f"{'ms/q':>9}")

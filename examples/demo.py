@@ -115,8 +115,11 @@ def lifecycle_demo(mem, events, results, user: str = "maya") -> None:
 
 
 # ------------------------------------------------------------------ layered tiers (issue 15)
-LAYERED_CHAT = ["Hi again!", "I moved to Lisbon last month.", "What do you know about me?",
-                "How should I tune the HNSW index for the order search?", "Tell me more about it"]
+# (issue 32: the same question twice gets the facts both times, never itself; "Hi again!" is no
+# memory; "Tell me more about it" stays in the thread of the question before it)
+LAYERED_CHAT = ["Hi again!", "I moved to Lisbon last month.", "What am I allergic to?", "What do you know about me?",
+                "How should I tune the HNSW index for the order search?", "Tell me more about it",
+                "What am I allergic to?"]
 
 
 def layered_demo(mem, user: str = "maya") -> None:
@@ -130,14 +133,18 @@ def layered_demo(mem, user: str = "maya") -> None:
         print(f"\n{text!r}\n  intent {c['intent']} ({c['confidence']:.2f}, {c['source']})"
               + (f", demoted from {c['demoted_from']}" if c.get("demoted_from") else "")
               + f"; behaviour {r.stage('behaviour')['mode']}; thread {th['decision']} #{th['thread_id']}"
-              + f"; policy {', '.join(flags) or 'no retrieval'}; retrieved {r.stage('retrieved')['retrieval_info']}")
+              + f"; policy {', '.join(flags) or 'no retrieval'}; retrieved {r.stage('retrieved')['retrieval_info']}"
+              + f" within {r.stage('retrieved').get('budget')}")
+        stored = r.doc.get("memory") or {}
+        print(f"  stored: {'no memory (' + stored['skipped'] + ')' if stored.get('skipped') else stored.get('kind')}"
+              + (f" #{stored['id']}" if stored.get("id") else ""))
         for line in r.annotations()[:2]:
             print(f"  stream {line}")
         if r.context.get("privacy"):
             for tier, v in r.context["privacy"]["tiers"].items():
                 print(f"  stored ({tier}): " + ", ".join(f"{k}={json.dumps(x)[:60]}" for k, x in v.items() if k != "table"))
-        for m in (r.context.get("memories") or [])[:2]:
-            print(f"  memory {m['id']}: {m['content'][:80]}")
+        for m in (r.context.get("memories") or [])[:3]:
+            print(f"  memory {m['id']} ({m['score']:.3f}): {m['content'][:80]}")
     print(f"\nprofile before: {before}\nprofile now:    {mem.profile(user)}")
 
 
@@ -153,7 +160,8 @@ def main() -> int:
     for w in migrate.upgrade(c.dsn()):
         print("warning:", w)
     c.ensure_owner_login()
-    print(running_line(c))
+    scheduled = c.ensure_jobs_scheduled()  # (issue 32: uses folded, clusters formed, the map drawn)
+    print(running_line(c) + (f"; {scheduled} pg_cron jobs scheduled" if scheduled else ""))
 
     from pgmem import MemoryClient
 

@@ -341,6 +341,7 @@ begin atomic
     ('recall', 'query_text', 'characters', 'max_query_chars', null), ('recall', 'weights', 'bytes', 'max_metadata_bytes', null),
     ('recall', 'filters', 'bytes', 'max_filters_bytes', null), ('recall', 'profile', 'bytes', 'max_id_bytes', null),
     ('touch', 'ids', 'items', 'touch_max_ids', null), ('touch', 'kind', 'bytes', null, 32),
+    ('use', 'ids', 'items', 'touch_max_ids', null), ('use', 'source', 'bytes', null, 32),
     ('context_threshold', 'context_type', 'bytes', 'max_id_bytes', null), ('context_threshold', 'profile', 'bytes', 'max_id_bytes', null),
     ('memory_context', 'query_text', 'characters', 'max_query_chars', null), ('memory_context', 'context_type', 'bytes', 'max_id_bytes', null),
     ('memory_context', 'filters', 'bytes', 'max_filters_bytes', null),
@@ -507,6 +508,7 @@ begin atomic
     ('search_items', 'namespace_prefix', 'items', 'max_tags', null), ('search_items', 'query_text', 'characters', 'max_query_chars', null),
     ('search_items', 'filter', 'bytes', 'max_filters_bytes', null), ('session_add_items', 'session_id', 'bytes', 'max_id_bytes', null),
     ('session_add_items', 'items', 'bytes', 'max_batch_bytes', null), ('session_add_items', 'user_id', 'bytes', 'max_id_bytes', null),
+    ('session_add_items', 'embeddings', 'items', 'max_items', null),
     ('session_clear', 'session_id', 'bytes', 'max_id_bytes', null), ('session_get_items', 'session_id', 'bytes', 'max_id_bytes', null),
     ('session_pop_item', 'session_id', 'bytes', 'max_id_bytes', null), ('set_chunk_embeddings', 'embeddings', 'items', 'max_items', null),
     ('set_chunk_embeddings', 'embedding_model', 'bytes', 'max_id_bytes', null)
@@ -528,6 +530,8 @@ declare
   v jsonb;
   v_max bigint;
   v_size bigint;
+  v_elem bigint;
+  v_elem_max bigint;
 begin
   -- one query (its plan cached for the session): the function's rows of the list, each with its
   -- limit (the tenant's setting, else the installation's, else the fixed one)
@@ -542,6 +546,23 @@ begin
     continue when v_max is null;
     if r.unit = 'items' then
       v_size := case when jsonb_typeof(v) = 'array' then jsonb_array_length(v) end;
+      if v_size > v_max then
+        perform pgmem._too_big(r.argument, v_size, v_max, r.unit, r.setting);
+      end if;
+      -- each text element at most the matching scalar's limit (issue 35, M2: kinds => 64 x 1 MB
+      -- peaked at 790 MB before "unknown binding kind"): a name (a binding kind, an insight type,
+      -- an event key) max_id_bytes, any other text element max_field_bytes
+      if v_size > 0 and jsonb_typeof(v -> 0) = 'string' then
+        v_elem_max := case when r.argument in ('kinds', 'types', 'event_keys') then pgmem._limit('max_id_bytes', 256)
+                           else pgmem._limit('max_field_bytes', 8192) end;
+        select max(octet_length(e #>> '{}')) into v_elem from jsonb_array_elements(v) e where jsonb_typeof(e) = 'string';
+        if v_elem > v_elem_max then
+          raise exception '% has an element of % bytes, more than % (%)', r.argument, v_elem, v_elem_max,
+                          case when r.argument in ('kinds', 'types', 'event_keys') then 'max_id_bytes' else 'max_field_bytes' end
+            using errcode = '22023', hint = format('each element of %s is at most %s bytes', r.argument, v_elem_max);
+        end if;
+      end if;
+      continue;
     elsif r.unit = 'characters' then
       v_size := char_length(v #>> '{}');
     elsif jsonb_typeof(v) = 'string' then

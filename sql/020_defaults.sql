@@ -60,7 +60,10 @@ insert into pgmem.categories (tenant, category, weight, description) values
   ('*', 'preference', 0.9, 'user preferences (most important)'),
   ('*', 'skill', 0.7, 'user skills and abilities'),
   ('*', 'episode', 0.6, 'past events and interactions'),
-  ('*', 'context', 0.5, 'contextual information')
+  ('*', 'context', 0.5, 'contextual information'),
+  -- (issue 32) an agent loop's own turns: kept as conversation, stepped back in search
+  ('*', 'question', 0.4, 'a question the user asked an agent (context_for): conversation, not a statement of fact'),
+  ('*', 'answer', 0.5, 'an agent''s reply (observe_reply): what it told the user')
 on conflict (tenant, category) do nothing;
 
 insert into pgmem.profiles (tenant, name, method, weights, params, description, builtin) values
@@ -121,7 +124,7 @@ insert into pgmem.settings (tenant, key, value, description) values
   ('*', 'topic_gate_threshold', '0.35', 'a continuation whose cosine to the topic vector is below this is demoted to general'),
   -- Step 4c: THREAD_ATTACH_THRESHOLD, THREAD_MAX_ACTIVE, EMA alpha; "Topic Threading": THREAD_SUMMARY_INTERVAL
   ('*', 'thread_alpha', '0.3', 'EMA weight of the newest message in a thread centroid'),
-  ('*', 'thread_attach_threshold', '0.55', 'a message joins the nearest active thread when its cosine to the centroid is at least this'),
+  ('*', 'thread_attach_threshold', '"auto"', 'a message joins the nearest active thread when its cosine to the centroid is at least this: a number (the seed''s 0.55, set for another embedding model), or "auto": calibrated for the embedding model (pgmem.calibrate_thread_threshold)'),
   ('*', 'thread_max_active', '12', 'active threads per conversation; a new one archives the least recently used'),
   ('*', 'thread_enabled', 'true', 'THREAD_ENABLED (layered design): false skips step 4c of context_for (no thread is resolved, created or summarised)'),
   ('*', 'research_insights_enabled', 'true', 'RESEARCH_INSIGHTS_ENABLED (layered design): false skips step 4d of context_for (no research context is read, and the message''s insights and concepts are not stored)'),
@@ -153,3 +156,16 @@ insert into pgmem.settings (tenant, key, value, description) values
   ('*', 'cluster_run_seconds', '300', 'a cluster run stops between two batches after this many seconds; the next run goes on where it stopped'),
   ('*', 'cluster_label_sample', '200', 'a cluster''s label and top terms come from at most this many of its members (the most recent)')
 on conflict (tenant, key) do nothing;
+
+-- The agent loop (issue 32): what context_for carries, and how the chat's own turns rank
+insert into pgmem.settings (tenant, key, value, description) values
+  ('*', 'conversation_factor', '0.5', 'search(): the share of its score a question or an answer an agent loop stored (context_for, observe_reply: category question or answer) keeps, so that the chat''s own turns do not outrank statements of fact; 1 when the question asks about the conversation ("what did you tell me about ...")'),
+  ('*', 'context_memory_tokens', '1200', 'context_for: the token budget of the memories it carries at the standard behaviour (retrieval_depth 5; a mode of depth d gets d/5 of it): search''s ranking, in order, until the budget is spent'),
+  ('*', 'thread_attach_threshold_cold', '0.25', 'the topic threads'' attach threshold while too few memories are embedded to calibrate it (thread_attach_threshold "auto": fewer than 30 pairs)'),
+  ('*', 'context_memories_per_depth', '4', 'context_for: at most this many memories per unit of the behaviour''s retrieval_depth (standard 5: 20), or the k a caller gives')
+on conflict (tenant, key) do nothing;
+
+-- (issue 32) the seed's .55 was set for another embedding model: an install that still has it
+-- as written takes the calibrated threshold
+update pgmem.settings set value = '"auto"'
+ where tenant = '*' and key = 'thread_attach_threshold' and value = '0.55'::jsonb;

@@ -24,6 +24,7 @@ declare
   v_tenant text := pgmem._require_tenant();
   f jsonb := coalesce(filters, '{}');
   k2 text;
+  v_path jsonpath;
 begin
   perform pgmem._check_args('list_memories', jsonb_build_object('filters', list_memories.filters));  -- sizes first (issue 27)
   perform pgmem._check_between(k, 'k', 1, 1000);
@@ -32,14 +33,15 @@ begin
     perform pgmem._bad_input(format('filters must be a JSON object, got %s', jsonb_typeof(f)));
   end if;
   for k2 in select jsonb_object_keys(f) loop
-    if k2 not in ('user_id', 'agent_id', 'session_id', 'category', 'who', 'state', 'metadata') then
+    if k2 not in ('user_id', 'agent_id', 'session_id', 'category', 'who', 'state', 'metadata', 'metadata_path') then
       perform pgmem._bad_input(format('unknown filter "%s"', k2),
-        'list_memories filters: user_id, agent_id, session_id, category, who, state (string or array), metadata (object, containment)');
+        'list_memories filters: user_id, agent_id, session_id, category, who, state (string or array), metadata (object, containment), metadata_path (a SQL/JSON path predicate)');
     end if;
   end loop;
   if f ? 'metadata' and jsonb_typeof(f->'metadata') <> 'object' then
     perform pgmem._bad_input('filter "metadata" must be a JSON object (containment)');
   end if;
+  v_path := pgmem._filter_path(f);
   return query
   select m.id, m.content, m.summary, m.who, m.category, m.user_id, m.agent_id, m.session_id, m.metadata, m.state,
          m.event_key, m.created_at, m.updated_at
@@ -52,11 +54,12 @@ begin
      and (not f ? 'category' or m.category = any (pgmem._filter_strings(f, 'category')))
      and (not f ? 'who' or m.who = any (pgmem._filter_strings(f, 'who')))
      and (not f ? 'metadata' or m.metadata @> (f->'metadata'))
+     and (v_path is null or m.metadata @@ v_path)
    order by m.created_at desc, m.id desc
    limit k offset skip;
 end $$;
 comment on function pgmem.list_memories(jsonb, integer, integer) is
-  'The current tenant''s memories matching filters (user_id, agent_id, session_id, category, who, state: a string or an array; metadata: containment), newest first, k at a time after skipping skip; without a query (pgmem.search ranks by a query).';
+  'The current tenant''s memories matching filters (user_id, agent_id, session_id, category, who, state: a string or an array; metadata: containment; metadata_path: a SQL/JSON path predicate over the metadata), newest first, k at a time after skipping skip; without a query (pgmem.search ranks by a query).';
 
 -- ------------------------------------------------------------------ items (key-value)
 create or replace function pgmem._item_key(p_namespace text[], p_key text) returns text
@@ -286,8 +289,9 @@ comment on function pgmem.list_item_namespaces(text[], text[], integer, integer,
   'The namespaces of the current tenant''s items, matching a prefix and a suffix (''*'' matches any label), cut to max_depth labels, in order.';
 
 -- ------------------------------------------------------------------ sessions
+drop function if exists pgmem.session_add_items(text, jsonb, text, boolean);
 create or replace function pgmem.session_add_items(session_id text, items jsonb, user_id text default null,
-                                                   remember boolean default false)
+                                                   remember boolean default false, embeddings vector[] default null)
 returns integer
   language plpgsql volatile security definer
   set search_path = pgmem, pg_catalog, pg_temp
@@ -301,7 +305,7 @@ declare
   v_mem bigint;
   n integer := 0;
 begin
-  perform pgmem._check_args('session_add_items', jsonb_build_object('session_id', session_add_items.session_id, 'items', session_add_items.items, 'user_id', session_add_items.user_id));  -- sizes first (issue 27)
+  perform pgmem._check_args('session_add_items', jsonb_build_object('session_id', session_add_items.session_id, 'items', session_add_items.items, 'user_id', session_add_items.user_id, 'embeddings', session_add_items.embeddings));  -- sizes first (issue 27)
   if session_id is null or session_id !~ '\S' or length(session_id) > 256 then
     perform pgmem._bad_input('session_id must be 1 to 256 characters, not blank');
   end if;
@@ -309,11 +313,17 @@ begin
     perform pgmem._bad_input('items must be a JSON array of the framework''s items');
   end if;
   perform pgmem._check_between(jsonb_array_length(items), 'number of items', 0, 10000);
+  -- (issue 32) the embeddings of the items, in their order (NULL for an item that is no text turn):
+  -- a session's memories are found by meaning at once, not after the worker
+  if embeddings is not null and cardinality(embeddings) <> jsonb_array_length(items) then
+    perform pgmem._bad_input(format('embeddings has %s entries for %s items: one per item (NULL for an item without text)',
+                                    cardinality(embeddings), jsonb_array_length(items)));
+  end if;
   -- one writer of a session at a time: the next seq is taken under this lock
   perform pg_advisory_xact_lock(hashtext('pgmem.session_items'), hashtext(v_tenant || '/' || session_id));
   select coalesce(max(s.seq), 0) into v_seq from pgmem.session_items s
    where s.tenant = v_tenant and s.session_id = session_add_items.session_id;
-  for it in select value as item from jsonb_array_elements(items) loop
+  for it in select x.value as item, x.ord from jsonb_array_elements(items) with ordinality x(value, ord) loop
     if jsonb_typeof(it.item) <> 'object' then
       perform pgmem._bad_input(format('each item must be a JSON object, got %s', jsonb_typeof(it.item)));
     end if;
@@ -328,10 +338,16 @@ begin
                   when 'array' then (select string_agg(p->>'text', ' ') from jsonb_array_elements(it.item->'content') p
                                       where p->>'text' is not null)
                 end;
-      if v_text ~ '\S' then
+      -- (issue 32: as context_for does, a greeting or a filler is conversation, not a memory; the
+      -- user's questions and the assistant's replies are kept as such, category question and
+      -- answer, and do not outrank statements in search)
+      if v_text ~ '\S' and not (v_role = 'user' and (pgmem._is_filler(v_text) or pgmem._is_greeting(v_text))) then
         select r.memory_id into v_mem
           from pgmem.remember(content => v_text, who => v_role, user_id => user_id, session_id => session_id,
-                              event_key => 'session:' || md5(session_id) || ':' || v_seq) r;
+                              embedding => embeddings[it.ord],
+                              event_key => 'session:' || md5(session_id) || ':' || v_seq,
+                              category => case when v_role = 'assistant' then 'answer'
+                                               when pgmem._is_question(v_text) then 'question' else 'episode' end) r;
       end if;
     end if;
     insert into pgmem.session_items (tenant, session_id, seq, user_id, role, item, memory_id)
@@ -340,8 +356,8 @@ begin
   end loop;
   return n;
 end $$;
-comment on function pgmem.session_add_items(text, jsonb, text, boolean) is
-  'Appends a framework''s conversation items (a JSON array of objects: messages, tool calls, tool results) to a session, in order. With remember, each user or assistant text turn is also remembered (pgmem.remember, who = role, session_id): long-term memory from the conversation. Returns the number of items added.';
+comment on function pgmem.session_add_items(text, jsonb, text, boolean, vector[]) is
+  'Appends a framework''s conversation items (a JSON array of objects: messages, tool calls, tool results) to a session, in order. With remember, each user or assistant text turn is also remembered (pgmem.remember, who = role, session_id, with its embedding from embeddings, one per item): long-term memory from the conversation; a greeting or filler is not, a user''s question is category question and an assistant''s reply answer. Returns the number of items added.';
 
 create or replace function pgmem.session_get_items(session_id text, max_items integer default null)
 returns setof jsonb

@@ -147,6 +147,47 @@ begin
   end;
 end $$;
 
+-- Whether a message asks about the conversation itself, what was said in it ("what did you
+-- tell me about X", "what did I ask you yesterday", "remind me what we discussed"): then the
+-- questions and answers an agent loop stored are what is asked for, and keep their whole score
+-- (issue 32). English cue phrases; a question that names none of them is about the world.
+create or replace function pgmem._asks_about_conversation(p_text text) returns boolean
+  language sql immutable parallel safe
+  set search_path = pgmem, pg_catalog, pg_temp
+  return coalesce(p_text ~* ('\m(?:(?:did|have|had)\s+(?:you|i|we)\s+(?:ever\s+)?(?:tell|told|say|said|mention|mentioned|ask|asked|suggest|suggested|recommend|recommended|answer|answered|discuss|discussed|talk|talked)'
+                           || '|you\s+(?:told|said|mentioned|suggested|recommended|answered)|i\s+(?:asked|told\s+you)'
+                           || '|we\s+(?:discussed|talked|spoke)|remind\s+me\s+what|(?:earlier|last)\s+(?:answer|reply|conversation|chat))\M'),
+                  false);
+comment on function pgmem._asks_about_conversation(text) is
+  'Whether a message asks about the conversation itself ("what did you tell me about X"): then search does not step back the questions and answers an agent loop stored (setting conversation_factor).';
+
+-- The filter metadata_path (issue 32): a SQL/JSON path predicate over a memory's metadata
+-- (jsonb @@ jsonpath: ==, !=, <, <=, >, >=, &&, ||, !, exists, like_regex, starts with), for
+-- conditions containment cannot say: "score > 3", "source != chat", "tag in (a, b)". The mem0
+-- drop-in translates mem0's filter operators (eq, ne, gt, gte, lt, lte, in, nin, contains, AND,
+-- OR, NOT) into one.
+create or replace function pgmem._filter_path(p_filters jsonb) returns jsonpath
+  language plpgsql immutable
+  set search_path = pgmem, pg_catalog, pg_temp
+as $$
+begin
+  if not p_filters ? 'metadata_path' then return null; end if;
+  if jsonb_typeof(p_filters->'metadata_path') <> 'string' then
+    perform pgmem._bad_input(format('filter "metadata_path" must be a SQL/JSON path predicate as a string, got %s',
+                                    left((p_filters->'metadata_path')::text, 200)),
+      'e.g. {"metadata_path": "$.score > 3 && $.source != \"chat\""}');
+  end if;
+  begin
+    return (p_filters->>'metadata_path')::jsonpath;
+  exception when others then
+    perform pgmem._bad_input(format('filter "metadata_path" is not a SQL/JSON path: %s (%s)',
+                                    left(p_filters->>'metadata_path', 200), sqlerrm),
+      'a predicate over the metadata object, e.g. $.score > 3 && $.source != "chat"');
+  end;
+end $$;
+comment on function pgmem._filter_path(jsonb) is
+  'The filter metadata_path of a filters object as a jsonpath (a predicate over a memory''s metadata: jsonb @@ jsonpath), or a clear error naming it.';
+
 -- The filters object of a call as fields of its query record. Memories in other states than
 -- 'active' (archived, deleted, merged) only on request.
 create or replace function pgmem._query_filters(q pgmem.query, p_filters jsonb) returns pgmem.query
@@ -161,9 +202,10 @@ begin
   end if;
   for k in select jsonb_object_keys(p_filters) loop
     if k not in ('user_id', 'agent_id', 'session_id', 'who', 'category', 'tier', 'state', 'location',
-                 'created_after', 'created_before', 'metadata', 'ids', 'motor', 'sensory', 'current_only') then
+                 'created_after', 'created_before', 'metadata', 'ids', 'motor', 'sensory', 'current_only',
+                 'exclude_ids', 'exclude_category', 'metadata_path') then
       perform pgmem._bad_input(format('unknown filter "%s"', k),
-        'filters: user_id, agent_id, session_id, who, category, tier, state, location (string or array), created_after, created_before (timestamp), metadata, motor, sensory (object, containment), ids (array), current_only (boolean)');
+        'filters: user_id, agent_id, session_id, who, category, tier, state, location, exclude_category (string or array), created_after, created_before (timestamp), metadata, motor, sensory (object, containment), metadata_path (a SQL/JSON path predicate), ids, exclude_ids (array), current_only (boolean)');
     end if;
   end loop;
   q.user_ids := pgmem._filter_strings(p_filters, 'user_id');
@@ -208,6 +250,24 @@ begin
                                       pgmem._setting_num('max_candidates', 10000)::bigint));
     end if;
   end if;
+  -- exclude_ids, exclude_category (issue 32): memories that are no candidate at all, so that
+  -- they shape no other memory's signals either (context_for: the message itself, its history
+  -- window, the chat's own questions and answers). Not a restriction of the indexes' walk
+  -- (q.filtered): the few they name are dropped where every candidate is checked (_eligible).
+  if p_filters ? 'exclude_ids' then
+    if jsonb_typeof(p_filters->'exclude_ids') <> 'array'
+       or exists (select 1 from jsonb_array_elements(p_filters->'exclude_ids') e where jsonb_typeof(e) <> 'number') then
+      perform pgmem._bad_input(format('filter "exclude_ids" must be an array of memory ids, got %s', left((p_filters->'exclude_ids')::text, 200)));
+    end if;
+    q.not_ids := array(select (jsonb_array_elements_text(p_filters->'exclude_ids'))::bigint);
+    if cardinality(q.not_ids) > pgmem._setting_num('max_candidates', 10000) then
+      perform pgmem._bad_input(format('filter "exclude_ids" lists %s memories, more than max_candidates (%s)',
+                                      cardinality(q.not_ids), pgmem._setting_num('max_candidates', 10000)::bigint));
+    end if;
+    if cardinality(q.not_ids) = 0 then q.not_ids := null; end if;
+  end if;
+  q.not_categories := pgmem._filter_strings(p_filters, 'exclude_category');
+  q.metadata_path := pgmem._filter_path(p_filters);
   return q;
 end $$;
 
@@ -815,6 +875,10 @@ begin
   -- current beats stale (issue 24): a memory a newer active one supersedes scores this share of
   -- its score in every ranking (sql/202_signals.sql, _superseded)
   q.superseded_factor := coalesce((st->>'superseded_factor')::float8, 0.5);
+  -- the agent loop's own turns (issue 32): a question or an answer a chat stored keeps this share
+  -- of its score, unless the question asks about the conversation itself
+  q.conversation_factor := case when pgmem._asks_about_conversation(p_text) then 1
+                                else coalesce((st->>'conversation_factor')::float8, 0.5) end;
   q.current_only := false;  -- (the filter sets it: NULL here left every superseded memory out, `not (NULL and true)`)
   if p_filters is null or p_filters = '{}'::jsonb then  -- (most calls: no filter to parse)
     q.states := array['active'];
@@ -826,7 +890,7 @@ begin
   q.filtered := q.ids is not null or q.user_ids is not null or q.agent_ids is not null or q.session_ids is not null
              or q.whos is not null or q.categories is not null or q.tiers is not null or q.locations is not null
              or q.created_after is not null or q.created_before is not null or q.metadata is not null
-             or q.motor is not null or q.sensory is not null or q.as_of < now();
+             or q.motor is not null or q.sensory is not null or q.metadata_path is not null or q.as_of < now();
 
   -- the words of the question. With params.actor_from_text (and no actor given), the actors it
   -- names (pgmem.query_actors) are matched by the actor signal, and their names leave the

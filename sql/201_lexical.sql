@@ -9,6 +9,18 @@
 -- (sql/202_signals.sql), the actors a question names, and the lexical candidate query.
 
 -- ------------------------------------------------------------------ keeping the statistics
+-- Which memories the statistics count: the active ones, except the questions and answers an
+-- agent loop stored (issue 32). A chat's own turns are conversation: a user who asks about
+-- Caroline 150 times must not make "Caroline" a common word of the memories, which would
+-- change every other memory's BM25 (they are still found by their words: the GIN index holds
+-- them).
+create or replace function pgmem._lexicon_counts(p_state text, p_category text) returns boolean
+  language sql immutable parallel safe
+  set search_path = pgmem, pg_catalog, pg_temp
+  return p_state = 'active' and p_category is distinct from 'question' and p_category is distinct from 'answer';
+comment on function pgmem._lexicon_counts(text, text) is
+  'Whether the lexical statistics (pgmem.lexicon) count a memory: active, and not a question or an answer an agent loop stored (issue 32).';
+
 -- The delta rows of a set of memories that start (+1) or stop (-1) counting: one row per
 -- (tenant, scope, lexeme) and statement. A memory counts while it is active.
 create or replace function pgmem._lexicon_append(p_tenant text[], p_user_id text[], p_who text[], p_tsv tsvector[],
@@ -43,11 +55,11 @@ begin
   if tg_op = 'INSERT' then
     perform pgmem._lexicon_append(array_agg(n.tenant), array_agg(n.user_id), array_agg(n.who), array_agg(n.tsv),
                                   array_agg(1))
-       from new_rows n where n.state = 'active' having count(*) > 0;
+       from new_rows n where pgmem._lexicon_counts(n.state, n.category) having count(*) > 0;
   elsif tg_op = 'DELETE' then
     perform pgmem._lexicon_append(array_agg(o.tenant), array_agg(o.user_id), array_agg(o.who), array_agg(o.tsv),
                                   array_agg(-1))
-       from old_rows o where o.state = 'active' having count(*) > 0;
+       from old_rows o where pgmem._lexicon_counts(o.state, o.category) having count(*) > 0;
   else
     -- through EXECUTE, planned for this UPDATE's row count: a cached plan of the first (one-row)
     -- UPDATE of the session joins the transition tables in a nested loop, quadratic for a job's
@@ -57,13 +69,15 @@ begin
                                   array_agg(c.sign))
        from (select o.tenant, o.user_id, o.who, o.tsv, -1 as sign
                from old_rows o join new_rows n on n.id = o.id
-              where o.state = 'active' and (n.state <> 'active' or n.tsv is distinct from o.tsv or n.who is distinct from o.who
-                                            or n.user_id is distinct from o.user_id or n.tenant <> o.tenant)
+              where pgmem._lexicon_counts(o.state, o.category)
+                and (not pgmem._lexicon_counts(n.state, n.category) or n.tsv is distinct from o.tsv or n.who is distinct from o.who
+                     or n.user_id is distinct from o.user_id or n.tenant <> o.tenant)
              union all
              select n.tenant, n.user_id, n.who, n.tsv, 1
                from old_rows o join new_rows n on n.id = o.id
-              where n.state = 'active' and (o.state <> 'active' or n.tsv is distinct from o.tsv or n.who is distinct from o.who
-                                            or n.user_id is distinct from o.user_id or n.tenant <> o.tenant)) c
+              where pgmem._lexicon_counts(n.state, n.category)
+                and (not pgmem._lexicon_counts(o.state, o.category) or n.tsv is distinct from o.tsv or n.who is distinct from o.who
+                     or n.user_id is distinct from o.user_id or n.tenant <> o.tenant)) c
      having count(*) > 0$q$;
   end if;
   return null;
@@ -150,18 +164,18 @@ begin
     from pgmem.memories m
    cross join lateral (values (''), ('user:' || m.user_id)) s(scope)
    cross join lateral unnest(tsvector_to_array(m.tsv)) x(lexeme)
-   where m.state = 'active' and s.scope is not null and (v_tenant = '*' or m.tenant = v_tenant)
+   where pgmem._lexicon_counts(m.state, m.category) and s.scope is not null and (v_tenant = '*' or m.tenant = v_tenant)
    group by 1, 2, 3;
   get diagnostics k = row_count; n := n + k;
   insert into pgmem.lexicon (tenant, scope, lexeme, df, len)
   select m.tenant, s.scope, '', count(*), sum(length(m.tsv))
     from pgmem.memories m cross join lateral (values (''), ('user:' || m.user_id)) s(scope)
-   where m.state = 'active' and s.scope is not null and (v_tenant = '*' or m.tenant = v_tenant)
+   where pgmem._lexicon_counts(m.state, m.category) and s.scope is not null and (v_tenant = '*' or m.tenant = v_tenant)
    group by 1, 2;
   get diagnostics k = row_count; n := n + k;
   insert into pgmem.lexicon (tenant, scope, lexeme, df, len)
   select m.tenant, 'who', m.who, count(*), 0 from pgmem.memories m
-   where m.state = 'active' and m.who is not null and (v_tenant = '*' or m.tenant = v_tenant)
+   where pgmem._lexicon_counts(m.state, m.category) and m.who is not null and (v_tenant = '*' or m.tenant = v_tenant)
    group by 1, 3;
   get diagnostics k = row_count; n := n + k;
   return n;

@@ -6,6 +6,9 @@
 create or replace function pgmem._eligible(m pgmem.memories, q pgmem.query) returns boolean
   language sql immutable parallel safe
   return m.tenant = q.tenant and m.created_at <= q.as_of
+     -- (issue 32: excluded memories are no candidate, whatever else the call filters on)
+     and (q.not_ids is null or not m.id = any(q.not_ids))
+     and (q.not_categories is null or not m.category = any(q.not_categories))
      -- (q.filtered is false for a call without filters, pgmem._query: the tests below are skipped)
      and (q.filtered is false or (
          (q.ids is null or m.id = any(q.ids))
@@ -19,6 +22,7 @@ create or replace function pgmem._eligible(m pgmem.memories, q pgmem.query) retu
      and (q.created_after is null or m.created_at >= q.created_after)
      and (q.created_before is null or m.created_at < q.created_before)
      and (q.metadata is null or m.metadata @> q.metadata)
+     and (q.metadata_path is null or m.metadata @@ q.metadata_path)
      and (q.motor is null or m.motor @> q.motor) and (q.sensory is null or m.sensory @> q.sensory)));
 comment on function pgmem._eligible(pgmem.memories, pgmem.query) is
   'Whether a memory is visible to a query (tenant, as_of, filters), its state aside.';

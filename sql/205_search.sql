@@ -22,6 +22,8 @@
 --              neighbour's (two turns away) × params.neighbour_far (.9)                 w .195
 --   score(m) = (own(m) + w_session · session + w_neighbour · neighbour) / present(m)
 --              · (superseded_factor, .5, when a newer active memory supersedes m)
+--              · (conversation_factor, .5, when m is a question or an answer an agent loop
+--                 stored, and the question does not ask about the conversation; issue 32)
 --   present(m) = Σ w_s over the signals m and the question have (a signal the question cannot
 --              have, or m lacks, shares its weight out over the others)
 --
@@ -59,6 +61,8 @@ begin
     -- candidate (not materialized, the planner folded c into s and evaluated the lexical signal
     -- once for each of its five uses there: 19 us a candidate; R6)
     select m.id, m.session_id,
+           -- (issue 32) a question or an answer an agent loop stored steps back (conversation_factor)
+           case when m.category in ('question', 'answer') then q.conversation_factor else 1 end as kind_factor,
            -- (the vector, for the context signal of this memory and of the turn after it)
            case when q.w_context > 0 then coalesce(v.embedding, m.embedding) end as vec,
            pgmem._jam_semantic(m, v.embedding, q) as semantic,
@@ -86,7 +90,7 @@ begin
     -- each one's link to its previous turn, keyed by the previous turn's id
     select c.id as key, c.*, true as self from c
     union all
-    select e.other, e.id, null, null, null, null, null, null, null, null, null, false from e
+    select e.other, e.id, null, null, null, null, null, null, null, null, null, null, false from e
      where e.prev and q.w_context > 0),
   cp as (
     -- a link row gets the previous turn's vector: windows over (candidates ∪ links), one sort
@@ -96,7 +100,7 @@ begin
       from cu),
   s as (
     -- lexical = rank (JAM's literal reading) or bm25: divided by the largest among the candidates
-    select z.id, z.session_id, z.semantic, z.lexical, z.recency, z.actor, z.spatial, z.usage, z.time,
+    select z.id, z.session_id, z.kind_factor, z.semantic, z.lexical, z.recency, z.actor, z.spatial, z.usage, z.time,
            case when z.lexical is null or q.lexical_mode = 'coverage' then z.lexical
                 when max(z.lexical) over () > 0 then z.lexical / max(z.lexical) over () else 0 end as lex,
            case when q.w_context > 0 then pgmem._jam_context(z.vec, z.prev_vec, q) end as context
@@ -147,7 +151,7 @@ begin
                     / nullif(pgmem._jam_present(q, x.semantic, x.lex, x.recency, x.actor, x.spatial, x.usage, x.time,
                                                 x.session, x.neighbour)
                              + case when x.context is null then 0 else q.w_context end, 0), 0)
-         * case when x.id = any(v_sup) then q.superseded_factor else 1 end as score
+         * case when x.id = any(v_sup) then q.superseded_factor else 1 end * x.kind_factor as score
       from x
      order by score desc, x.id
      limit q.k),
@@ -248,7 +252,9 @@ begin
            pgmem._jam_present(q, x0.semantic, x0.lexical, x0.recency, x0.actor, x0.spatial, x0.usage, x0.time, x0.session,
                               x0.neighbour) + case when x0.context is null then 0 else q.w_context end as present,
            -- current beats stale: a superseded memory's every contribution keeps superseded_factor
-           case when x0.id = any(pgmem._superseded(array(select y.id from x0 y), q.tenant, q.as_of)) then q.superseded_factor else 1 end as cur
+           case when x0.id = any(pgmem._superseded(array(select y.id from x0 y), q.tenant, q.as_of)) then q.superseded_factor else 1 end
+         * case when x0.category in ('question', 'answer') then q.conversation_factor else 1 end as cur,
+           case when x0.category in ('question', 'answer') then q.conversation_factor else 1 end as conv
       from x0)
   -- each signal's weight for this memory: the query's effective weight, divided by the weights
   -- of the signals the memory has (0 for one it lacks), times the step of a superseded memory:
@@ -264,7 +270,10 @@ begin
            ('neighbour', h.neighbour, q.w_neighbour), ('context', h.context, q.w_context)) s(name, val, w)
    union all
   -- a superseded memory: one more row, its step (value: superseded_factor; no weight, no contribution)
-  select h.rk, h.id, h.score, 'superseded', h.cur, null, 0, h.content from h where h.cur <> 1
+  select h.rk, h.id, h.score, 'superseded', h.cur / h.conv, null, 0, h.content from h where h.cur / h.conv <> 1
+   union all
+  -- a question or an answer an agent loop stored: its step (value: conversation_factor; issue 32)
+  select h.rk, h.id, h.score, 'conversation', h.conv, null, 0, h.content from h where h.conv <> 1
    order by 1, 7 desc, 4;
 end $$;
 comment on function pgmem.explain_search(text, vector, integer, text, text, text, jsonb, jsonb, timestamptz) is

@@ -53,3 +53,16 @@ begin
 end $$;
 comment on function pgmem.touch(bigint[], text, uuid) is
   'Records that memories were used: access_count + 1, last_accessed_at, one pgmem.accesses row each (rehearsal for Fragment strength), and co_access links between memories used together. Each id once; kind a short lower-case name. Returns how many were touched.';
+
+-- The one verb for "these memories were used" (issue 32): what an agent carried into its
+-- prompt, what it cited, what a user clicked. A retrieval is never a use on its own: search,
+-- activate and recall append what they return to the access log as retrievals
+-- (sql/212_access_log.sql), which neither usage, Engram's access boost nor co-access bindings
+-- read; only use() (and context_for and build_context for what they pack) counts. touch() is
+-- the older name of the same call.
+create or replace function pgmem.use(ids bigint[], source text default 'use', query_id uuid default null) returns integer
+  language sql volatile
+  set search_path = pgmem, pg_catalog, pg_temp
+  return pgmem.touch(ids, source, query_id);
+comment on function pgmem.use(bigint[], text, uuid) is
+  'Records that memories were used (carried into a prompt, cited, clicked): access_count + 1, last_accessed_at, one pgmem.accesses row each with source as its kind, co_access links between memories used together. The one verb for a use: a retrieval never counts as one unless the caller says so here. Each id once. Returns how many were recorded. (touch is the older name.)';

@@ -19,18 +19,26 @@ declare
   v_tenant text := pgmem._job_scope(tenant);
   v_run bigint;
   v_taken bigint;
+  v_skipped bigint;
   v_since timestamptz := now() - make_interval(days => coalesce(pgmem._setting_num('recent_vectors_days'), 30)::int);
 begin
   perform pgmem._check_args('index_vectors', jsonb_build_object('tenant', tenant));  -- sizes first (issue 27)
   perform pgmem._check_between(batch, 'batch', 1, 100000);
   v_run := pgmem._job_begin('index', v_tenant, jsonb_build_object('batch', batch));
   if v_run is null then return; end if;
-  with q as (
+  with q0 as (
     select x.memory_id from pgmem.vector_queue x
      where v_tenant is null or x.tenant = v_tenant
      order by x.queued_at, x.memory_id
      limit batch
      for update skip locked),
+  -- issue 35, M1: a memory another transaction holds FOR UPDATE (a tenant's own SELECT ... FOR
+  -- UPDATE) would stall the batch on memory_vectors' foreign key: it stays queued for the next
+  -- run instead, as merge and prune skip such rows (counted in details.skipped_locked)
+  q as (
+    select m.id as memory_id from pgmem.memories m
+     where m.id in (select q0.memory_id from q0)
+     for key share of m skip locked),
   moved as (
     insert into pgmem.memory_vectors as v (memory_id, tenant, user_scope, embedding)
     select m.id, m.tenant, coalesce(m.user_id, ''), m.embedding
@@ -52,16 +60,17 @@ begin
                                           created_at = excluded.created_at, embedding = excluded.embedding
     returning r.memory_id),
   gone as (delete from pgmem.vector_queue x using q where x.memory_id = q.memory_id returning x.memory_id)
-  select (select count(*) from moved), (select count(*) from gone) - (select count(*) from moved), (select count(*) from gone)
-    into indexed, dropped, v_taken;
+  select (select count(*) from moved), (select count(*) from gone) - (select count(*) from moved), (select count(*) from gone),
+         (select count(*) from q0) - (select count(*) from q)
+    into indexed, dropped, v_taken, v_skipped;
   -- the memories that are no longer recent leave the recent index
   delete from pgmem.recent_vectors r where r.created_at < v_since and (v_tenant is null or r.tenant = v_tenant);
   select count(*) into queued from pgmem.vector_queue x where v_tenant is null or x.tenant = v_tenant;
-  perform pgmem._job_end(v_run, v_taken, indexed, jsonb_build_object('more', v_taken >= batch, 'queued', queued));
+  perform pgmem._job_end(v_run, v_taken, indexed, jsonb_build_object('more', v_taken >= batch, 'queued', queued, 'skipped_locked', v_skipped));
   return next;
 end $$;
 comment on function pgmem.index_vectors(integer, text) is
-  'The index job: moves up to batch queued memories (pgmem.vector_queue) under the HNSW index (pgmem.memory_vectors), the recent ones (created in the last recent_vectors_days) under the recent index too (pgmem.recent_vectors), and drops the memories no longer recent from it; returns how many were indexed, dropped (no longer active or embedded) and are still queued. run_job(''index'') repeats it until the queue is empty.';
+  'The index job: moves up to batch queued memories (pgmem.vector_queue) under the HNSW index (pgmem.memory_vectors), the recent ones (created in the last recent_vectors_days) under the recent index too (pgmem.recent_vectors), and drops the memories no longer recent from it; returns how many were indexed, dropped (no longer active or embedded) and are still queued. A memory another transaction holds FOR UPDATE stays queued for the next run (details.skipped_locked). run_job(''index'') repeats it until the queue is empty.';
 
 -- Refills the recent memories' index (pgmem.recent_vectors) of the current tenant ('*': of every
 -- tenant) from memory_vectors: after a bulk load that filled memory_vectors directly (bench.py's

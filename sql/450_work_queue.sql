@@ -61,6 +61,7 @@ comment on function pgmem._work_params(text) is
   'The parameters a work item of a task may carry (NULL for the maintenance tasks: their job function''s arguments).';
 
 insert into pgmem.settings (tenant, key, value, description) values
+  ('*', 'work_lock_timeout_ms', '200', 'work(): how long an item waits for a row another transaction holds (a tenant''s SELECT ... FOR UPDATE) before it is skipped until the next run (job_runs.details: skipped_locked)'),
   ('*', 'work_tenant_seconds', '10', 'work(): a tenant whose items took this many seconds in a run goes after every other tenant with ready items (fair share: one tenant''s flood cannot hold the queue)'),
   ('*', 'work_max_delay_days', '30', 'enqueue(): the latest not_before an item may have, in days from now')
 on conflict (tenant, key) do nothing;
@@ -362,6 +363,11 @@ declare
   v_cand bigint;
   v_used jsonb := '{}'::jsonb;  -- tenant -> ms its items took in this run
   v_share_ms float8 := greatest(0, pgmem._setting_num('work_tenant_seconds', 10)) * 1000;
+  -- issue 35, M1: a row one tenant holds must not stall every tenant's work (as merge and prune)
+  v_lock_ms text := greatest(1, pgmem._setting_num('work_lock_timeout_ms', 200))::bigint::text;
+  v_prev_lock text := current_setting('lock_timeout');
+  v_locked boolean;
+  v_skipped bigint := 0;
 begin
   perform pgmem._check_args('work', jsonb_build_object('tenant', tenant));  -- sizes first (issue 27)
   perform pgmem._check_between(max_items, 'max_items', 1, 100000);
@@ -407,6 +413,8 @@ begin
     end if;
     perform set_config('pgmem.tenant', it.tenant, true);
     v_err := null;
+    v_locked := false;
+    perform set_config('lock_timeout', v_lock_ms, true);
     begin
       execute format('select pgmem.%I($1, $2)', (select w.handler from pgmem.work_tasks() w where w.task = it.task))
         into v_res using v_ids, it.params;
@@ -417,10 +425,19 @@ begin
                 it.task, v_res->'continue');
       end if;
       delete from pgmem.work_queue q where q.id = it.id or q.id = any(v_also);
-    exception when others then
-      get stacked diagnostics v_err = message_text;
+    exception
+      when lock_not_available then  -- another transaction holds a row: the item waits for the next run
+        v_locked := true;
+      when others then
+        get stacked diagnostics v_err = message_text;
     end;
-    if v_err is not null then
+    perform set_config('lock_timeout', v_prev_lock, true);
+    if v_locked then
+      v_skipped := v_skipped + 1;
+      update pgmem.work_queue q set not_before = now() + interval '5 seconds',
+             last_error = format('skipped: a row it changes was held by another transaction for over %s ms (work_lock_timeout_ms)', v_lock_ms)
+       where q.id = it.id;
+    elsif v_err is not null then
       if it.attempts + 1 >= v_max_attempts then
         delete from pgmem.work_queue q where q.id = it.id;
       else
@@ -435,7 +452,8 @@ begin
     v_used := v_used || jsonb_build_object(it.tenant, coalesce((v_used->>it.tenant)::float8, 0)
                                                       + extract(epoch from clock_timestamp() - v_t0) * 1000);
     item_id := it.id; task := it.task; priority := it.priority; tenant_id := it.tenant;
-    status := case when v_err is null then 'ok' when it.attempts + 1 >= v_max_attempts then 'dropped' else 'retry' end;
+    status := case when v_locked then 'skipped_locked' when v_err is null then 'ok'
+                   when it.attempts + 1 >= v_max_attempts then 'dropped' else 'retry' end;
     examined := coalesce((v_res->>'examined')::bigint, 0); changed := coalesce((v_res->>'changed')::bigint, 0);
     ms := extract(epoch from clock_timestamp() - v_t0) * 1000; error := v_err;
     v_items := v_items || jsonb_build_object('item', it.id, 'task', it.task, 'priority', it.priority, 'tenant', it.tenant,
@@ -446,7 +464,7 @@ begin
     v_res := null;
   end loop;
   v_more := exists (select 1 from pgmem.work_queue q where (v_tenant is null or q.tenant = v_tenant) and q.not_before <= now());
-  perform pgmem._job_end(v_run, v_n, v_done, jsonb_build_object('items', v_items, 'more', v_more,
+  perform pgmem._job_end(v_run, v_n, v_done, jsonb_build_object('items', v_items, 'more', v_more, 'skipped_locked', v_skipped,
     'tenant_ms', (select coalesce(jsonb_object_agg(k, round(v::text::numeric, 1)), '{}') from jsonb_each(v_used) e(k, v))));
 end $$;
 comment on function pgmem.work(integer, text, float8) is

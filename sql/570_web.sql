@@ -284,7 +284,9 @@ create or replace function pgmem.system_stats() returns jsonb
 as $$
 declare
   v_tenant text := pgmem._require_tenant();
-  v_admin boolean := pgmem._is_admin();
+  -- runs over all tenants (tenant NULL, with their last_error) only for an administrator acting
+  -- for every tenant ('*'), not for a tenant a server's admin login acts for (issue 35, L3)
+  v_admin boolean := pgmem._is_admin() and v_tenant = '*';
   v_mem jsonb;
   v_tiers jsonb;
   v_act jsonb;
@@ -303,7 +305,13 @@ begin
     into v_act from pgmem.activation_log a where a.tenant = v_tenant and a.logged_at > now() - interval '30 days';
   select jsonb_build_object(
            'runs7d', count(*), 'failures7d', count(*) filter (where r.status = 'failed'),
-           'running', count(*) filter (where r.status = 'running'), 'lastRunAt', max(r.started_at),
+           -- a batch left 'running' by a backend that is gone (a crash, a kill) is interrupted, not
+           -- running (issue 35, L6): the pid must be alive and have started before the batch
+           'running', count(*) filter (where r.status = 'running' and exists (
+                        select 1 from pg_catalog.pg_stat_activity a where a.pid = r.pid and a.backend_start <= r.started_at)),
+           'interrupted', count(*) filter (where r.status = 'running' and not exists (
+                        select 1 from pg_catalog.pg_stat_activity a where a.pid = r.pid and a.backend_start <= r.started_at)),
+           'lastRunAt', max(r.started_at),
            'lastFailure', (select jsonb_build_object('job', f.job, 'at', f.started_at, 'error', f.error)
                              from pgmem.job_runs f
                             where (f.tenant = v_tenant or (f.tenant is null and v_admin)) and f.status = 'failed'
@@ -380,7 +388,8 @@ begin
   end;
   begin
     -- (a statement built at run time: cron.job exists only where pg_cron is installed)
-    execute format('select count(*) from %I.job where command like %L', 'cron', '%pgmem.%') into v_scheduled;
+    execute format('select count(*) from %I.job where command like %L and database = current_database() and active',
+                   'cron', '%pgmem.%') into v_scheduled;
   exception when insufficient_privilege or undefined_table or invalid_schema_name then
     v_scheduled := null;
   end;
@@ -392,6 +401,12 @@ begin
   end if;
   if not v_launcher or (v_launcher is null and not v_preloaded) then
     v_problems := v_problems || 'pg_cron is not running: scheduled jobs will not run (shared_preload_libraries = pg_cron)'::text;
+  end if;
+  -- (issue 32: without its jobs a memory does not live: uses are not folded, clusters do not
+  -- form, nothing is merged, archived or indexed)
+  if v_scheduled = 0 then
+    v_problems := v_problems || ('no pgmem job is scheduled for this database: uses are not folded, clusters do not form, '
+                                 || 'nothing is merged or archived (select * from pgmem.schedule_jobs(), or pgmem jobs schedule)')::text;
   end if;
   return jsonb_build_object(
     'status', case when cardinality(v_problems) = 0 then 'ok' else 'degraded' end,
@@ -465,7 +480,7 @@ returns table (job text, scope text, last_status text, last_started_at timestamp
 as $$
 declare
   v_tenant text := pgmem._require_tenant();
-  v_admin boolean := pgmem._is_admin();
+  v_admin boolean := pgmem._is_admin() and v_tenant = '*';  -- (issue 35, L3: as system_stats)
 begin
   return query
   with r as (
@@ -473,7 +488,8 @@ begin
      where (x.tenant = v_tenant or (x.tenant is null and v_admin)) and x.status <> 'skipped'),
   last as (select distinct on (r.job, r.tenant) r.* from r order by r.job, r.tenant, r.id desc)
   select l.job, coalesce(l.tenant, 'all tenants'),
-         case when l.status = 'running' and not exists (select 1 from pg_stat_activity a where a.pid = l.pid)
+         case when l.status = 'running' and not exists (select 1 from pg_stat_activity a
+                                                         where a.pid = l.pid and a.backend_start <= l.started_at)
               then 'interrupted' else l.status end,
          l.started_at, l.finished_at, extract(epoch from (l.finished_at - l.started_at))::float8,
          l.examined, l.changed, l.error,

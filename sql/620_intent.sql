@@ -84,3 +84,48 @@ begin
 end $$;
 comment on function pgmem.cache_intent(text, text, float8, text, text, text) is
   'Stores an intent the client''s LLM gave for a message (keyed by the normalised text, per tenant); classify_intent returns it from then on (source cache).';
+
+-- The kind of a chat message (issue 32): a question is stored as one (category question) and
+-- steps back in search; a greeting or a filler is not stored as a memory at all.
+create or replace function pgmem._is_question(p_text text) returns boolean
+  language sql immutable parallel safe
+  set search_path = pgmem, pg_catalog, pg_temp
+  -- a question mark anywhere ("...? Answer yes or no."); or it opens with an interrogative (not
+  -- an exclamation: "What a day", "How nice"); or with an inverted auxiliary before its subject
+  -- ("Was the trip good.", not "Will is my brother", "May is my favourite month")
+  return coalesce(p_text ~ '[?？¿]'
+    -- a request to the agent is asked of it as a question is ("Tell me more about it")
+    or p_text ~* '^\W*(?:(?:please\s+)?(?:tell|show|give)\s+(?:me|us)|explain|describe|define|summari[sz]e|compare|list|remind\s+me|can\s+you|could\s+you|would\s+you|will\s+you)\M'
+    or (p_text ~* '^\W*(?:who|whom|whose|what|when|where|which|why|how)\M'
+        and p_text !~* '^\W*(?:what\s+an?\M|how\s+(?:nice|great|cool|lovely|sad|wonderful|sweet|kind|awesome)\M)')
+    or p_text ~* ('^\W*(?:do|does|did|is|are|was|were|can|could|would|should|will|shall|may|might|have|has|had|am'
+                  || '|isn''t|aren''t|wasn''t|don''t|doesn''t|didn''t|won''t|can''t|couldn''t|wouldn''t|shouldn''t)\s+'
+                  || '(?:i|you|he|she|it|we|they|there|this|that|these|those|my|your|his|her|its|our|their|the|a|an|any|anyone|anybody|someone|somebody|\w+''s)\M'),
+    false);
+comment on function pgmem._is_question(text) is
+  'Whether a chat message is a question (or a request to the agent): it holds a question mark, or opens with a request ("tell me", "explain", "can you"), an interrogative (not an exclamation) or an auxiliary before its subject. context_for stores it with category question.';
+
+create or replace function pgmem._is_filler(p_text text) returns boolean
+  language sql immutable parallel safe
+  set search_path = pgmem, pg_catalog, pg_temp
+  -- a short acknowledgement that carries nothing to remember: "ok", "got it, thanks", "lol"
+  return coalesce(char_length(p_text) <= 40 and p_text ~* ('^\W*(?:(?:ok(?:ay)?|k|kk|sure|yes|yeah|yep|yup|no|nope|nah|cool|nice|great|awesome|perfect|fine|right|alright|all right|got it|i see|makes sense|sounds good|good|hmm+|mm+|uh+|um+|ah+|oh+|wow|lol|haha(?:ha)*|heh|thanks|thank you|thx|ty|np|no problem|you too|same|indeed|exactly|true|agreed|noted)'
+                                                        || '(?:\W+|$))+$'), false);
+comment on function pgmem._is_filler(text) is
+  'Whether a chat message is a filler (an acknowledgement such as "ok", "got it, thanks", "lol"): context_for keeps it as conversation and stores no memory for it.';
+
+create or replace function pgmem._is_greeting(p_text text) returns boolean
+  language sql immutable parallel safe
+  set search_path = pgmem, pg_catalog, pg_temp
+  -- python/pgmem/engine/intent.py's _GREETING and is_greeting (at most 200 characters and 8
+  -- words), in SQL: where no PL/Python runs (the Agents session, the trusted install)
+  return coalesce(char_length(p_text) <= 200
+    and array_length(regexp_split_to_array(btrim(p_text), '\s+'), 1) <= 8
+    and p_text ~* ('^\W*(?:(?:hi|hello|hey|hiya|howdy|yo|greetings|hallo|hola|bonjour|salut|sup|morning|evening)'
+                   || '(?:\s+there)?|good\s+(?:morning|afternoon|evening|day|night)|what''?s\s+up|how\s+are\s+you(?:\s+doing)?(?:\s+today)?'
+                   || '|how''?s\s+it\s+going|nice\s+to\s+meet\s+you|thanks?(?:\s+you)?(?:\s+(?:so|very)\s+much)?(?:\s+a\s+lot)?|thx|ty|cheers'
+                   || '|bye|goodbye|see\s+you(?:\s+later|\s+soon)?|good\s*night|ok(?:ay)?\s+thanks?)'
+                   || '(?:[\s,!.]+(?:(?:there|again|everyone|all|mate|friend|buddy|pgmem|assistant|bot)\M|[a-z]+))?[\s!.?,:;)(*^-]*$'),
+    false);
+comment on function pgmem._is_greeting(text) is
+  'Whether a message is a greeting, thanks or goodbye (at most 8 words): the engine''s is_greeting (python/pgmem/engine/intent.py) in SQL.';

@@ -89,6 +89,13 @@ insert into pgmem.policy_rules (tenant, name, priority, condition, flags, descri
    'a greeting may use the user''s name (the design''s own example of a rule fix)'),
   ('*', 'personal_reference', 50, '$.turn.personal_reference == true && $.profile.facts > 0', '{"inject_profile": true}',
    'the message refers to the user ("for me", "should I"): their profile helps'),
+  -- (issue 32) a question to an agent with memory retrieves, whatever the intent rules say: the
+  -- continuation fast path and an unsure classifier put real questions ("What movie has Nate
+  -- recently seen?") under continuation or general, which inject no retrieval; a continuation
+  -- with no words of its own ("Tell me more about it", content_words < 2) keeps to the history
+  ('*', 'question_retrieves', 20,
+   '$.question == true && $.intent != "privacy" && ($.intent != "continuation" || $.content_words >= 2)', '{"inject_rag": true}',
+   'a question retrieves memories whatever its intent (but privacy, which has its own frame, and a continuation with no words of its own)'),
   ('*', 'behaviour_no_retrieval', 90, '$.behaviour.retrieval_depth == 0', '{"inject_rag": false}',
    'the behaviour mode asks for no retrieval')
 on conflict (tenant, name) do nothing;
@@ -141,3 +148,9 @@ as $$
 $$;
 comment on function pgmem.resolve_policy(jsonb) is
   'The policy: inject_rag, inject_qa_history, inject_profile and privacy_mode from the enabled pgmem.policy_rules whose jsonpath condition holds on the features (intent, state, turn, profile, behaviour), applied in ascending priority; "rules" lists the rules that matched.';
+
+-- (issue 32) the rule as first written retrieved for "Tell me more about it" too
+update pgmem.policy_rules
+   set condition = '$.question == true && $.intent != "privacy" && ($.intent != "continuation" || $.content_words >= 2)',
+       description = 'a question retrieves memories whatever its intent (but privacy, which has its own frame, and a continuation with no words of its own)'
+ where tenant = '*' and name = 'question_retrieves' and condition = '$.question == true && $.intent != "privacy"';

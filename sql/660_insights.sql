@@ -35,6 +35,12 @@ declare
   v_concepts jsonb := coalesce(p_concepts, pgmem.extract_concepts(p_text));
   v_links int := 0;
 begin
+  -- a concept is a key of at most 120 characters (concept_mentions' check): a long name ("I work
+  -- at " + a 3,000-letter company) is cut, not refused (issue 35, M3)
+  v_concepts := (select coalesce(jsonb_agg(jsonb_build_object('concept', left(btrim(c->>'concept'), 120),
+                                                              'term', left(c->>'term', 200))), '[]'::jsonb)
+                   from jsonb_array_elements(v_concepts) c
+                  where coalesce(c->>'concept', '') ~ '\S');
   if jsonb_array_length(v_concepts) = 0 then
     return jsonb_build_object('concepts', '[]'::jsonb, 'links', 0);
   end if;
@@ -214,7 +220,8 @@ begin
    order by x.seq desc limit 1;
   if remember then
     select * into r from pgmem.remember(content => content, embedding => embedding, who => 'assistant', user_id => c.user_id,
-                                        session_id => c.conversation_id, created_at => created_at);
+                                        session_id => c.conversation_id, created_at => created_at,
+                                        category => 'answer');  -- (issue 32: the agent's reply is an answer)
   end if;
   m := pgmem._add_message(v_tenant, c.conversation_id, 'assistant', content, embedding, null, null,
                           case when r.decision in ('stored', 'duplicate', 'replayed') then r.memory_id end, created_at, q.thread_id);
@@ -260,7 +267,10 @@ declare
 begin
   perform pgmem._check_between(k, 'k', 1, 1000);
   if v_ws + v_wl + v_wc = 0 then
-    perform pgmem._bad_input('search_insights needs query text or a query embedding');
+    if query_text is null then
+      perform pgmem._bad_input('search_insights needs query text or a query embedding');
+    end if;
+    return;  -- a text with no words and no concepts ('?', ':)', an emoji) matches nothing (issue 35, M3)
   end if;
   return query
   with cand as (
@@ -296,6 +306,24 @@ begin
    limit k;
 end $$;
 
+-- The closed list of insight types, checked before any work (issue 35, M2).
+create or replace function pgmem._check_insight_types(p_types text[]) returns boolean
+  language plpgsql immutable parallel safe
+  set search_path = pgmem, pg_catalog, pg_temp
+as $$
+declare v_bad text;
+begin
+  select t into v_bad from unnest(p_types) t
+   where t is null or t not in ('decision', 'conclusion', 'hypothesis', 'open_question', 'observation') limit 1;
+  if found then
+    perform pgmem._bad_input(format('unknown insight type %s', coalesce(quote_literal(left(v_bad, 64)), 'NULL')),
+                             'types: decision, conclusion, hypothesis, open_question, observation');
+  end if;
+  return true;
+end $$;
+comment on function pgmem._check_insight_types(text[]) is
+  'True, or raises 22023 naming the first element of types that is not an insight type (decision, conclusion, hypothesis, open_question, observation).';
+
 create or replace function pgmem.search_insights(
   query_text text default null,
   query_embedding vector default null,
@@ -313,6 +341,7 @@ as $$
   select * from pgmem._search_insights((select pgmem._require_tenant()), query_text, query_embedding, user_id, k, types,
                                        current_thread_id, min_confidence)
    where pgmem._check_args('search_insights', jsonb_build_object('query_text', query_text, 'user_id', user_id, 'types', types))
+     and (types is null or pgmem._check_insight_types(types))
      and pgmem._unit_ok(min_confidence, 'min_confidence')  -- issue 27: sizes first; a NaN confidence matched nothing
 $$;
 comment on function pgmem.search_insights(text, vector, text, integer, text[], bigint, float8) is

@@ -44,6 +44,18 @@ declare
   v_buf text;
   v_cur text := null;
   v_n integer := 0;
+  v_wc integer;
+  v_bc integer;
+  v_bw integer;
+  v_bytes bytea;
+  v_piece text;
+  v_pc integer[] := '{}';
+  v_pw integer[] := '{}';
+  v_cc integer;
+  v_cw integer;
+  v_i integer;
+  v_off integer;
+  v_end integer;
 begin
   perform pgmem._check_args('chunk_document', jsonb_build_object('content', chunk_document.content));  -- sizes first (issue 27)
   if content is null or content !~ '\S' then
@@ -53,49 +65,84 @@ begin
   -- the pieces: whole paragraphs that fit, else their sentences that fit, else runs of words
   foreach v_para in array regexp_split_to_array(btrim(content, E' \t\r\n'), E'\\n[ \\t\\r]*\\n\\s*') loop
     continue when v_para !~ '\S';
-    if pgmem.estimate_tokens(v_para) <= v_max then
-      v_pieces := v_pieces || btrim(v_para, E' \t\r\n');
-      continue;
+    -- (issue 35, L1) a text over 4·max_tokens characters is over max_tokens whatever its words
+    -- (estimate_tokens = max(ceil(chars/4), words)): estimate_tokens, limited to 1 MB, is asked
+    -- only about texts of at most 32,768 characters, so a 4 MB paragraph is split, not refused
+    v_piece := btrim(v_para, E' \t\r\n');
+    v_wc := char_length(v_piece);
+    if v_wc <= v_max * 4 then
+      v_bw := coalesce(array_length(regexp_split_to_array(btrim(v_piece), '\s+'), 1), 0);
+      if greatest(ceil(v_wc / 4.0)::int, v_bw) <= v_max then
+        v_pieces := v_pieces || v_piece; v_pc := v_pc || v_wc; v_pw := v_pw || v_bw;
+        continue;
+      end if;
     end if;
     foreach v_sent in array regexp_split_to_array(btrim(v_para, E' \t\r\n'), E'(?<=[.!?])\\s+') loop
       continue when v_sent !~ '\S';
-      if pgmem.estimate_tokens(v_sent) <= v_max then
-        v_pieces := v_pieces || v_sent;
-        continue;
+      v_wc := char_length(v_sent);
+      if v_wc <= v_max * 4 then
+        v_bw := coalesce(array_length(regexp_split_to_array(btrim(v_sent), '\s+'), 1), 0);
+        if greatest(ceil(v_wc / 4.0)::int, v_bw) <= v_max then
+          v_pieces := v_pieces || v_sent; v_pc := v_pc || v_wc; v_pw := v_pw || v_bw;
+          continue;
+        end if;
       end if;
       v_buf := null;
       foreach v_word in array regexp_split_to_array(v_sent, E'\\s+') loop
         continue when v_word = '';
-        -- a single word longer than a chunk (a URL, a hash) is cut by characters
-        while pgmem.estimate_tokens(v_word) > v_max loop
-          if v_buf is not null then v_pieces := v_pieces || v_buf; v_buf := null; end if;
-          v_pieces := v_pieces || left(v_word, v_max * 4);
-          v_word := substr(v_word, v_max * 4 + 1);
-        end loop;
+        -- a single word longer than a chunk (a URL, a hash) is cut by characters, in one pass
+        -- (issue 35, L1: cutting the rest off again and again was quadratic, 15 s for 1 MB)
+        -- (by bytes, cut back to a character's first byte: a character offset into a long UTF-8
+        -- text is found by scanning it from the start)
+        v_wc := char_length(v_word);
+        if v_wc > v_max * 4 then
+          if v_buf is not null then
+            v_pieces := v_pieces || v_buf; v_pc := v_pc || v_bc; v_pw := v_pw || v_bw; v_buf := null;
+          end if;
+          v_bytes := convert_to(v_word, 'UTF8');
+          v_off := 0;
+          while length(v_bytes) - v_off > v_max * 4 loop
+            v_end := v_off + v_max * 4;
+            while v_end > v_off + 1 and (get_byte(v_bytes, v_end) & 192) = 128 loop
+              v_end := v_end - 1;
+            end loop;
+            v_piece := convert_from(substring(v_bytes from v_off + 1 for v_end - v_off), 'UTF8');
+            v_pieces := v_pieces || v_piece; v_pc := v_pc || char_length(v_piece); v_pw := v_pw || 1;
+            v_off := v_end;
+          end loop;
+          v_word := convert_from(substring(v_bytes from v_off + 1), 'UTF8');
+          v_wc := char_length(v_word);
+        end if;
         continue when v_word = '';
+        -- the buffer's estimate kept as it grows: its characters and words (one each per word)
         if v_buf is null then
-          v_buf := v_word;
-        elsif pgmem.estimate_tokens(v_buf || ' ' || v_word) <= v_max then
-          v_buf := v_buf || ' ' || v_word;
+          v_buf := v_word; v_bc := v_wc; v_bw := 1;
+        elsif greatest(ceil((v_bc + 1 + v_wc) / 4.0)::int, v_bw + 1) <= v_max then
+          v_buf := v_buf || ' ' || v_word; v_bc := v_bc + 1 + v_wc; v_bw := v_bw + 1;
         else
-          v_pieces := v_pieces || v_buf;
-          v_buf := v_word;
+          v_pieces := v_pieces || v_buf; v_pc := v_pc || v_bc; v_pw := v_pw || v_bw;
+          v_buf := v_word; v_bc := v_wc; v_bw := 1;
         end if;
       end loop;
-      if v_buf is not null then v_pieces := v_pieces || v_buf; end if;
+      if v_buf is not null then v_pieces := v_pieces || v_buf; v_pc := v_pc || v_bc; v_pw := v_pw || v_bw; end if;
     end loop;
   end loop;
-  -- packed in order: a piece joins the chunk while the chunk stays within max_tokens
+  -- packed in order: a piece joins the chunk while the chunk stays within max_tokens. The
+  -- chunk's estimate is kept as it grows (issue 35, L1: estimating every joined text again took
+  -- minutes for 4 MB of one-letter paragraphs): pieces have no whitespace at their ends, so
+  -- joined by a blank line their characters add (+2) and their words add
+  v_i := 0;
   foreach v_buf in array v_pieces loop
+    v_i := v_i + 1;
     if v_cur is null then
-      v_cur := v_buf;
-    elsif pgmem.estimate_tokens(v_cur || E'\n\n' || v_buf) <= v_max then
-      v_cur := v_cur || E'\n\n' || v_buf;
+      v_cur := v_buf; v_cc := v_pc[v_i]; v_cw := v_pw[v_i];
+    elsif greatest(ceil((v_cc + 2 + v_pc[v_i]) / 4.0)::int, v_cw + v_pw[v_i]) <= v_max then
+      v_cur := v_cur || E'\n\n' || v_buf; v_cc := v_cc + 2 + v_pc[v_i]; v_cw := v_cw + v_pw[v_i];
     else
       v_n := v_n + 1;
       ord := v_n; chunk := v_cur; token_count := pgmem.estimate_tokens(v_cur);
       return next;
-      v_cur := v_buf;
+      v_cur := v_buf; v_cc := v_pc[v_i]; v_cw := v_pw[v_i];
     end if;
   end loop;
   if v_cur is not null then

@@ -107,11 +107,19 @@ declare
   v_semk int := pgmem._setting_num('history_semantic_k', 3)::int;
   v_history jsonb;
   v_memories jsonb := '[]'::jsonb;
+  v_candidates jsonb := '[]'::jsonb;  -- (issue 32) the next best the budget left out: shown, not carried
   v_documents jsonb := '[]'::jsonb;  -- knowledge-base excerpts (issue 24, 680_documents.sql)
   v_qa jsonb := '[]'::jsonb;
   v_profile jsonb;
   v_privacy jsonb;
   v_filters jsonb;
+  v_kind text;         -- (issue 32) the message's kind: question, fact or episode (a statement)
+  v_skipped text;      -- why the message was not remembered: greeting, empty, filler
+  v_smalltalk text;    -- greeting, empty or filler: conversation, not a memory nor a topic
+  v_max int;
+  v_budget int;
+  v_exclude bigint[];
+  v_sources jsonb;     -- a profile question: the turn that stated each fact
 begin
   perform pgmem._check_args('context_for', jsonb_build_object('query_text', query_text, 'conversation_id', conversation_id, 'user_id', user_id, 'filters', filters, 'search_profile', search_profile));  -- sizes first (issue 27)
   if query_text is null or query_text !~ '\S' then
@@ -137,7 +145,11 @@ begin
   v_intent := c.intent;
 
   -- step 4: topic gate, for continuations only: cos(query, topic vector) < .35 -> general
-  if v_intent = 'continuation' and v_emb is not null and v_conv.topic_vector is not null then
+  -- (issue 32: a continuation with no content of its own, "Tell me more about it", "and then?",
+  -- is near no topic by its embedding: the gate judges only a message with at least two words
+  -- of its own, else it stays a continuation and joins the current thread)
+  if v_intent = 'continuation' and v_emb is not null and v_conv.topic_vector is not null
+     and cardinality(tsvector_to_array(to_tsvector('english', query_text))) >= 2 then
     v_sim := pgmem._cos(v_emb, v_conv.topic_vector);
     if v_sim < pgmem._setting_num('topic_gate_threshold', 0.35) then
       v_intent := 'general';
@@ -147,15 +159,29 @@ begin
   else
     v_gate := jsonb_build_object('stage', 'topic_gate', 'applied', false, 'reason',
                                  case when v_intent <> 'continuation' then 'not a continuation'
-                                      when v_emb is null then 'no query embedding' else 'the conversation has no topic yet' end);
+                                      when v_emb is null then 'no query embedding'
+                                      when v_conv.topic_vector is null then 'the conversation has no topic yet'
+                                      else 'a continuation with no words of its own' end);
   end if;
 
   -- tier A: the message is an episodic memory; a profile statement's facts travel with it
-  -- (pgmem.memories_profile_facts / history_repeated_facts apply them, whatever the gate decides)
-  if remember then
+  -- (pgmem.memories_profile_facts / history_repeated_facts apply them, whatever the gate decides).
+  -- Issue 32: a greeting or a filler ("Hi again!", "ok thanks") is conversation, not a memory
+  -- (it stays a message of the conversation); a question is stored as one (category
+  -- question), which search steps back (conversation_factor) and context_for's retrieval
+  -- leaves out, so that the chat's own questions never echo back as memories.
+  -- (a question that also states something, "I'm vegan, what can I cook?", is a question: its
+  -- facts still reach the profile, through its metadata)
+  v_kind := case when pgmem._is_question(query_text) then 'question'
+                 when jsonb_array_length(c.facts) > 0 then 'fact' else 'episode' end;
+  v_smalltalk := case when jsonb_array_length(c.facts) > 0 then null
+                      when c.rule = 'greeting' then 'greeting' when c.rule = 'empty' then 'empty'
+                      when pgmem._is_filler(query_text) then 'filler' end;
+  if remember and v_smalltalk is not null then
+    v_skipped := v_smalltalk;
+  elsif remember then
     select * into r from pgmem.remember(content => query_text, embedding => v_emb, who => 'user', user_id => v_user,
-      session_id => context_for.conversation_id, created_at => created_at,
-      category => case when jsonb_array_length(c.facts) > 0 then 'fact' else 'episode' end,
+      session_id => context_for.conversation_id, created_at => created_at, category => v_kind,
       metadata => case when jsonb_array_length(c.facts) > 0
                        then jsonb_build_object('facts', c.facts, 'extracted_by', 'heuristic') else '{}' end);
     v_memory_id := case when r.decision in ('stored', 'duplicate', 'replayed') then r.memory_id end;
@@ -170,15 +196,19 @@ begin
   v_user := o->>'user_id';
   v_behaviour := o->'behaviour';
 
-  -- step 4c: thread (the layered design's THREAD_ENABLED: setting thread_enabled)
+  -- step 4c: thread (the layered design's THREAD_ENABLED: setting thread_enabled); a greeting or
+  -- a filler has no topic to put in a thread (issue 32)
   if not coalesce((pgmem._setting('thread_enabled'))::text::boolean, true) then
     v_thread := jsonb_build_object('stage', 'thread', 'thread_id', null, 'decision', 'skipped', 'reason', 'thread_enabled is false');
+  elsif v_smalltalk is not null then
+    v_thread := jsonb_build_object('stage', 'thread', 'thread_id', null, 'decision', 'skipped', 'reason', 'a ' || v_smalltalk);
   elsif v_emb is not null then
-    select * into t from pgmem.resolve_thread(conversation_id, v_emb, v_msg);
+    select * into t from pgmem.resolve_thread(conversation_id, v_emb, v_msg, v_intent = 'continuation');
     v_thread := jsonb_build_object('stage', 'thread', 'thread_id', t.thread_id, 'decision', t.decision,
                                    'similarity', round(t.similarity::numeric, 4), 'label', t.label,
                                    'message_count', t.message_count, 'archived', to_jsonb(t.archived),
-                                   'summary_due', t.summary_due, 'summary', t.summary, 'summary_source', t.summary_source);
+                                   'summary_due', t.summary_due, 'summary', t.summary, 'summary_source', t.summary_source,
+                                   'threshold', round(t.threshold::numeric, 4));
   else
     v_thread := jsonb_build_object('stage', 'thread', 'thread_id', null, 'decision', 'skipped', 'reason', 'no query embedding');
   end if;
@@ -193,7 +223,8 @@ begin
   v_own := pgmem._message_research(v_tenant, v_msg);  -- (it checks the switch itself)
 
   -- step 5: policy
-  v_policy := pgmem.resolve_policy(o->'features' || jsonb_build_object('intent', v_intent));
+  v_policy := pgmem.resolve_policy(o->'features' || jsonb_build_object('intent', v_intent, 'question', v_kind = 'question',
+                                     'content_words', cardinality(tsvector_to_array(to_tsvector('english', query_text)))));
 
   -- step 6: history pruning: the last v_recent messages before this one, and the v_semk older
   -- ones most similar to the query; deduplicated, in conversation order
@@ -206,26 +237,78 @@ begin
      where v_emb is not null and e.embedding is not null and e.id not in (select id from recent)
      order by e.embedding operator(public.<=>) v_emb limit v_semk)
   select coalesce(jsonb_agg(jsonb_build_object('message_id', m.id, 'seq', m.seq, 'role', m.role, 'content', m.content,
-                                               'why', x.why, 'similarity', round(x.sim::numeric, 4)) order by m.seq), '[]')
+                                               'why', x.why, 'similarity', round(x.sim::numeric, 4),
+                                               'memory_id', m.memory_id) order by m.seq), '[]')
     into v_history
     from (select * from recent union all select * from semantic) x join pgmem.messages m on m.id = x.id;
 
-  -- step 7: selective retrieval
+  -- step 7: selective retrieval (issue 32: what search ranks, as if the message were not stored)
+  --   * the memories: search's ranking under the same profile, in its order, until the token
+  --     budget is spent (setting context_memory_tokens at the standard behaviour's depth 5, a
+  --     mode of depth d gets d/5 of it; at most context_memories_per_depth x d memories, or the
+  --     k a caller gives);
+  --   * no candidate (so no signal of any other memory is shaped by it either: the best lexical
+  --     score BM25 divides by, the session and neighbour windows): the message itself, the
+  --     turns of the history window (already in the prompt as conversation), and the chat's own
+  --     questions and answers (category question, answer; the Q&A history offers those),
+  --     unless the message asks about the conversation itself;
+  --   * a question always retrieves (policy rule question_retrieves); a personal question
+  --     (intent profile) gets the profile and the turn that stated each fact too
+  --     (context.profile_sources).
   v_depth := coalesce(k, (v_behaviour->>'retrieval_depth')::int);
-  if (v_policy->>'inject_rag')::boolean and v_depth > 0 then
+  v_max := case when k is not null then k
+                else v_depth * coalesce(pgmem._setting_num('context_memories_per_depth', 4), 4)::int end;
+  v_budget := case when k is not null then null  -- (k given: k memories, as before)
+                   else ceil(coalesce(pgmem._setting_num('context_memory_tokens', 1200), 1200) * v_depth / 5.0)::int end;
+  if (v_policy->>'inject_rag')::boolean and v_depth > 0 and v_max > 0 then
     v_filters := coalesce(filters, '{}');
     if v_user is not null and not v_filters ? 'user_id' then
       v_filters := v_filters || jsonb_build_object('user_id', v_user);
     end if;
-    select coalesce(jsonb_agg(jsonb_build_object('id', h.id, 'score', round(h.score::numeric, 4), 'content', h.content,
-                                                 'who', h.who, 'category', h.category, 'created_at', h.created_at)
-                              order by h.score desc, h.id), '[]')
-      into v_memories
-      from (select * from pgmem.search(query_text => left(query_text, pgmem._limit('max_query_chars', 4000)::int),
-                                       query_embedding => v_emb, k => v_depth + 1,
-                                       profile => search_profile, filters => v_filters) s
-             where s.id is distinct from v_memory_id
-             order by s.score desc, s.id limit v_depth) h;
+    v_exclude := array(select x from unnest(array[v_memory_id] || array(select (h->>'memory_id')::bigint
+                                                                          from jsonb_array_elements(v_history) h
+                                                                         where h->>'memory_id' is not null)) x
+                        where x is not null);
+    if cardinality(v_exclude) > 0 then
+      v_filters := v_filters || jsonb_build_object('exclude_ids',
+                     coalesce(v_filters->'exclude_ids', '[]'::jsonb) || to_jsonb(v_exclude));
+    end if;
+    if not pgmem._asks_about_conversation(query_text) and not v_filters ? 'exclude_category' then
+      v_filters := v_filters || '{"exclude_category": ["question", "answer"]}'::jsonb;
+    end if;
+    -- (search asks for 3 more: the best of those the budget left out are the context's
+    -- candidates, shown, not carried: the chat's ○ below its ✓)
+    with h as (
+      select s.*, m.token_count as tokens,
+             sum(greatest(m.token_count, 1)) over (order by s.score desc, s.id) as cum,
+             row_number() over (order by s.score desc, s.id) as rk
+        from pgmem.search(query_text => left(query_text, pgmem._limit('max_query_chars', 4000)::int),
+                          query_embedding => v_emb, k => v_max + 3,
+                          profile => search_profile, filters => v_filters) s
+        join pgmem.memories m on m.id = s.id),
+    hc0 as (select h.*, h.rk = 1 or (h.rk <= v_max and (v_budget is null or h.cum <= v_budget)) as carried from h),
+    hc as (select hc0.*, row_number() over (partition by hc0.carried order by hc0.score desc, hc0.id) as n from hc0)
+    select coalesce(jsonb_agg(jsonb_build_object('id', hc.id, 'score', round(hc.score::numeric, 4), 'content', hc.content,
+                                                 'who', hc.who, 'category', hc.category, 'created_at', hc.created_at,
+                                                 'tokens', hc.tokens)
+                              order by hc.score desc, hc.id) filter (where hc.carried), '[]'),
+           coalesce((jsonb_agg(jsonb_build_object('id', hc.id, 'score', round(hc.score::numeric, 4), 'content', hc.content,
+                                                  'who', hc.who, 'category', hc.category, 'created_at', hc.created_at,
+                                                  'tokens', hc.tokens)
+                               order by hc.score desc, hc.id) filter (where not hc.carried and hc.n <= 3)), '[]')
+      into v_memories, v_candidates
+      from hc;
+  end if;
+  if v_intent = 'profile' and v_kind = 'question' and v_user is not null then
+      -- a profile question: the turn that stated each fact in force (profile_facts.source_memory_id)
+      select coalesce(jsonb_agg(jsonb_build_object('key', f.key, 'value', f.value, 'memory_id', m.id,
+                                                   'content', m.content, 'created_at', m.created_at) order by f.key), '[]')
+        into v_sources
+        from pgmem.profile_facts f join pgmem.memories m on m.id = f.source_memory_id and m.tenant = f.tenant
+       where f.tenant = v_tenant and f.user_id = v_user and f.recorded_to is null
+         and (f.valid_to is null or f.valid_to > now()) and m.state = 'active';
+  end if;
+  if (v_policy->>'inject_rag')::boolean and v_depth > 0 and v_max > 0 then
     -- the memories put into the context are recorded as a use (sql/212_access_log.sql)
     perform pgmem._record_access('use', 'context_for', array(select (x->>'id')::bigint from jsonb_array_elements(v_memories) x));
     -- knowledge-base excerpts (the design's knowledge_base intent: "LLM gets knowledge base
@@ -266,7 +349,8 @@ begin
 
   return jsonb_build_object(
     'conversation_id', conversation_id, 'user_id', v_user, 'message_id', v_msg, 'intent', v_intent,
-    'memory', case when remember then jsonb_build_object('id', r.memory_id, 'decision', r.decision) end,
+    'memory', case when remember then jsonb_build_object('id', r.memory_id, 'decision', coalesce(r.decision, 'skipped'),
+                                                         'kind', v_kind, 'skipped', v_skipped) end,
     'stages', jsonb_build_array(
       jsonb_build_object('stage', 'classified', 'intent', v_intent, 'confidence', c.confidence, 'source', c.source,
                          'rule', c.rule, 'needs_llm', c.needs_llm,
@@ -281,12 +365,20 @@ begin
       jsonb_build_object('stage', 'policy') || v_policy,
       jsonb_build_object('stage', 'history', 'recent', (select count(*) from jsonb_array_elements(v_history) h where h->>'why' = 'recent'),
                          'semantic', (select count(*) from jsonb_array_elements(v_history) h where h->>'why' = 'semantic')),
+      -- (retrieval_info is the design's streamed annotation, as it wrote it; budget is pgmem's:
+      -- how many memories the token budget let in, issue 32)
       jsonb_build_object('stage', 'retrieved', 'retrieval_info', jsonb_build_object(
-                           'num_docs', jsonb_array_length(v_memories), 'similar_queries', jsonb_array_length(v_qa)))),
+                           'num_docs', jsonb_array_length(v_memories), 'similar_queries', jsonb_array_length(v_qa)),
+                         'budget', jsonb_build_object(
+                           'token_budget', v_budget, 'max_memories', v_max,
+                           'tokens', (select coalesce(sum((x->>'tokens')::int), 0) from jsonb_array_elements(v_memories) x),
+                           'excluded', coalesce(cardinality(v_exclude), 0)))),
     'context', jsonb_build_object(
       'behaviour_context', v_behaviour->'behaviour_context', 'personality_mode', v_behaviour->'personality_mode',
       'response_length_hint', v_behaviour->'response_length_hint', 'precision_mode', v_behaviour->'precision_mode',
-      'history', v_history, 'memories', v_memories, 'documents', v_documents, 'qa_history', v_qa, 'profile', v_profile,
+      'history', v_history, 'memories', v_memories, 'candidates', v_candidates, 'documents', v_documents,
+      'qa_history', v_qa, 'profile', v_profile,
+      'profile_sources', v_sources,
       'privacy', v_privacy,
       'thread', case when v_thread->>'thread_id' is not null then jsonb_build_object('id', (v_thread->>'thread_id')::bigint,
                        'label', v_thread->'label', 'summary', v_thread->'summary') end,

@@ -30,7 +30,9 @@ class OpenAIServer:
         self.requests: list[dict] = []
         self.fail: list[tuple[int, dict, str]] = []
         self.delay = 0.0
-        self.chat_answers: list[str] = []  # scripted chat answers (else the quoting assistant)
+        # scripted chat answers (else the quoting assistant): a text, or {"tool_call": {"name": ...,
+        # "arguments": {...}}} for a call of the agent's tool
+        self.chat_answers: list = []
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -98,11 +100,18 @@ class OpenAIServer:
     def chat(self, body: dict) -> dict:
         users = [m.get("content") for m in body.get("messages", []) if m.get("role") == "user"]
         users = [u if isinstance(u, str) else " ".join(p.get("text", "") for p in u if isinstance(p, dict)) for u in users]
-        text = self.chat_answers.pop(0) if self.chat_answers else "I heard: " + " | ".join(users)
+        answer = self.chat_answers.pop(0) if self.chat_answers else "I heard: " + " | ".join(users)
+        if isinstance(answer, dict) and "tool_call" in answer:  # a scripted call of the agent's tool
+            call = answer["tool_call"]
+            message = {"role": "assistant", "content": None,
+                       "tool_calls": [{"id": f"call_{len(self.requests)}", "type": "function",
+                                       "function": {"name": call["name"], "arguments": json.dumps(call["arguments"])}}]}
+            finish = "tool_calls"
+        else:
+            message, finish = {"role": "assistant", "content": answer}, "stop"
         return {"id": f"chatcmpl-{len(self.requests)}", "object": "chat.completion", "created": int(time.time()),
                 "model": body.get("model", "test-model"),
-                "choices": [{"index": 0, "finish_reason": "stop",
-                             "message": {"role": "assistant", "content": text}}],
+                "choices": [{"index": 0, "finish_reason": finish, "message": message}],
                 "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}}
 
     def paths(self, suffix: str) -> list[dict]:

@@ -96,3 +96,53 @@ def test_tool_calls_round_trip_exactly(dsn):
         assert mem.list_memories() == []  # remember=False: nothing remembered
     with pytest.raises(ValueError, match="session_id must be a non-empty string"):
         PgmemSession(" ", mem)
+
+
+def test_a_new_session_of_the_same_user_remembers(dsn, server, monkeypatch):
+    """Issue 32: a later session of the same user starts with what pgmem recalls for its first
+    message (session_input_callback: pgmem.context_for), and the agent can search its memory
+    itself (memory_tool), both through the SDK's Runner against the local server."""
+    from agents import Agent, OpenAIChatCompletionsModel, RunConfig, Runner, set_tracing_disabled
+    from openai import AsyncOpenAI
+
+    from pgmem import MemoryClient
+    from pgmem.integrations.openai_agents import PgmemSession, memory_tool
+
+    monkeypatch.setenv("OPENAI_AGENTS_DISABLE_TRACING", "1")
+    set_tracing_disabled(True)
+    mem = MemoryClient(dsn, tenant="acme", embedder="onnx")
+    first = PgmemSession("monday", mem, user_id="maya")
+    later = PgmemSession("friday", mem, user_id="maya")
+
+    async def sessions():
+        agent = _agent(server)
+        await Runner.run(agent, "Hi!", session=first)
+        await Runner.run(agent, "I am allergic to peanuts and I live in Lisbon.", session=first)
+        await Runner.run(agent, "What restaurants are open late?", session=first)
+        assert await later.get_items() == []  # a new session: no items of its own
+        client = AsyncOpenAI(base_url=server.url, api_key="sk-test", max_retries=0)
+        agent2 = Agent(name="assistant", instructions="You have a memory.", tools=[memory_tool(later)],
+                       model=OpenAIChatCompletionsModel(model="test-model", openai_client=client))
+        server.chat_answers = [{"tool_call": {"name": "search_memory", "arguments": {"query": "peanuts allergy"}}},
+                               "You are allergic to peanuts."]
+        return await Runner.run(agent2, "Can you suggest a snack for me?", session=later,
+                                run_config=RunConfig(session_input_callback=later.recall_input))
+
+    r = asyncio.run(sessions())
+    assert r.final_output == "You are allergic to peanuts."
+    calls = server.paths("/chat/completions")
+    # 1. the first request of the new session carries what pgmem recalled, as a system message
+    seeded = [m["content"] for m in calls[-2]["body"]["messages"] if m["role"] == "system"]
+    recalled = "\n".join(seeded)
+    assert "I am allergic to peanuts and I live in Lisbon." in recalled
+    assert "Hi!" not in recalled and "What restaurants are open late?" not in recalled  # no greeting, no echo
+    # 2. the agent's tool call searched pgmem, and its result went back to the model
+    tool_results = [m for m in calls[-1]["body"]["messages"] if m["role"] == "tool"]
+    assert tool_results and "allergic to peanuts" in tool_results[0]["content"]
+    # the earlier session's turns were stored as kinds: a greeting none, a question, answers
+    with connect(dsn) as c:
+        kinds = dict(c.execute("select content, category from pgmem.memories where session_id = 'monday'").fetchall())
+    assert "Hi!" not in kinds and kinds["What restaurants are open late?"] == "question"
+    assert kinds["I am allergic to peanuts and I live in Lisbon."] not in ("question", "answer")
+    assert {v for k, v in kinds.items() if k.startswith("I heard")} == {"answer"}
+    mem.close()

@@ -23,7 +23,7 @@ T0 = datetime.now(timezone.utc).replace(microsecond=0) - timedelta(days=3)
 # (message, intent, confidence, source, thread, demoted from) -- thread: a letter per thread,
 # a new letter = a new thread. t / c: topic similarity / cosine to the nearest thread (MiniLM).
 SESSION_1 = [
-    ("Hi there!", "general", 0.97, "fast_path", "A", None),                                       # first message
+    ("Hi there!", "general", 0.97, "fast_path", None, None),                                      # a greeting: no thread
     ("My name is Alex and I live in Lisbon.", "profile", 0.92, "fast_path", "B", None),           # t .23  c .23
     ("How does HNSW indexing work in pgvector?", "knowledge_base", 0.6, "heuristic", "C", None),  # t .08  c .08
     ("What ef_search value gives good recall for an HNSW index in pgvector?", "knowledge_base", 0.6, "heuristic", "C", None),  # c .74
@@ -38,7 +38,7 @@ SESSION_1 = [
 SESSION_2 = [
     ("I moved to Berlin last month.", "profile", 0.92, "fast_path", "E", None),
     ("What do you know about me?", "privacy", 0.95, "fast_path", "F", None),
-    ("Where do I live now?", "profile", 0.75, "heuristic", "G", None),
+    ("Where do I live now?", "profile", 0.75, "heuristic", "E", None),  # the move's thread (the calibrated threshold)
 ]
 
 
@@ -69,12 +69,14 @@ def test_scripted_multi_session_conversation(mem):
             c = r.stage("classified")
             assert (c["intent"], c["confidence"], c["source"], c["demoted_from"]) == (intent, conf, source, demoted), (text, c)
             th = r.stage("thread")
-            if thread in threads:
-                assert (th["decision"], th["thread_id"]) == ("attached", threads[thread]), (text, th)
-                assert th["similarity"] >= 0.55
+            if thread is None:
+                assert (th["decision"], th["reason"]) == ("skipped", "a greeting"), (text, th)
+            elif thread in threads:
+                assert (th["decision"], th["thread_id"]) in {("attached", threads[thread]), ("continued", threads[thread])}, (text, th)
+                assert th["decision"] == "continued" or th["similarity"] >= th["threshold"]
             else:
                 assert th["decision"] == "created", (text, th)
-                assert th["similarity"] is None or th["similarity"] < 0.55
+                assert th["similarity"] is None or th["similarity"] < th["threshold"]
                 threads[thread] = th["thread_id"]
             # the streamed annotations: classified first, retrieved second, then generating
             ann = r.annotations()
@@ -99,13 +101,15 @@ def test_scripted_multi_session_conversation(mem):
     assert hi.stage("behaviour")["mode"] == "greeting" and hi.stage("behaviour")["retrieval_depth"] == 0
     assert hi.stage("retrieved")["retrieval_info"] == {"num_docs": 0, "similar_queries": 0}
 
-    # knowledge_base: RAG and Q&A history; the earlier HNSW questions are retrieved (never the message itself)
+    # knowledge_base: RAG and Q&A history. The chat's earlier HNSW questions come back as Q&A
+    # history and history, never as memories (issue 32: no echo; never the message itself)
     kb = by_text["Can the HNSW index in pgvector be built concurrently?"]
-    assert kb.policy["inject_rag"] and kb.policy["inject_qa_history"] and kb.policy["rules"] == ["intent_knowledge_base"]
+    assert kb.policy["inject_rag"] and kb.policy["inject_qa_history"] and kb.policy["rules"] == ["intent_knowledge_base", "question_retrieves"]
     docs = kb.context["memories"]
-    assert docs and all("HNSW" in d["content"] or "pgvector" in d["content"] for d in docs[:3])
+    assert all(d["category"] not in ("question", "answer") for d in docs)
     assert kb.doc["memory"]["id"] not in {d["id"] for d in docs}
-    assert kb.stage("retrieved")["retrieval_info"]["num_docs"] == len(docs) <= kb.stage("behaviour")["retrieval_depth"]
+    assert kb.context["qa_history"]
+    assert kb.stage("retrieved")["retrieval_info"]["num_docs"] == len(docs) <= 4 * kb.stage("behaviour")["retrieval_depth"]
     assert {q["question"] for q in kb.context["qa_history"]} <= {t for t, *_ in SESSION_1[2:8]}
 
     # history pruning at message 11: the last 6 messages and the 3 older ones most like the query
@@ -121,7 +125,7 @@ def test_scripted_multi_session_conversation(mem):
     # the summary at thread C's 8th message, extractive (no LLM), with a label from its words
     th = last.stage("thread")
     assert th["message_count"] == 8 and th["summary_due"] and th["summary_source"] == "extractive"
-    assert [r.stage("thread")["summary_due"] for r in results].count(True) == 1
+    assert [r.stage("thread").get("summary_due") for r in results].count(True) == 1
     c_msgs = mem.call("thread_messages", thread_id=threads["C"])
     assert [m["content"] for m in c_msgs] == [t for t, *_, thread, _ in SESSION_1 if thread == "C"]
     assert th["label"] == engine_insights.label([m["content"] for m in c_msgs])
@@ -151,7 +155,7 @@ def test_scripted_multi_session_conversation(mem):
     assert tiers["semantic"]["current"] == {"name": "Alex", "location": "Berlin"} and tiers["semantic"]["superseded_rows"] == 1
     assert tiers["episodic"]["memories"] == mem.call("user_data_summary", user_id="alex")[0]["user_data_summary"]["tiers"]["episodic"]["memories"] - 1
     assert tiers["conversational"]["conversations"] == 2 and tiers["conversational"]["messages"] == 13
-    assert tiers["threads"]["threads"] == 6 and "hnsw" in " ".join(tiers["threads"]["labels"])
+    assert tiers["threads"]["threads"] == 5 and "hnsw" in " ".join(tiers["threads"]["labels"])
     assert priv.context["privacy"]["rights"]["erase"] == "select * from pgmem.erase_user('alex')"
 
     # a personal question without a fast path: the offline guess (profile .75), and the profile answers it

@@ -64,7 +64,7 @@ def world(db, embedder, tmp_path_factory):
         new = [v for v, st in facts if st == "current"]
         assert old and len(new) == 1 and new[0] not in old, facts  # a superseded editor
     store = TokenStore(tmp_path_factory.mktemp("webui") / "tokens.json")
-    return {"tokens": {"path": store.path}, "maya": store.add("acme", "maya"),
+    return {"tokens": {"path": store.path}, "maya": store.add("acme", "maya"), "acme": store.add("acme"),
             "old_editor": old[0], "new_editor": new[0]}
 
 
@@ -192,7 +192,7 @@ def test_profile_timeline_shows_the_superseded_fact(page, server, world, tmp_pat
     shot(page, "profile", tmp_path)
 
 
-def test_threads_map_jobs_and_health(page, server, tmp_path):
+def test_threads_map_jobs_and_health(page, server, world, tmp_path):
     # threads of the chat's conversation
     page.goto(f"{server.url}/#chat")
     conversation = page.input_value("#chat-conversation")
@@ -202,6 +202,14 @@ def test_threads_map_jobs_and_health(page, server, tmp_path):
     page.wait_for_selector(".thread")
     page.click("#insights-form button")
     page.wait_for_selector("#insights-view > *")
+    # the map, jobs and statistics are the whole tenant's (issue 35, M4): maya's token sees the
+    # health only; a token of the whole tenant sees them all
+    page.goto(f"{server.url}/#health")
+    page.wait_for_selector("#health-status")
+    page.wait_for_function("document.querySelector('#stats-view').textContent.includes('whole tenant')")
+    page.goto(f"{server.url}/#token={world['acme']}")
+    page.reload()  # (a change of the fragment alone does not load the page again)
+    page.wait_for_function("document.querySelector('#who').textContent === 'tenant acme · token'")
     # the clusters map: the existing 3-D map, embedded, drawn by plotly in the frame
     page.goto(f"{server.url}/#map")
     page.wait_for_function("document.querySelector('#map-status').textContent.startsWith('refreshed')")

@@ -255,6 +255,30 @@ def test_health(conn, cluster):
     assert any("start pgmem worker" in p for p in h["problems"])
 
 
+def test_health_is_degraded_without_scheduled_jobs(cluster):
+    """Issue 32 item 9: a database whose jobs pg_cron does not run says so (uses are not
+    folded, clusters do not form). Read in the test cluster's pg_cron database."""
+    from conftest import CRON_DB, connect
+
+    with connect(cluster.dsn(CRON_DB), tenant="health-cron") as c:
+        def jobs():
+            return scalar(c, "select count(*) from cron.job where command like '%%pgmem.%%' "
+                             "and database = current_database() and active")
+
+        def named(h):
+            return any("no pgmem job is scheduled" in p for p in h["problems"])
+
+        h = scalar(c, "select pgmem.health()")
+        assert h["cron"]["scheduled_jobs"] == jobs() and named(h) == (jobs() == 0)
+        jobid = scalar(c, "select cron.schedule_in_database('pgmem-health-test', '0 0 31 2 *', "
+                          "'select pgmem.health()', current_database())")  # (February 31st: never runs)
+        try:
+            h = scalar(c, "select pgmem.health()")
+            assert not named(h) and h["cron"]["scheduled_jobs"] >= 1
+        finally:
+            c.execute("select cron.unschedule(%s)", (jobid,))
+
+
 # ------------------------------------------------------------------------------ the explorer's panels
 def test_list_bindings_and_clusters(conn):
     ids = _memories(conn, "panels")

@@ -61,7 +61,8 @@ CASTS = {"event_keys": "::text[]", "namespace": "::text[]", "namespace_prefix": 
          "motor": "::jsonb", "sensory": "::jsonb",  # Fragment content domains (issue 16)
          "embeddings": "::vector[]",  # knowledge-base documents (issue 24)
          # layered tiers (issue 15)
-         "value": "::jsonb", "insights": "::jsonb", "types": "::text[]"}
+         "value": "::jsonb", "insights": "::jsonb", "types": "::text[]",
+         "memories": "::jsonb"}  # format_context (the chat's memory block, issue 32)
 
 NAME_RE = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 

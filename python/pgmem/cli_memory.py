@@ -808,7 +808,7 @@ def register_layered(sub) -> None:
     p.add_argument("text", help="the user's message")
     p.add_argument("--conversation", required=True, help="conversation id (one per chat session)")
     p.add_argument("--user", help="user id (profile facts, privacy)")
-    p.add_argument("--k", type=int, help="retrieval depth (default: the behaviour mode's)")
+    p.add_argument("--k", type=int, help="at most this many memories (default: the token budget, context_memory_tokens, at the behaviour mode's depth)")
     p.add_argument("--no-remember", action="store_true", help="do not store the message as an episodic memory")
     p.add_argument("--json", action="store_true", help="the whole document")
     common(p)

@@ -163,6 +163,10 @@ class _Base(Transport):
                 self._embedder = _auto_embedder()
                 if self._embedder is None:
                     self._embedder_arg = None
+            elif isinstance(self._embedder_arg, str):  # a kind: "onnx", "local", "http"
+                from .embedding import make_embedder
+
+                self._embedder = make_embedder(self._embedder_arg)
             else:
                 self._embedder = self._embedder_arg
         return self._embedder
@@ -394,7 +398,15 @@ class _Base(Transport):
                            created_at: Any) -> Generator[Any, Any, ContextResult]:
         from .layered import ContextResult
 
-        emb = self._embed_query(query, embedding)
+        if embedding is None and query and self.embedder is not None:
+            # embedded as search embeds a question (issue 32: context_for retrieves what search
+            # finds): without the names of the actors it names and of its user
+            # (pgmem.query_embedding_text)
+            text = yield Call("query_embedding_text", dict(p_text=query, p_profile=search_profile, p_user_id=user_id),
+                              lambda rows: rows[0]["query_embedding_text"], setof=False)
+            emb = _query_vector(self.embedder, text or query)
+        else:
+            emb = self._embed_query(query, embedding)
         llm = self.llm
         if llm is not None:
             yield from self._llm_intent_steps(query, conversation_id, user_id, llm)
@@ -604,7 +616,13 @@ class _Api(_Base):
                                                      location=location),
                                list, query, embedding, profile, filters, conn)
 
+    def use(self, ids: Sequence[int], source: str = "use", conn=None) -> Call[int]:
+        """Records that memories were used (pgmem.use): carried into a prompt, cited, clicked.
+        The one verb for a use; a search result is not one until the caller says so here."""
+        return Call("use", dict(ids=list(ids), source=source), lambda rows: rows[0]["use"], conn, setof=False)
+
     def touch(self, ids: Sequence[int], kind: str = "touch", conn=None) -> Call[int]:
+        """The older name of :meth:`use` (pgmem.touch)."""
         return Call("touch", dict(ids=list(ids), kind=kind), lambda rows: rows[0]["touch"], conn, setof=False)
 
     # jobs ------------------------------------------------------------------------
@@ -780,11 +798,14 @@ class _Api(_Base):
                     lambda rows: [tuple(next(iter(r.values()))) for r in rows], conn)
 
     def session_add_items(self, session_id: str, items: Sequence[dict], *, user_id: str | None = None,
-                          remember: bool = False, conn=None) -> Call[int]:
+                          remember: bool = False, embeddings: Sequence[Any] | None = None, conn=None) -> Call[int]:
         """Appends a framework's conversation items to a session (pgmem.session_add_items);
-        ``remember`` also stores each user/assistant text turn as a memory."""
+        ``remember`` also stores each user/assistant text turn as a memory, with its embedding
+        from ``embeddings`` (one per item, None for an item without text)."""
         return Call("session_add_items", dict(session_id=session_id, items=json.dumps(list(items), default=jsonable),
-                                              user_id=user_id, remember=remember), _scalar, conn, setof=False)
+                                              user_id=user_id, remember=remember,
+                                              embeddings=None if embeddings is None else list(embeddings)),
+                    _scalar, conn, setof=False)
 
     def session_get_items(self, session_id: str, max_items: int | None = None, conn=None) -> Call[list[dict]]:
         """A session's items in order; the latest ``max_items`` (pgmem.session_get_items)."""
@@ -879,6 +900,7 @@ class MemoryClient(_Base, SyncTransport):
     activate = _sync(_Api.activate)
     recall = _sync(_Api.recall)
     build_context = _sync(_Api.build_context)
+    use = _sync(_Api.use)
     touch = _sync(_Api.touch)
     run_job = _sync(_Api.run_job)
     ingest_document = _sync(_Api.ingest_document)
@@ -945,6 +967,7 @@ class AsyncMemoryClient(_Base, AsyncTransport):
     activate = _coroutine(_Api.activate)
     recall = _coroutine(_Api.recall)
     build_context = _coroutine(_Api.build_context)
+    use = _coroutine(_Api.use)
     touch = _coroutine(_Api.touch)
     run_job = _coroutine(_Api.run_job)
     ingest_document = _coroutine(_Api.ingest_document)

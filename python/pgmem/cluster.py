@@ -164,6 +164,25 @@ class Cluster:
                 conn.execute(sql.SQL("grant usage on schema cron to {}").format(sql.Identifier(OWNER)))
                 conn.execute(sql.SQL("grant execute on all functions in schema cron to {}").format(sql.Identifier(OWNER)))
 
+    def ensure_jobs_scheduled(self, dbname: str | None = None) -> int:
+        """Schedule pgmem's jobs with pg_cron for the cluster's database (as the owner: pg_cron
+        runs a job as the role that scheduled it) when none is scheduled yet (issue 32: without
+        them uses are not folded and clusters never form). Returns how many were scheduled (0
+        when some already are, or pg_cron is not in that database)."""
+        import psycopg
+
+        db = dbname or self.dbname
+        if db != self.cron_database:
+            return 0
+        with psycopg.connect(self.owner_dsn(db), autocommit=True) as conn:
+            if not conn.execute("select to_regnamespace('cron') is not null").fetchone()[0]:
+                return 0
+            n = conn.execute("select count(*) from cron.job where command like '%pgmem.%' "
+                             "and database = current_database()").fetchone()[0]
+            if n:
+                return 0
+            return len(conn.execute("select * from pgmem.schedule_jobs()").fetchall())
+
     # -------------------------------------------------------------- commands
     def _run(self, args: Sequence[str | os.PathLike[str] | int], *, check: bool = True,
              timeout: float = 120) -> subprocess.CompletedProcess:

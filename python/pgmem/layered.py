@@ -95,6 +95,20 @@ def stream_annotations(doc: dict[str, Any]) -> list[str]:
     return out
 
 
+#: mem0's two prompts, in pgmem's words (the mem0 drop-in's add with an LLM: pgmem.compat)
+FACTS_PROMPT = (
+    "You extract facts worth remembering from a conversation: the {speaker}'s preferences, personal details, "
+    "plans, relationships, health, work and opinions, each as one short sentence. Greetings, questions, "
+    "thanks and small talk are no facts. Answer with a JSON object {{\"facts\": [\"...\", ...]}} "
+    "(an empty list when there is nothing to remember).")
+UPDATE_PROMPT = (
+    "You keep a memory store. Given the existing memories (id and text) and new facts, decide for each fact: "
+    "ADD it as a new memory; UPDATE an existing memory that it refines or corrects (keep that memory's id, give "
+    "the new text and the old one as old_memory); DELETE an existing memory it contradicts; or NONE when it is "
+    "already known. Answer with a JSON object {\"memory\": [{\"id\": \"...\", \"text\": \"...\", "
+    "\"event\": \"ADD|UPDATE|DELETE|NONE\", \"old_memory\": \"...\"}]}; an ADD gets a new id.")
+
+
 class LayeredLLM:
     """The layered tiers' LLM steps over an OpenAI-compatible chat-completions endpoint. It
     reuses the extractor's HTTP client (timeouts, retries with backoff, loopback without
@@ -142,6 +156,35 @@ class LayeredLLM:
         """The insights of one message (types, contents, confidences), or None on failure."""
         obj = self._ask(_insights.insights_payload(text, role, self.model), "insight extraction")
         return None if obj is None else _insights.parse_llm_insights(obj)
+
+    # -------------------------------------------------------------- mem0's add (issue 32)
+    def facts(self, messages: list[dict[str, Any]], speaker: str = "user") -> list[str] | None:
+        """mem0's fact extraction: the facts the ``speaker``'s messages state (preferences,
+        personal details, plans), as short sentences; None on failure."""
+        convo = "\n".join(f"{m.get('role', 'user')}: {m.get('content')}" for m in messages if isinstance(m.get("content"), str))
+        obj = self._ask({"model": self.model, "temperature": 0, "response_format": {"type": "json_object"},
+                         "messages": [{"role": "system", "content": FACTS_PROMPT.format(speaker=speaker)},
+                                      {"role": "user", "content": convo}]}, "fact extraction")
+        if not isinstance(obj, dict) or not isinstance(obj.get("facts"), list):
+            return None
+        return [f.strip() for f in obj["facts"] if isinstance(f, str) and f.strip()][:50]
+
+    def memory_decisions(self, facts: list[str], existing: list[dict[str, str]]) -> list[dict[str, Any]] | None:
+        """mem0's update step: for the new facts against the existing memories ({"id", "text"},
+        ids local to this call), a list of {"id", "text", "event": ADD|UPDATE|DELETE|NONE,
+        "old_memory"?}; None on failure."""
+        user = json.dumps({"existing_memories": existing, "new_facts": facts}, ensure_ascii=False)
+        obj = self._ask({"model": self.model, "temperature": 0, "response_format": {"type": "json_object"},
+                         "messages": [{"role": "system", "content": UPDATE_PROMPT},
+                                      {"role": "user", "content": user}]}, "memory update decisions")
+        if not isinstance(obj, dict) or not isinstance(obj.get("memory"), list):
+            return None
+        out = []
+        for d in obj["memory"]:
+            if isinstance(d, dict) and d.get("event") in ("ADD", "UPDATE", "DELETE", "NONE") and isinstance(d.get("text", ""), str):
+                out.append({"id": str(d.get("id", "")), "text": d.get("text") or "", "event": d["event"],
+                            "old_memory": d.get("old_memory")})
+        return out
 
     def summarize(self, messages: list[dict[str, Any]]) -> tuple[str | None, str | None]:
         """(summary, label) of a thread's messages, or (None, None) on failure."""

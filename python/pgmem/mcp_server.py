@@ -103,6 +103,37 @@ class TokenStore:
             out[e["sha256"]] = Principal(e["tenant"], e.get("user"))
         return out
 
+    def listing(self) -> list[dict[str, Any]]:
+        """The tokens (never the tokens themselves): id (the digest's first 12 hex digits),
+        tenant, user, created_at."""
+        return [{"id": str(e.get("sha256", ""))[:12], "tenant": e.get("tenant"), "user": e.get("user"),
+                 "created_at": e.get("created_at")} for e in self.entries() if isinstance(e, dict)]
+
+    def revoke(self, token_id: str) -> dict[str, Any]:
+        """Remove the token whose id (a prefix of its digest, 8 hex digits at least; or the
+        token itself) is given; the web server and /mcp stop taking it at their next request."""
+        tid = (token_id or "").strip()
+        if tid.startswith("pgm_"):
+            tid = self.digest(tid)
+        tid = tid.lower()
+        if len(tid) < 8 or not all(c in "0123456789abcdef" for c in tid):
+            raise ConfigError("a token id is 8 or more hex digits of its digest: see 'pgmem mcp --list-tokens'")
+        entries = self.entries()
+        hits = [e for e in entries if isinstance(e, dict) and str(e.get("sha256", "")).startswith(tid)]
+        if not hits:
+            raise ConfigError(f"no token {tid!r} in {self.path}: see 'pgmem mcp --list-tokens'")
+        if len(hits) > 1:
+            raise ConfigError(f"{len(hits)} tokens start with {tid!r}: give more digits")
+        self._write([e for e in entries if e is not hits[0]])
+        return {"id": tid[:12], "tenant": hits[0].get("tenant"), "user": hits[0].get("user")}
+
+    def _write(self, entries: list) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.path.with_suffix(".tmp")
+        tmp.write_text(json.dumps({"tokens": entries}, indent=2) + "\n")
+        os.chmod(tmp, 0o600)
+        tmp.replace(self.path)
+
     def add(self, tenant: str, user: str | None = None) -> str:
         """Make a token for ``tenant`` (and ``user``), store its digest, return the token."""
         if not tenant:
@@ -111,11 +142,7 @@ class TokenStore:
         entries = self.entries()
         entries.append({"sha256": self.digest(token), "tenant": tenant, "user": user,
                         "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds")})
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_suffix(".tmp")
-        tmp.write_text(json.dumps({"tokens": entries}, indent=2) + "\n")
-        os.chmod(tmp, 0o600)
-        tmp.replace(self.path)
+        self._write(entries)
         return token
 
 
@@ -130,17 +157,38 @@ def default_token_file() -> Path:
 
 
 class TokenVerifier:
-    """The SDK's TokenVerifier protocol over a :class:`TokenStore` (read once, at start)."""
+    """The SDK's TokenVerifier protocol over a :class:`TokenStore`, read again when the file
+    changes: a token made after the server started works, a revoked one stops working
+    (issue 34, item 3). ``require``: refuse to start with no token (``pgmem mcp``; ``pgmem
+    serve`` mounts /mcp before the first token is made)."""
 
-    def __init__(self, store: TokenStore):
-        self._principals = store.principals()
-        if not self._principals:
+    def __init__(self, store: TokenStore, *, require: bool = True):
+        self.store = store
+        self._stamp: tuple[float, int] | None = None
+        self._principals: dict[str, Principal] = {}
+        self._reload()
+        if require and not self._principals:
             raise ConfigError(f"no MCP tokens in {store.path}: make one with "
                               "'pgmem mcp --new-token --tenant <tenant> [--user <user>]'")
+
+    def _reload(self) -> None:
+        try:
+            st = os.stat(self.store.path)
+        except FileNotFoundError:
+            self._principals, self._stamp = {}, None
+            return
+        stamp = (st.st_mtime, st.st_size)
+        if stamp != self._stamp:
+            self._principals, self._stamp = self.store.principals(), stamp
 
     async def verify_token(self, token: str):
         from mcp.server.auth.provider import AccessToken
 
+        try:
+            self._reload()
+        except ConfigError as e:  # a broken token file: no token passes until it is fixed
+            log.error("MCP tokens: %s", e)
+            return None
         p = self._principals.get(TokenStore.digest(token))
         if p is None:
             return None
@@ -342,7 +390,13 @@ class MemoryTools:
         if "query" in args:
             call["query_text"] = args["query"]
             if "query_embedding" in takes and self.embedder is not None:
-                call["query_embedding"] = await self._off_loop(self.embedder.embed, args["query"])
+                # embedded as search embeds a question: without the names of the actors it names
+                # and of its user (pgmem.query_embedding_text; issue 32: context_for's memories
+                # are then search's)
+                rows = await self._off_loop(self.client(p.tenant).call, "query_embedding_text", p_text=args["query"],
+                                            p_user_id=p.user)
+                text = (rows[0].get("query_embedding_text") if rows else None) or args["query"]
+                call["query_embedding"] = await self._off_loop(self.embedder.embed, text)
         if "user_id" in takes:
             if not p.user:
                 raise ConfigError(f"the tool {tool.name} needs a user: start the server with --user "
@@ -364,18 +418,49 @@ def _tool_error(fn: Callable) -> Callable:
     async def wrapped(*args, **kwargs):
         try:
             return await fn(*args, **kwargs)
-        except (PgmemError, PermissionError) as e:
-            raise ToolError(str(e)) from e
         except Exception as e:
-            import psycopg
-
-            if isinstance(e, psycopg.Error):
-                diag = e.diag
-                msg = (diag.message_primary or str(e)).strip()
-                raise ToolError(msg + (f" (hint: {diag.message_hint})" if diag.message_hint else "")) from e
-            raise
+            raise ToolError(_agent_message(e)) from e
 
     return wrapped
+
+
+# SQLSTATE classes whose words are about the caller's input, safe to show an agent: 22 (a
+# value: pgmem._bad_input), 23 (a constraint), 54 (a limit), P0 (pgmem's own RAISE: not found)
+_AGENT_CLASSES = ("22", "23", "54", "P0")
+
+
+def _agent_message(e: BaseException) -> str:
+    """What an agent is told of an error: input errors in the database's words and hint;
+    anything about the server's login, grants or setup (42501, a tenant not granted, a lost
+    connection, an internal error) as one line with a reference, the detail in the server's
+    log (issue 35: MCP errors showed the database login and the administrator's grant SQL)."""
+    import uuid
+
+    import psycopg
+
+    from .errors import DatabaseError, DataError, IntegrityError, LimitExceeded, RaisedError, TenantError
+
+    if isinstance(e, TenantError) or getattr(e, "sqlstate", None) in ("42501", "28000", "28P01"):
+        log.warning("MCP call refused by the database: %s", e)
+        return ("this server may not act for your tenant: an administrator grants its database login the tenant "
+                "(SECURITY.md)")
+    if isinstance(e, PermissionError) and not isinstance(e, PgmemError):
+        return str(e)  # this module's own: no valid bearer token
+    state = getattr(e, "sqlstate", None) or ""
+    if isinstance(e, ConfigError) and not isinstance(e, SetupError):
+        return str(e)
+    if isinstance(e, (DataError, IntegrityError, LimitExceeded, RaisedError)) or (
+            isinstance(e, DatabaseError) and state[:2] in _AGENT_CLASSES):
+        return str(e)
+    if isinstance(e, psycopg.Error) and state[:2] in _AGENT_CLASSES:
+        diag = e.diag
+        msg = (diag.message_primary or str(e)).strip()
+        return msg + (f" (hint: {diag.message_hint})" if diag.message_hint else "")
+    if isinstance(e, PgmemError) and not isinstance(e, (DatabaseError, SetupError)):
+        return str(e)
+    ref = uuid.uuid4().hex[:8]
+    log.error("MCP call failed (reference %s): %s", ref, e, exc_info=not isinstance(e, (PgmemError, psycopg.Error)))
+    return f"the call failed on the server (reference {ref} in its log)"
 
 
 def _sql_tool_function(tools: MemoryTools, fixed: Principal | None, tool: SqlTool) -> Callable:
@@ -399,8 +484,10 @@ def _sql_tool_function(tools: MemoryTools, fixed: Principal | None, tool: SqlToo
     return run
 
 
-def build_server(tools: MemoryTools, *, tokens: TokenStore | None = None, base_url: str | None = None):
-    """The MCPServer with pgmem's tools. ``tokens``: bearer authentication (HTTP)."""
+def build_server(tools: MemoryTools, *, tokens: TokenStore | None = None, base_url: str | None = None,
+                 require_tokens: bool = True):
+    """The MCPServer with pgmem's tools. ``tokens``: bearer authentication (HTTP), read again
+    when the file changes; ``require_tokens``: refuse to start without one."""
     _require_sdk()
     from typing import Annotated
 
@@ -416,7 +503,7 @@ def build_server(tools: MemoryTools, *, tokens: TokenStore | None = None, base_u
     if tokens is not None:
         # The tokens are issued by `pgmem mcp --new-token`, not by an OAuth server: the SDK
         # asks for an issuer URL all the same, and this server's own URL is the honest one.
-        verifier = TokenVerifier(tokens)
+        verifier = TokenVerifier(tokens, require=require_tokens)
         settings = AuthSettings(issuer_url=AnyHttpUrl(base_url or f"http://127.0.0.1:{DEFAULT_PORT}"),
                                 resource_server_url=None)
     server = MCPServer("pgmem", instructions=INSTRUCTIONS, version=__version__, log_level="WARNING",
@@ -516,6 +603,19 @@ def serve(*, transport: str = "stdio", dsn: str | None = None, tenant: str | Non
 def cmd_mcp(args) -> int:
     tenant = args.mcp_tenant or os.environ.get("PGMEM_TENANT")
     user = args.mcp_user or os.environ.get("PGMEM_USER")
+    if getattr(args, "list_tokens", False):
+        store = TokenStore(args.tokens or default_token_file())
+        rows = store.listing()
+        for r in rows:
+            print(f"{r['id']}  tenant={r['tenant']}  user={r['user'] or '-'}  created={r['created_at'] or '?'}")
+        print(f"pgmem: {len(rows)} token(s) in {store.path}", file=sys.stderr)
+        return 0
+    if getattr(args, "revoke_token", None):
+        store = TokenStore(args.tokens or default_token_file())
+        gone = store.revoke(args.revoke_token)
+        print(f"pgmem: token {gone['id']} of tenant {gone['tenant']!r}" + (f", user {gone['user']!r}" if gone["user"] else "")
+              + f" revoked in {store.path}", file=sys.stderr)
+        return 0
     if args.new_token:
         store = TokenStore(args.tokens or default_token_file())
         token = store.add(tenant or "", user)
@@ -542,5 +642,7 @@ def register(sub) -> None:
     p.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"http: port (default {DEFAULT_PORT})")
     p.add_argument("--tokens", type=Path, help="http: the token file (default PGMEM_MCP_TOKENS, else .pgmem/mcp-tokens.json)")
     p.add_argument("--new-token", action="store_true", help="make a bearer token for --tenant/--user, print it, exit")
+    p.add_argument("--list-tokens", action="store_true", help="list the tokens (id, tenant, user, created), exit")
+    p.add_argument("--revoke-token", metavar="ID", help="revoke the token with this id (from --list-tokens), exit")
     p.add_argument("--no-embed", action="store_true", help="no local embeddings: lexical search, worker embeds later")
     p.set_defaults(func=cmd_mcp)

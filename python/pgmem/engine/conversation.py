@@ -104,7 +104,9 @@ def keywords(text: str, limit: int = 3) -> list[str]:
     # (the words one by one, stopping at ``limit``: a list of every distinct word of a long text,
     # searched for each word, was quadratic; issue 27, H1)
     for m in _KEYWORD.finditer((text or "")[:MAX_TEXT_CHARS]):
-        lw = m.group(0).lower().strip(".")
+        # a word is kept to its first 64 characters: the topic ("my name is " + a 40 KB word) stays
+        # a label, within behaviour_decision's features limit (issue 35, M3)
+        lw = m.group(0).lower().strip(".")[:64]
         if len(lw) > 2 and lw not in _STOP and lw not in seen:
             seen.append(lw)
             if len(seen) >= limit:

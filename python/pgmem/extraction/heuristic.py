@@ -129,6 +129,25 @@ _ABBREVIATIONS = frozenset({"mr", "mrs", "ms", "dr", "prof", "sr", "jr", "st", "
                             "e.g", "i.e", "approx", "fig", "inc", "ltd"})
 
 
+FIELD_BYTES = 8192  # the default max_field_bytes (sql/020_defaults.sql): one 5W1H field of a memory
+
+
+def fit_field(value: str | None, max_bytes: int = FIELD_BYTES) -> str | None:
+    """A 5W1H field cut to ``max_bytes`` of UTF-8 at a word boundary, ending with "…", as the
+    summary is cut: content up to the documented 256 KB is stored, its ``what`` the start of it
+    (issue 35, M5: the whole text was copied into ``what``, refused over 8 KB)."""
+    if value is None:
+        return None
+    raw = value.encode("utf-8", "surrogatepass")
+    if len(raw) <= max_bytes:
+        return value
+    head = raw[: max_bytes - 3].decode("utf-8", "ignore")  # room for "…" (3 bytes)
+    space = head.rfind(" ")
+    if space > len(head) // 2:
+        head = head[:space]
+    return head.rstrip(" ,;:-–—") + "…"
+
+
 def summarize(text: str, limit: int = SUMMARY_CHARS) -> str | None:
     """First sentence of ``text``, at most ``limit`` chars (cut at a word, "…" appended).
 
@@ -580,7 +599,8 @@ class HeuristicExtractor:
       the database's ``created_at`` stands in.
     * where: the event's where / location, else a URL, file path or chat id in the text,
       else ``"session:<id>"`` (JAM lists the chat session as a "where").
-    * why / how: the clause after a cue phrase; what: the content, whitespace collapsed.
+    * why / how: the clause after a cue phrase; what: the content, whitespace collapsed;
+      each cut to 8 KB (:func:`fit_field`), as the summary is cut.
     * summary, topics, entities, category, emotion: see :func:`summarize`,
       :func:`keywords`, :func:`extract_entities`, :func:`_category`, :func:`emotion`.
     * importance stays None: the database's surprise gate (engram.md) computes it at write.
@@ -593,9 +613,9 @@ class HeuristicExtractor:
         ev = _normalize_event(event)
         now = _to_utc(now) or datetime.now(UTC)
         text = ev.content.strip()
-        what = _collapse(text) or None
+        what = fit_field(_collapse(text) or None)
         when = ev.when or (_when_from_text(text, now) if text else None)
-        where = ev.where or (_where_from_text(text) if text else None)
+        where = ev.where or (fit_field(_where_from_text(text)) if text else None)
         if where is None and ev.session_id:
             where = f"session:{ev.session_id}"
         valence, arousal, dominance = emotion(text) if text else (None, None, None)
@@ -604,8 +624,8 @@ class HeuristicExtractor:
             what=what,
             when=when,
             where=where,
-            why=_why_from_text(text) if text else None,
-            how=_how_from_text(text) if text else None,
+            why=fit_field(_why_from_text(text)) if text else None,
+            how=fit_field(_how_from_text(text)) if text else None,
             topics=keywords(text),
             entities=extract_entities(text),
             summary=summarize(text),

@@ -23,7 +23,7 @@ from contextlib import asynccontextmanager, contextmanager
 from datetime import date, datetime
 from decimal import Decimal
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterator, Literal
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Literal
 
 if TYPE_CHECKING:
     from psycopg_pool import ConnectionPool
@@ -32,6 +32,9 @@ log = logging.getLogger("pgmem.web")
 
 STATIC_DIR = Path(__file__).resolve().parent / "static"
 MAX_QUERY = 4000
+# an id (user, conversation, session) has no control characters and no bidirectional overrides
+# or isolates, which would make one id print as another (issue 35, L8)
+ID_PATTERN = r"^[^\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]+$"
 
 
 # ------------------------------------------------------------------------------ JSON
@@ -224,20 +227,117 @@ class SecurityHeaders:
         await self.app(scope, receive, with_headers)
 
 
+# ------------------------------------------------------------------------------ chat's bounds
+class TooBusy(Exception):
+    """Answered 429: too many chats at once for this token or tenant."""
+
+
+class ChatSlots:
+    """Concurrent chats per token (principal) and per tenant (issue 35, H1): a chat holds its
+    slot from the request until its reply is stored or its client has gone."""
+
+    def __init__(self, per_token: int, per_tenant: int):
+        import threading
+
+        self.per_token, self.per_tenant = per_token, per_tenant
+        self._lock = threading.Lock()
+        self._tokens: dict[Any, int] = {}
+        self._tenants: dict[str, int] = {}
+
+    def acquire(self, p) -> "Callable[[], None]":
+        token = (p.tenant, p.user, p.claim, p.token_id)
+        with self._lock:
+            if self._tokens.get(token, 0) >= self.per_token:
+                raise TooBusy(f"this token already has {self.per_token} chats running: wait for one to finish")
+            if self._tenants.get(p.tenant, 0) >= self.per_tenant:
+                raise TooBusy(f"tenant {p.tenant!r} already has {self.per_tenant} chats running: wait for one to finish")
+            self._tokens[token] = self._tokens.get(token, 0) + 1
+            self._tenants[p.tenant] = self._tenants.get(p.tenant, 0) + 1
+        done = False
+
+        def release() -> None:
+            nonlocal done
+            with self._lock:
+                if done:
+                    return
+                done = True
+                self._tokens[token] -= 1
+                self._tenants[p.tenant] -= 1
+                if self._tokens[token] <= 0:
+                    del self._tokens[token]
+                if self._tenants[p.tenant] <= 0:
+                    del self._tenants[p.tenant]
+        return release
+
+    def running(self, tenant: str) -> int:
+        with self._lock:
+            return self._tenants.get(tenant, 0)
+
+
+def chat_stream_response(body: Iterator[str], upstream, limiter, release, headers: dict):
+    """A StreamingResponse for a chat's SSE body that (1) pulls each part in chat's own thread
+    limiter, not the routes' pool, (2) listens for the client's disconnect whatever the ASGI
+    version and then aborts the upstream LLM call at once, and (3) closes the body (and with it
+    the LLM's connection) and frees the chat's slot when it ends, however it ends."""
+    import anyio
+    from starlette.responses import StreamingResponse
+
+    sentinel = object()
+
+    def pull():
+        return next(body, sentinel)
+
+    async def parts():
+        while True:
+            part = await anyio.to_thread.run_sync(pull, limiter=limiter)
+            if part is sentinel:
+                return
+            yield part
+
+    class ChatStream(StreamingResponse):
+        async def __call__(self, scope, receive, send):
+            try:
+                async with anyio.create_task_group() as tg:
+                    async def stream():
+                        try:
+                            await self.stream_response(send)
+                        except OSError:
+                            upstream.abort("client gone")
+                        tg.cancel_scope.cancel()
+
+                    async def listen():
+                        await self.listen_for_disconnect(receive)
+                        upstream.abort("client gone")
+                        tg.cancel_scope.cancel()
+
+                    tg.start_soon(stream)
+                    tg.start_soon(listen)
+            finally:
+                upstream.abort("client gone")  # a no-op when the reply is complete
+                with anyio.CancelScope(shield=True):
+                    await anyio.to_thread.run_sync(getattr(body, "close", lambda: None), limiter=limiter)
+                release()
+
+    return ChatStream(parts(), media_type="text/event-stream", headers=headers)
+
+
 # ------------------------------------------------------------------------------ the app
 def build_app(dsn: str | None = None, *, token_file: Path | None = None, embed: bool = True, embedder: Any = None,
               extractor: Any = None, hooks=None, model=None, cors_origins: list[str] | None = None,
               max_body_bytes: int | None = None, mcp: bool = True, host: str = "127.0.0.1", port: int | None = None,
-              pool_size: int = 10):
+              pool_size: int = 10, chats_per_token: int = 2, chats_per_tenant: int = 4, chat_threads: int = 8):
     """The app. ``dsn``: PGMEM_DSN or the embedded cluster. ``token_file``: the bearer tokens
     (default PGMEM_MCP_TOKENS, else .pgmem/mcp-tokens.json). ``embedder``: an Embedder to share
     (default: all-MiniLM-L6-v2 when ``embed``). ``hooks``: :class:`pgmem.web.chat.Hooks`.
     ``model``: the chat model (default :meth:`ChatModel.from_env`). ``cors_origins``: none by
-    default (CORS off). ``mcp``: mount the MCP server at /mcp when the token file has tokens."""
+    default (CORS off). ``mcp``: mount the MCP server at /mcp (tokens made later work at once).
+    ``chats_per_token``, ``chats_per_tenant``: concurrent chats (more are answered 429);
+    ``chat_threads``: the threads chats run in, apart from the routes' pool, so that chats
+    waiting on a slow LLM never hold another tenant's request (issue 35, H1)."""
     from fastapi import Depends, FastAPI, Path as PathParam, Query, Request
     from fastapi.exceptions import RequestValidationError
     from fastapi.middleware.cors import CORSMiddleware
-    from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, StreamingResponse
+    from fastapi.responses import FileResponse, HTMLResponse, JSONResponse
     from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
     from fastapi.staticfiles import StaticFiles
     from pydantic import BaseModel, Field
@@ -271,6 +371,10 @@ def build_app(dsn: str | None = None, *, token_file: Path | None = None, embed: 
     db = Database(dsn, embedder=embedder, extractor=extractor, pool_size=pool_size)
     hooks = hooks if hooks is not None else Hooks()
     pipeline = ChatPipeline(hooks)
+    import anyio
+
+    chat_slots = ChatSlots(chats_per_token, chats_per_tenant)
+    chat_limiter = anyio.CapacityLimiter(chat_threads)
     base_model = model or ChatModel.from_env()
     head = expected_revision()
 
@@ -278,18 +382,22 @@ def build_app(dsn: str | None = None, *, token_file: Path | None = None, embed: 
     mcp_tools = None
     import importlib.util
 
-    if mcp and auth.token_count and importlib.util.find_spec("mcp") is None:
-        log.warning("MCP not mounted: the MCP SDK is not installed (pip install 'pgmem-agent[mcp]')")
-    elif mcp and auth.token_count:
+    if mcp and importlib.util.find_spec("mcp") is None:
+        if auth.token_count:
+            log.warning("MCP not mounted: the MCP SDK is not installed (pip install 'pgmem-agent[mcp]')")
+    elif mcp:
+        # mounted even before the first token is made: the token file is read again when it
+        # changes, so a token made after start works at once (issue 34, item 3)
         from ..mcp_server import MemoryTools, TokenStore, build_server
 
         mcp_tools = MemoryTools(db.dsn, embed=embedder is not None, extractor=extractor)
         mcp_tools._embedder = embedder  # one model in memory for both
         base = f"http://{host}:{port}" if port else None
-        mcp_server = build_server(mcp_tools, tokens=TokenStore(token_file), base_url=base)
+        mcp_server = build_server(mcp_tools, tokens=TokenStore(token_file), base_url=base, require_tokens=False)
         mcp_app = mcp_server.streamable_http_app(streamable_http_path="/mcp", host=host)
-    elif mcp:
-        log.warning("MCP not mounted: %s has no tokens (pgmem mcp --new-token --tenant T)", token_file)
+        if not auth.token_count:
+            log.warning("%s has no tokens yet: make one with 'pgmem mcp --new-token --tenant T' (no restart needed)",
+                        token_file)
 
     @asynccontextmanager
     async def lifespan(app):
@@ -361,20 +469,48 @@ def build_app(dsn: str | None = None, *, token_file: Path | None = None, embed: 
     def _llm(request, exc):
         return error(502, "llm_unavailable", str(exc))
 
+    @app.exception_handler(TooBusy)
+    def _busy(request, exc):
+        return JSONResponse({"error": "too_many_chats", "message": str(exc)}, status_code=429,
+                            headers={"Retry-After": "5"})
+
     @app.exception_handler(HookError)
     def _hook(request, exc):
         return error(500, "hook_failed", str(exc))
 
+    def _safe_text(v: Any) -> str:
+        # a lone surrogate or a NUL in the request must not break the answer that names it
+        return str(v).encode("utf-8", "replace").decode("utf-8").replace("\x00", "\\0")
+
     @app.exception_handler(RequestValidationError)
     def _validation(request, exc):
-        return JSONResponse({"error": "invalid_request", "message": "the request does not have the expected shape",
-                             "detail": json.loads(json.dumps(exc.errors(), default=str))}, status_code=422)
+        # loc, msg and type only: the rejected input itself may be NaN, a lone surrogate or
+        # megabytes, none of which belongs in the answer (issue 35, L2)
+        detail = [{"loc": [_safe_text(x) for x in e.get("loc", ())], "msg": _safe_text(e.get("msg", "")),
+                   "type": _safe_text(e.get("type", ""))} for e in exc.errors()]
+        return JSONResponse({"error": "invalid_request", "message": "the request does not have the expected shape"
+                             + (f": {detail[0]['msg']} at {'.'.join(detail[0]['loc'])}" if detail else ""),
+                             "detail": detail}, status_code=422)
+
+    def _bad_value(message: str) -> JSONResponse:
+        return error(422, "invalid_input", message,
+                     hint="send text without NUL characters or lone surrogates, and finite numbers")
+
+    @app.exception_handler(UnicodeError)
+    def _unicode(request, exc):
+        return _bad_value("the request holds text that is not valid Unicode (a lone surrogate)")
 
     @app.exception_handler(psycopg.Error)
     def _database(request, exc):
         if getattr(exc, "sqlstate", None) == "28000":  # a claim the database refused: no detail
             log.info("claim refused: %s", getattr(getattr(exc, "diag", None), "message_primary", exc))
             return unauthorized()
+        if isinstance(exc, psycopg.DataError) and getattr(exc, "sqlstate", None) is None:
+            # refused by the driver before it reached the database: a NUL in a text value
+            return _bad_value(f"a value cannot be stored: {_safe_text(exc)}")
+        if (getattr(exc, "sqlstate", None) or "").startswith("22"):  # a data exception: about the input
+            diag = getattr(exc, "diag", None)
+            return _bad_value(f"a value was refused: {_safe_text(getattr(diag, 'message_primary', None) or exc)}")
         ref = uuid.uuid4().hex[:8]
         log.error("database error %s on %s %s: %s", ref, request.method, request.url.path, exc)
         return error(500, "internal", f"the request failed (reference {ref} in the server's log)")
@@ -412,6 +548,13 @@ def build_app(dsn: str | None = None, *, token_file: Path | None = None, embed: 
             raise Forbidden(f'this token acts for user "{p.user}" only')
         return p.user
 
+    def tenant_wide(p: Principal, what: str) -> None:
+        """Routes that read or change the whole tenant (its LLM key, jobs, statistics, clusters,
+        map) are for tokens of the whole tenant: a token bound to a user gets 403 (issue 35, M4)."""
+        if p.user is not None:
+            raise Forbidden(f'{what} belongs to the whole tenant: this token acts for user "{p.user}" only '
+                            "(use a token made without --user)")
+
     def scoped(p: Principal, filters: dict | None) -> dict | None:
         f = dict(filters or {})
         if p.user is not None:
@@ -442,11 +585,11 @@ def build_app(dsn: str | None = None, *, token_file: Path | None = None, embed: 
 
     # -------------------------------------------------------------- bodies
     Text = Field(min_length=1, max_length=MAX_QUERY)
-    Name = Field(default=None, min_length=1, max_length=200)
+    Name = Field(default=None, min_length=1, max_length=200, pattern=ID_PATTERN)
 
     class ChatBody(BaseModel):
         message: str = Field(min_length=1, max_length=MAX_QUERY, description="the user's message")
-        conversation_id: str | None = Field(default=None, min_length=1, max_length=200,
+        conversation_id: str | None = Field(default=None, min_length=1, max_length=200, pattern=ID_PATTERN,
                                             description="any stable id of the conversation (a new one when left out)")
         user_id: str | None = Name
         apiKey: str | None = Field(default=None, min_length=8, max_length=512,
@@ -503,7 +646,7 @@ def build_app(dsn: str | None = None, *, token_file: Path | None = None, embed: 
 
     class ContextForBody(BaseModel):
         query: str = Text
-        conversation_id: str = Field(min_length=1, max_length=200)
+        conversation_id: str = Field(min_length=1, max_length=200, pattern=ID_PATTERN)
         user_id: str | None = Name
         k: int | None = Field(default=None, ge=0, le=100)
         remember: bool = True
@@ -516,6 +659,20 @@ def build_app(dsn: str | None = None, *, token_file: Path | None = None, embed: 
         user_id: str | None = Name
         k: int = Field(default=10, ge=1, le=100)
         types: list[Literal["decision", "conclusion", "hypothesis", "open_question", "observation"]] | None = None
+
+    class DocumentBody(BaseModel):
+        title: str = Field(min_length=1, max_length=500)
+        content: str = Field(min_length=1, max_length=4 * 1024 * 1024,
+                             description="the document's text (split into chunks by pgmem.chunk_document)")
+        source: str | None = Field(default=None, max_length=8192)
+        user_id: str | None = Name
+        metadata: dict[str, Any] | None = None
+        max_tokens: int | None = Field(default=None, ge=16, le=8192, description="tokens per chunk")
+
+    class DocumentSearchBody(BaseModel):
+        query: str = Text
+        k: int = Field(default=5, ge=1, le=50)
+        user_id: str | None = Name
 
     class EraseBody(BaseModel):
         confirm: bool = Field(description="true: erase every tier of the user for good")
@@ -538,33 +695,72 @@ def build_app(dsn: str | None = None, *, token_file: Path | None = None, embed: 
         return base_model.with_key(s.stored_api_key())
 
     @app.post("/api/chat", tags=["shadow"], summary="Memory-augmented chat (layered pipeline + Shadow's memory context)")
-    def chat(body: ChatBody, request: Request, p: Principal = Depends(principal)):
+    async def chat(body: ChatBody, request: Request, p: Principal = Depends(principal)):
         """Runs the layered pipeline for the message (pgmem.context_for), Shadow's activation
         (pgmem.memory_context), calls the LLM, stores both turns and records the memories used.
         `stream: true` (or `Accept: text/event-stream`) streams the layered protocol over SSE:
-        `8:` stage annotations, `0:` tokens, the final `8:` annotation, `e:`/`d:` finish."""
+        `8:` stage annotations, `0:` tokens, the final `8:` annotation, `e:`/`d:` finish.
+        Chats run in their own threads, a few at a time per token and per tenant (429 past
+        that); the LLM call has a deadline and a reply-size cap, and is closed when the client
+        disconnects."""
+        from .llm import Upstream
+
+        if not body.message.strip():
+            raise InvalidInput("message is empty: it holds only whitespace", hint="send the user's words")
+        if body.apiKey is not None and not all(33 <= ord(ch) <= 126 for ch in body.apiKey):
+            raise InvalidInput("apiKey must be printable ASCII with no spaces or line breaks",
+                               hint="paste the key alone, as the provider shows it")
         user = user_for(p, body.user_id)
         conversation = body.conversation_id or f"web-{uuid.uuid4().hex[:12]}"
-        with db.session(p) as s:
-            own_conversation(s, p, conversation)
-            llm = chat_model(s, body.apiKey)
-            llm.check_key()  # before anything is stored: a chat that cannot answer stores nothing
-            turn = pipeline.prepare(s, body.message, conversation, user, body.context_type)
-        if body.stream or "text/event-stream" in request.headers.get("accept", ""):
+        release = chat_slots.acquire(p)
+        handed_off = False
+        try:
+            def prepare():
+                with db.session(p) as s:
+                    own_conversation(s, p, conversation)
+                    llm = chat_model(s, body.apiKey)
+                    llm.check_key()  # before anything is stored: a chat that cannot answer stores nothing
+                    return llm, pipeline.prepare(s, body.message, conversation, user, body.context_type)
+
+            llm, turn = await anyio.to_thread.run_sync(prepare, limiter=chat_limiter)
+            upstream = Upstream()
+
             def finish(t):
                 with db.session(p) as s2:
                     pipeline.finish(s2, t)
 
-            return StreamingResponse(stream_turn(turn, llm.stream(turn.messages), finish), media_type="text/event-stream",
-                                     headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no",
-                                              "x-vercel-ai-data-stream": "v1"})
-        turn.reply = llm.complete(turn.messages)
-        with db.session(p) as s:
-            pipeline.finish(s, turn)
-        return ok(turn.response())
+            if body.stream or "text/event-stream" in request.headers.get("accept", ""):
+                handed_off = True
+                return chat_stream_response(
+                    stream_turn(turn, llm.stream(turn.messages, upstream), finish), upstream, chat_limiter, release,
+                    {"Cache-Control": "no-cache", "X-Accel-Buffering": "no", "x-vercel-ai-data-stream": "v1"})
+            got: list[Any] = []
+            async with anyio.create_task_group() as tg:
+                async def watch():  # the client went away: close the LLM's connection now
+                    while (await request.receive())["type"] != "http.disconnect":
+                        pass
+                    upstream.abort("client gone")
+
+                tg.start_soon(watch)
+                try:
+                    got.append(await anyio.to_thread.run_sync(llm.complete, turn.messages, upstream,
+                                                              limiter=chat_limiter))
+                except Exception as e:  # raised as itself, not in an ExceptionGroup
+                    got.append(e)
+                finally:
+                    tg.cancel_scope.cancel()
+            if isinstance(got[0], BaseException):
+                raise got[0]
+            turn.reply = got[0]
+            await anyio.to_thread.run_sync(finish, turn, limiter=chat_limiter)
+            return ok(turn.response())
+        finally:
+            if not handed_off:
+                release()
 
     @app.get("/api/stats", tags=["shadow"], summary="System statistics (pgmem.system_stats)")
     def stats(p: Principal = Depends(principal)):
+        tenant_wide(p, "the tenant's statistics")
         with db.session(p) as s:
             doc = s.scalar("system_stats")
             stored = bool(doc.get("hasApiKey"))
@@ -576,7 +772,8 @@ def build_app(dsn: str | None = None, *, token_file: Path | None = None, embed: 
     @app.post("/api/config/apikey", tags=["shadow"], summary="Store the tenant's LLM API key (pgmem.set_api_key)")
     def set_api_key(body: ApiKeyBody, p: Principal = Depends(principal)):
         """Write-only: the key is never returned, never logged, and the app's database login
-        cannot read it back."""
+        cannot read it back. A token bound to a user may not change it (403)."""
+        tenant_wide(p, "the tenant's LLM key")
         with db.session(p) as s:
             got = s.scalar("set_api_key", api_key=body.apiKey, provider=body.provider)
         return ok({"success": bool(got.get("success")), "provider": got.get("provider"),
@@ -584,6 +781,7 @@ def build_app(dsn: str | None = None, *, token_file: Path | None = None, embed: 
 
     @app.delete("/api/config/apikey", tags=["shadow"], summary="Remove the tenant's LLM API key (pgmem.clear_api_key)")
     def clear_api_key(provider: str = Query("openai", max_length=32), p: Principal = Depends(principal)):
+        tenant_wide(p, "the tenant's LLM key")
         with db.session(p) as s:
             return ok({"success": bool(s.scalar("clear_api_key", provider=provider))})
 
@@ -698,7 +896,7 @@ def build_app(dsn: str | None = None, *, token_file: Path | None = None, embed: 
         with db.session(p) as s:
             return ok(s.rows("revert", history_id=history_id)[0])
 
-    UserId = PathParam(min_length=1, max_length=200)
+    UserId = PathParam(min_length=1, max_length=200, pattern=ID_PATTERN)
 
     @app.get("/api/profile/{user_id}", tags=["layered"], summary="The user's profile facts in force (pgmem.profile)")
     def profile(user_id: str = UserId, as_of: datetime | None = None, p: Principal = Depends(principal)):
@@ -712,7 +910,7 @@ def build_app(dsn: str | None = None, *, token_file: Path | None = None, embed: 
 
     @app.get("/api/conversations/{conversation_id}/threads", tags=["layered"],
              summary="A conversation's topic threads (pgmem.conversation_threads)")
-    def threads(conversation_id: str = PathParam(min_length=1, max_length=200), include_archived: bool = False,
+    def threads(conversation_id: str = PathParam(min_length=1, max_length=200, pattern=ID_PATTERN), include_archived: bool = False,
                 p: Principal = Depends(principal)):
         with db.session(p) as s:
             own_conversation(s, p, conversation_id, must_exist=True)
@@ -720,7 +918,7 @@ def build_app(dsn: str | None = None, *, token_file: Path | None = None, embed: 
 
     @app.get("/api/threads/{thread_id}/messages", tags=["layered"], summary="A thread's messages (pgmem.thread_messages)")
     def thread_messages(thread_id: int = PathParam(ge=1, le=2**62),
-                        conversation_id: str | None = Query(None, min_length=1, max_length=200,
+                        conversation_id: str | None = Query(None, min_length=1, max_length=200, pattern=ID_PATTERN,
                                                             description="the thread's conversation (required of a token "
                                                                         "bound to a user)"),
                         p: Principal = Depends(principal)):
@@ -739,8 +937,48 @@ def build_app(dsn: str | None = None, *, token_file: Path | None = None, embed: 
             return ok({"insights": s.client.search_insights(body.query or None, user_id=user_for(p, body.user_id),
                                                             k=body.k, types=body.types, conn=s.conn)})
 
+    # -------------------------------------------------------------- knowledge-base documents
+    @app.post("/api/documents", tags=["documents"], summary="Store a knowledge-base document (pgmem.ingest_document)")
+    def ingest_document(body: DocumentBody, p: Principal = Depends(principal)):
+        """Chunked by the database, each chunk embedded by the server; user_id left out: the
+        tenant's knowledge base (every user). A token bound to a user stores its user's."""
+        user = user_for(p, body.user_id)
+        with db.session(p) as s:
+            got = s.client.ingest_document(body.title, body.content, source=body.source, user_id=user,
+                                           metadata={**(body.metadata or {}), "via": "web"},
+                                           max_tokens=body.max_tokens, embed=db.embedder is not None, conn=s.conn)
+        return ok(got)
+
+    @app.get("/api/documents", tags=["documents"], summary="The knowledge-base documents (pgmem.list_documents)")
+    def list_documents(user_id: str | None = Query(None, min_length=1, max_length=200, pattern=ID_PATTERN),
+                       include_deleted: bool = False,
+                       p: Principal = Depends(principal)):
+        with db.session(p) as s:
+            return ok({"documents": s.client.list_documents(user_for(p, user_id), include_deleted=include_deleted,
+                                                            conn=s.conn)})
+
+    @app.post("/api/documents/search", tags=["documents"],
+              summary="The document chunks nearest a question (pgmem.search_documents)")
+    def search_documents(body: DocumentSearchBody, p: Principal = Depends(principal)):
+        with db.session(p) as s:
+            return ok({"chunks": s.client.search_documents(body.query, embedding=s.embed(body.query), k=body.k,
+                                                           user_id=user_for(p, body.user_id), conn=s.conn)})
+
+    @app.delete("/api/documents/{document_id}", tags=["documents"],
+                summary="Take a document out of retrieval, restorably (pgmem.delete_document)")
+    def delete_document(document_id: int = PathParam(ge=1, le=2**62), p: Principal = Depends(principal)):
+        with db.session(p) as s:
+            if p.user is not None:  # a user's token deletes its user's documents only
+                mine = {d["id"] for d in s.client.list_documents(p.user, include_deleted=True, conn=s.conn)}
+                if document_id not in mine:
+                    raise NotFound(f'document {document_id} does not exist for user "{p.user}"',
+                                   hint="GET /api/documents lists them")
+            d = s.client.delete_document(document_id, conn=s.conn)
+        return ok({k: v for k, v in d.items() if k in ("id", "title", "state", "user_id", "updated_at")})
+
     @app.get("/api/clusters", tags=["clusters"], summary="Concept clusters (pgmem.list_clusters)")
     def clusters(p: Principal = Depends(principal)):
+        tenant_wide(p, "the tenant's clusters")
         with db.session(p) as s:
             return ok({"clusters": s.rows("list_clusters")})
 
@@ -750,6 +988,8 @@ def build_app(dsn: str | None = None, *, token_file: Path | None = None, embed: 
                    color: Literal["cluster", "energy", "recency", "usage"] = "cluster",
                    max_points: int = Query(5000, ge=10, le=20000), p: Principal = Depends(principal)):
         from ..map import render_html
+
+        tenant_wide(p, "the tenant's memory map")
 
         with db.session(p) as s:
             points = s.rows("map_points", method=method, max_points=max_points)
@@ -761,12 +1001,14 @@ def build_app(dsn: str | None = None, *, token_file: Path | None = None, embed: 
 
     @app.post("/api/map/project", tags=["clusters"], summary="Recompute the map's coordinates (pgmem.project)")
     def project(body: ProjectBody | None = None, p: Principal = Depends(principal)):
+        tenant_wide(p, "the tenant's memory map")
         body = body or ProjectBody()
         with db.session(p) as s:
             return ok({"points": s.scalar("project", method=body.method, max_points=body.max_points)})
 
     @app.get("/api/jobs", tags=["jobs"], summary="The latest run of each job (pgmem.list_jobs)")
     def jobs(p: Principal = Depends(principal)):
+        tenant_wide(p, "the tenant's jobs")
         with db.session(p) as s:
             return ok({"jobs": s.rows("list_jobs")})
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 import re
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ..errors import ConfigError
@@ -35,6 +35,7 @@ class Principal:
     tenant: str
     user: str | None = None
     claim: str | None = None
+    token_id: str | None = field(default=None, compare=False, repr=False)  # the token's digest (limits per token)
 
     @property
     def via(self) -> str:
@@ -102,10 +103,11 @@ class Authenticator:
             self._load()
         except ConfigError:  # a broken token file: logged by the caller, refused here
             raise Unauthorized() from None
-        p = self._principals.get(TokenStore.digest(token))
+        digest = TokenStore.digest(token)
+        p = self._principals.get(digest)
         if p is None:
             raise Unauthorized()
-        return p
+        return replace(p, token_id=digest)
 
 
 UNAUTHORIZED_BODY = {

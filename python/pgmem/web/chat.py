@@ -4,24 +4,27 @@ the layered design's stream.
 One turn (seeds/layered-memory-architecture.md, "The Pipeline"; seeds/shadow-memory-system.md,
 "MemoryAugmentedAgent"):
 
-1. ``pgmem.memory_context`` (SQL): Shadow's candidates with their activation scores, the
-   activated ones, and the "HIGHLY RELEVANT / POTENTIALLY RELEVANT [Score: n%]" block
-   (``pgmem.format_context``), before the message is stored (Shadow: retrieve, then store).
-2. ``pgmem.context_for`` (SQL, through the client: its LLM intent fallback included): steps
+1. ``pgmem.context_for`` (SQL, through the client: its LLM intent fallback included): steps
    1-7 of the layered pipeline (classify, topic gate, remember the user's turn, state and
-   behaviour, thread, research, policy, history). Its own search is off (``k => 0``): the
-   memories of the prompt are Shadow's activated ones, shown to the user as ✓ and ○.
+   behaviour, thread, research, policy, history, retrieval). Its memories are what search
+   finds (issue 32): search's ranking until the token budget is spent, the message itself, the
+   history window and the chat's own questions and answers never among them.
+2. Shadow's memory context from it (:func:`memory_context_of`): the memories carried are the
+   activated ones (✓), the next best the budget left out the candidates (○), and the
+   "HIGHLY RELEVANT / POTENTIALLY RELEVANT [Score: n%]" block (``pgmem.format_context``).
 3. The policy's flags decide what goes into the prompt (inject_rag, inject_profile,
    inject_qa_history, privacy_mode), and one of pgmem serve's: ``inject_memories``, whether
    Shadow's block goes in (:func:`memory_flag`). Hook ``policy_override`` (step 5) may change
    any of them.
 4. :func:`build_messages` (step 9's build_messages): behaviour, personality, length hint,
    precision, thread and research context, profile, privacy frame, the memory block (when the
-   policy injects retrieval), earlier Q&A, the curated history, the message.
+   policy injects retrieval), the knowledge base's excerpts (when it injects RAG), earlier Q&A,
+   the curated history, the message.
 5. Hook ``before_generation`` (step 8), then the LLM (streamed or not), then
    ``after_generation`` and ``before_persist`` (step 10).
 6. ``pgmem.observe_reply`` (SQL) stores the reply (a message of the conversation and a
-   memory), and the memories the prompt carried are recorded as used (:func:`record_use`).
+   memory), and the activated (✓) memories the prompt carried are recorded as used
+   (:func:`record_use`), never the ○ candidates.
 
 No database connection is held while the LLM generates.
 """
@@ -223,6 +226,9 @@ def build_messages(turn: ChatTurn) -> list[dict[str, str]]:
                "or erase it:\n" + json.dumps(ctx["privacy"], default=str)[:4000])
     if turn.injected:
         system(turn.memory_context["formatted"])
+    documents = ctx.get("documents") or []
+    if turn.policy.get("inject_rag") and documents:
+        system(knowledge_block(documents))
     if turn.policy.get("inject_qa_history") and ctx.get("qa_history"):
         system("Earlier, similar questions and the answers given:\n"
                + "\n".join(f"Q: {q.get('question')}\nA: {q.get('answer') or '(no answer)'}" for q in ctx["qa_history"]))
@@ -233,17 +239,61 @@ def build_messages(turn: ChatTurn) -> list[dict[str, str]]:
     return messages
 
 
+DOCUMENT_EXCERPT_CHARS = 2000   # one excerpt in the prompt
+DOCUMENT_BLOCK_CHARS = 8000     # all of them
+
+
+def knowledge_block(documents: list[dict[str, Any]]) -> str:
+    """The "Knowledge base" block of the prompt: the documents' chunks context_for (or
+    pgmem.search_documents) found, best first, each with its title, cut to fit."""
+    lines = ["Knowledge base (excerpts of the tenant's documents; cite the title when you use one):"]
+    used = 0
+    for d in documents:
+        text = " ".join(str(d.get("content") or "").split())[:DOCUMENT_EXCERPT_CHARS]
+        if not text or used + len(text) > DOCUMENT_BLOCK_CHARS:
+            continue
+        used += len(text)
+        lines.append(f"[{d.get('title') or 'untitled'}] {text}")
+    return "\n".join(lines)
+
+
 def _plain(v: Any) -> str:
     return v if isinstance(v, str) else json.dumps(v, default=str)
 
 
 # ------------------------------------------------------------------ recording use
+def memory_context_of(session, doc: dict[str, Any], context_type: str = "conversation",
+                      max_candidates: int = 3) -> dict[str, Any]:
+    """Shadow's memoryContext (activatedMemories, candidateMemories, the formatted block) from
+    a context_for document: the memories it carried are the activated ones (✓), the best it
+    left out ("candidates") are shown below them (○). Their scores are search's."""
+    ctx = doc.get("context") or {}
+
+    def item(m: dict, activated: bool) -> dict[str, Any]:
+        return {"memoryId": m["id"], "activationScore": m["score"], "activated": activated, "relevanceType": "search",
+                "confidence": m["score"], "summary": m["content"], "content": m["content"], "who": m.get("who"),
+                "category": m.get("category"), "createdAt": m.get("created_at"), "signals": {"search": m["score"]}}
+
+    carried = [item(m, True) for m in ctx.get("memories") or []]
+    below = [item(m, False) for m in (ctx.get("candidates") or [])[:max_candidates]]
+    everything = carried + below
+    formatted = session.scalar("format_context", memories=json.dumps(everything),
+                               max_candidates=max_candidates) if everything else ""
+    scores = [m["activationScore"] for m in everything]
+    return {"activatedMemories": carried, "candidateMemories": everything, "totalMemories": len(everything),
+            "avgActivationScore": round(sum(scores) / len(scores), 4) if scores else None,
+            # (the cut: the least score the context carried)
+            "threshold": min(m["activationScore"] for m in carried) if carried else None, "contextType": context_type,
+            "queryId": None, "formatted": formatted or "", "formattedIds": [m["memoryId"] for m in everything],
+            "recordedIds": [m["memoryId"] for m in carried]}
+
+
 def record_use(session, ids: list[int]) -> None:
     """The memories a chat packed into the LLM's context are recorded as used: the one place
     the web server does it, so that a change of the SQL API (issue 24 turns pgmem.touch into
     an append-only log) is one line here."""
     if ids:
-        session.client.touch(ids, kind="used", conn=session.conn)
+        session.client.use(ids, source="chat", conn=session.conn)
 
 
 # ------------------------------------------------------------------ the pipeline
@@ -251,23 +301,23 @@ class ChatPipeline:
     """The turn's database steps around the LLM call. ``session`` (app.Session): a client
     bound to the request's tenant, and a pooled connection."""
 
-    def __init__(self, hooks: Hooks | None = None, *, k: int = 10, max_candidates: int = 3):
+    def __init__(self, hooks: Hooks | None = None, *, k: int = 10, max_candidates: int = 3, documents_k: int = 4):
         self.hooks = hooks if hooks is not None else Hooks()
         self.k = k
         self.max_candidates = max_candidates
+        self.documents_k = documents_k
 
     def prepare(self, session, message: str, conversation_id: str, user_id: str | None,
                 context_type: str = "conversation") -> ChatTurn:
         """Steps 1-4: memory context, context_for, policy override, messages, before_generation."""
-        emb = session.embed(message)
+        # embedded as search embeds a question (without the names it names: issue 32)
+        emb = session.embed(session.scalar("query_embedding_text", p_text=message, p_user_id=user_id) or message)
         turn = ChatTurn(message=message, conversation_id=conversation_id, user_id=user_id, tenant=session.tenant,
                         context_type=context_type)
-        turn.memory_context = session.scalar(
-            "memory_context", query_text=message, query_embedding=emb, context_type=context_type, k=self.k,
-            filters=json.dumps({"user_id": user_id}) if user_id else None, max_candidates=self.max_candidates)
         result = session.client.context_for(message, conversation_id=conversation_id, user_id=user_id, embedding=emb,
-                                            k=0, conn=session.conn)
+                                            conn=session.conn)
         turn.context = result.doc
+        turn.memory_context = memory_context_of(session, result.doc, context_type, self.max_candidates)
         turn.policy = {f: bool(result.policy.get(f)) for f in POLICY_FLAGS}
         turn.policy["inject_memories"] = memory_flag(result.doc)
         self.hooks.run("policy_override", turn)
@@ -276,7 +326,16 @@ class ChatPipeline:
         if turn.policy.get("inject_profile") and ctx.get("profile") is None and user:
             # the override asked for the profile, which the SQL policy did not fetch
             ctx["profile"] = {r["key"]: r["value"] for r in session.client.call("profile", user_id=user, conn=session.conn)}
-        turn.used_ids = [int(i) for i in turn.memory_context.get("formattedIds", [])] if turn.injected else []
+        if turn.policy.get("inject_rag") and not ctx.get("documents"):
+            # knowledge-base excerpts (issue 32 item 8; issue 36 L28): context_for returns them
+            # when it retrieves (k > 0); the chat asks for them itself when it did not
+            ctx["documents"] = session.client.search_documents(message, embedding=emb, k=self.documents_k,
+                                                               user_id=user, conn=session.conn)
+        # what the prompt carried counts as used: the activated (✓) memories of the block, never
+        # the ○ candidates listed below them (issue 32 item 7). context_for has recorded them
+        # (sql/690_context_for.sql); the chat records no second use of them (record_use).
+        activated = {int(m["memoryId"]) for m in turn.memory_context.get("activatedMemories", [])}
+        turn.used_ids = sorted(activated) if turn.injected else []
         turn.messages = build_messages(turn)
         self.hooks.run("before_generation", turn)
         return turn
@@ -287,7 +346,9 @@ class ChatPipeline:
         self.hooks.run("before_persist", turn)
         if turn.persist and turn.reply.strip():
             turn.stored = session.client.observe_reply(turn.conversation_id, turn.reply, conn=session.conn)
-        record_use(session, turn.used_ids)
+        # (the memories context_for carried are recorded as used by context_for itself; a hook
+        # that adds memories of its own to turn.used_ids has those recorded here)
+        record_use(session, [i for i in turn.used_ids if i not in turn.memory_context.get("recordedIds", [])])
         return turn
 
 
@@ -310,9 +371,14 @@ def stream_turn(turn: ChatTurn, tokens: Iterator[str], finish: Callable[[ChatTur
         yield sse(data_line("8", [a]))
     reason = "stop"
     try:
-        for piece in tokens:
-            turn.reply += piece
-            yield sse(data_line("0", piece))
+        try:
+            for piece in tokens:
+                turn.reply += piece
+                yield sse(data_line("0", piece))
+        finally:
+            close = getattr(tokens, "close", None)
+            if close is not None:
+                close()  # the LLM's connection, at once (the client may have gone)
         finish(turn)
     except Exception as e:  # LLMError, HookError, a database error while persisting
         from ..errors import PgmemError

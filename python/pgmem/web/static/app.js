@@ -405,7 +405,9 @@ function stopMap() { clearInterval(state.mapTimer); state.mapTimer = null; }
 // ------------------------------------------------------------------ jobs and health
 async function loadHealth() {
   try {
-    const [hl, st, jb] = await Promise.all([api("/api/health"), api("/api/stats"), api("/api/jobs")]);
+    // a token bound to a user sees the health only: statistics and jobs are the whole tenant's
+    const whole = !state.me.user;
+    const [hl, st, jb] = await Promise.all([api("/api/health"), whole ? api("/api/stats") : null, whole ? api("/api/jobs") : null]);
     const badge = (ok, yes, no) => h("span", { class: `badge ${ok === null || ok === undefined ? "" : ok ? "ok" : "bad"}` }, ok === null || ok === undefined ? "unknown" : ok ? yes : no);
     fill($("#health-view"),
       h("p", { id: "health-status" }, h("span", { class: `badge ${hl.status === "ok" ? "ok" : "warn"}` }, hl.status), ` checked ${when(hl.timestamp)}`),
@@ -417,6 +419,11 @@ async function loadHealth() {
         h("tr", {}, h("td", {}, "pg_cron"), h("td", {}, badge(hl.cron.running ?? hl.cron.preloaded, "running", "stopped"), hl.cron.scheduled_jobs === null ? " (its schedule lives in the cron database)" : ` ${hl.cron.scheduled_jobs} pgmem jobs scheduled`)),
         h("tr", {}, h("td", {}, "LLM key"), h("td", {}, badge(hl.hasApiKey, "set", "none"), ` model ${hl.server.model}`)),
         h("tr", {}, h("td", {}, "server"), h("td", {}, `pgmem ${hl.server.version} · MCP ${hl.server.mcp ? "at /mcp" : "off"} · embeddings ${hl.server.embeddings ? "on" : "off"}`))));
+    if (!whole) {
+      fill($("#stats-view"), h("p", { class: "hint" }, "Statistics and jobs belong to the whole tenant: sign in with a token made without --user."));
+      fill($("#jobs-view"));
+      return;
+    }
     const tiers = Object.entries(st.tiers || {});
     fill($("#stats-view"),
       h("p", { id: "stats-summary" }, h("b", {}, st.totalMemories), " active memories · average activation ", h("b", {}, pct(st.averageActivationScore)),
@@ -436,6 +443,10 @@ async function loadHealth() {
 
 // ------------------------------------------------------------------ settings
 async function loadKeyStatus() {
+  if (state.me && state.me.user) {
+    $("#apikey-status").textContent = "The LLM key is the whole tenant's: a token bound to a user may not change it.";
+    return;
+  }
   try {
     const st = await api("/api/stats");
     $("#apikey-status").textContent = st.hasStoredApiKey ? "A key is stored for your tenant."
