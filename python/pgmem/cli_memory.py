@@ -418,6 +418,9 @@ def cmd_worker(args) -> int:
     w = EmbeddingWorker(args.dsn, batch=args.batch, tenant=args.only_tenant, poll_interval=args.poll, hard_stop=True)
     w.run(until_empty=args.once)
     print(json.dumps({"embedded": w.embedded, "reembedded": w.reembedded, "failed": w.failed}))
+    from . import _shutdown
+
+    _shutdown.stopped(0)  # stopped by a signal: end now, not in the interpreter's exit
     return 0
 
 

@@ -231,6 +231,7 @@ def cmd_serve(args) -> int:
     print(f"pgmem serve: http://{args.host}:{args.port}/ (explorer), /docs (OpenAPI)"
           + (", /mcp (MCP)" if app.state.mcp_mounted else ""), file=sys.stderr, flush=True)
     make_server(app, args.host, args.port).run()
+    _shutdown.stopped(0)  # stopped by a signal: end now, not in the interpreter's exit
     return 0
 
 
