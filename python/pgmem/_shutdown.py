@@ -1,5 +1,6 @@
 """Stopping within a deadline (issue 34): ``pgmem serve`` and ``pgmem worker`` exit within
-:data:`DEADLINE_S` (plus a fraction of a second; 2.5 s by default) of SIGINT or SIGTERM, whatever they are doing.
+:data:`DEADLINE_S` (2.5 s, plus a fraction of a second) of SIGINT or SIGTERM, whatever they
+are doing.
 
 A graceful stop is tried first: the web server stops accepting, gives open connections
 :data:`GRACE_S` to finish, cancels what is left and runs its shutdown (the pool, the MCP
@@ -8,9 +9,11 @@ a thread blocked in a model load, in an LLM's stream that never ends, in a query
 interpreter joining such a thread at exit (``make test`` once saw ``pgmem serve`` still alive
 60 s after SIGINT under load). So the first signal also arms a watchdog: a daemon thread that,
 if the process is still there at the deadline, runs the ``atexit`` functions (for at most
-half a second) and ends the process with ``os._exit(128 + signal)``. Nothing is lost that a
+:data:`ATEXIT_S`) and ends the process with ``os._exit(128 + signal)``. Nothing is lost that a
 stop may not lose: a transaction cut short is rolled back by PostgreSQL (the worker's batch
-is retried), a chat cut short was not persisted. A second signal exits at once.
+is retried), a chat cut short was not persisted. A second signal exits at once. When the
+graceful stop is over, :func:`stopped` ends the process at once rather than in the
+interpreter's exit (which would join the blocked threads and tear down every module).
 
 ``PGMEM_STOP_DEADLINE`` (seconds, 0.5 to 600) changes the deadline.
 """
