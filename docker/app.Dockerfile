@@ -16,7 +16,8 @@
 # that PGMEM_EXTRAS installs it. app.Dockerfile.dockerignore keeps the build context to the
 # files copied below (no .venv, no .pgmem data directories).
 
-ARG PYTHON_IMAGE=python:3.11-slim
+# fully qualified (issue 34): podman and other engines without a default registry resolve it too
+ARG PYTHON_IMAGE=docker.io/library/python:3.11-slim
 FROM ${PYTHON_IMAGE}
 
 # the extras of pyproject.toml the commands above need (torch-free: [onnx], not [embed])

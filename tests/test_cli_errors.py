@@ -137,3 +137,118 @@ def test_every_sqlstate_has_its_class(dsn):
     assert error_class("XX000").__name__ == "InternalError" and error_class("ZZ999") is DatabaseError
     with pytest.raises(ServerUnavailable, match="cannot connect to 127.0.0.1"):
         MemoryClient(f"postgresql://x@127.0.0.1:{_free_port()}/db", tenant="acme", embedder=None).search("x")
+
+
+# ------------------------------------------------------------------------------ issue 34, item 5
+def _with(dsn: str, **parts) -> str:
+    d = conninfo_to_dict(dsn)
+    d.update(parts)
+    return make_conninfo(**d)
+
+
+@pytest.fixture
+def bare_db(cluster, dsn):
+    """A database of the test cluster without pgmem (no extension, no schema)."""
+    name = f"bare_{os.getpid()}_{int(time.monotonic() * 1000) % 100000}"
+    with connect(dsn, tenant=None) as su:
+        su.execute(f'create database "{name}"')
+    yield _with(dsn, dbname=name)
+    with connect(dsn, tenant=None) as su:
+        su.execute(f'drop database if exists "{name}" with (force)')
+
+
+def test_a_database_without_pgmem_is_one_line_within_5_seconds(bare_db, tmp_path):
+    """Issue 34: it retried for 2 minutes and printed 21 lines."""
+    f = tmp_path / "events.jsonl"
+    f.write_text('{"content": "hello"}\n')
+    for args in (["search", "where is the trip"], ["remember", "Maya likes tea", "--no-extract"], ["ingest", str(f)],
+                 ["get", "1"], ["worker", "--once"], ["profile", "maya"]):
+        p = run(*args, "--tenant", "acme", dsn=bare_db) if args[0] not in ("worker",) else run(*args, dsn=bare_db)
+        line = one_line(p, "pgmem is not installed in database 'bare_", "pgmem migrate")
+        assert f"127.0.0.1:{conninfo_to_dict(bare_db)['port']}" in line
+        assert p.seconds < 5, (args, p.seconds)
+    one_line(run("jobs", "status", dsn=bare_db), "pgmem migrate")
+    p = run("serve", "--port", str(_free_port()), "--no-mcp", dsn=bare_db)
+    one_line(p, "pgmem is not installed in database 'bare_", "pgmem migrate")
+    assert p.seconds < 5
+
+
+def test_a_missing_database_role_or_password_is_one_line_naming_the_fix(cluster, dsn):
+    port = conninfo_to_dict(dsn)["port"]
+    cases = [
+        (_with(dsn, dbname="no_such_db"), ["database 'no_such_db' does not exist on 127.0.0.1:" + port,
+                                            "createdb", "PGMEM_DSN"]),
+        (_with(dsn, user="no_such_role", password="x"), ["refused the password of user 'no_such_role'",
+                                                          "check the user and password in PGMEM_DSN"]),
+        (_with(dsn, password="wrong-password"), ["refused the password of user", "PGMEM_DSN"]),
+        (_with(dsn, port=str(_free_port())), ["cannot connect to 127.0.0.1:", "Connection refused",
+                                              "is PostgreSQL running there?"]),
+    ]
+    for bad, fragments in cases:
+        for args in (["search", "x", "--tenant", "acme"], ["worker", "--once"]):
+            p = run(*args, dsn=bad)
+            line = one_line(p, *fragments)
+            assert "wrong-password" not in line  # never the password
+            if "Connection refused" not in fragments:
+                assert "is PostgreSQL running there" not in line, line  # it is: that was not the problem
+            assert p.seconds < 5, (bad, args, p.seconds)
+
+
+def test_the_connect_failure_of_a_role_that_does_not_exist():
+    """With trust or peer authentication the server says so (no password is asked)."""
+    from pgmem.db import connect_failure
+
+    e = psycopg.OperationalError('connection failed: connection to server at "db", port 6543 failed: FATAL:  role '
+                                 '"maya" does not exist')
+    assert connect_failure("postgresql://maya:pw@db:6543/mem", e) == (
+        "role 'maya' does not exist on db:6543: create it (createuser --login -P maya) or name another user in "
+        "PGMEM_DSN")
+
+
+def test_no_warning_before_a_commands_output(dsn):
+    for args in (["search", "tea", "--tenant", "acme"], ["remember", "Maya likes tea", "--tenant", "acme",
+                                                          "--no-extract"], ["profile", "maya", "--tenant", "acme"]):
+        p = run(*args, dsn=dsn, env={"PGMEM_EMBEDDER": "auto"})
+        assert p.returncode == 0 and p.stderr == "", (args, p.stderr)
+
+
+def test_version_and_true_help():
+    import tomllib
+
+    from pgmem import __version__
+
+    p = run("--version")
+    assert p.returncode == 0 and p.stdout.strip() == f"pgmem {__version__}"
+    assert tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"] == __version__
+    helptext = run("--help").stdout
+    search = " ".join(helptext.split())
+    assert "six-signal" not in search and "fused search over ten signals" in search
+    # the ten named in the help are the ten of the default ranking (sql/205_search.sql's header)
+    header = (ROOT / "sql" / "205_search.sql").read_text().split("comment on")[0]
+    named = search.split("fused search over ten signals (")[1].split(")")[0].split(", ")
+    assert len(named) == 10 and all(n in header for n in named), named
+
+
+def test_migrate_says_where_it_installed(cluster, tmp_path):
+    """With the address in PGHOST/PGPORT (not in the DSN), migrate names it, not localhost:5432."""
+    from conftest import _janitor
+
+    name = f"mig_{os.getpid()}_{int(time.monotonic() * 1000) % 100000}"
+    j = _janitor(cluster, name)
+    j.init()
+    try:
+        p = run("migrate", env={"PGMEM_DSN": f"dbname={name} user=pgmem", "PGHOST": "127.0.0.1",
+                                "PGPORT": str(cluster.port), "PGPASSWORD": cluster.password}, timeout=300)
+        assert p.returncode == 0, p.stderr
+        assert f"in 127.0.0.1:{cluster.port}/{name}" in p.stdout, p.stdout
+    finally:
+        j.drop()
+
+
+def test_the_readme_lists_every_command():
+    from pgmem.cli import build_parser
+
+    commands = set(build_parser()._subparsers._group_actions[0].choices)
+    readme = (ROOT / "README.md").read_text()
+    listed = readme.split("`pgmem --help` lists the commands: ")[1].split(". Each")[0]
+    assert {c.strip(" `\n") for c in listed.replace("\n", " ").split(",")} == commands

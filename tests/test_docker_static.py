@@ -445,7 +445,7 @@ def test_migrate_dsn_points_at_db(services):
 def test_db_image_is_postgres_15(db_df):
     [frm] = [i for i in db_df.all("FROM")]
     image = expand(frm.args.split()[0], dict(db_df.global_args))
-    assert image == "postgres:15-bookworm"
+    assert image == "docker.io/library/postgres:15-bookworm"  # fully qualified: podman resolves it (issue 34)
 
 
 def test_db_image_installs_the_extensions(db_df):
@@ -552,11 +552,20 @@ def image_extras(df: Dockerfile) -> list[str]:
     return targets[0][5:-1].split(",")
 
 
+def test_every_from_is_fully_qualified(db_df, migrate_df):
+    """Podman (and engines without a default registry) stop at short names such as python:3.11
+    (issue 34): every FROM names registry/namespace/name."""
+    for df in (db_df, migrate_df):
+        for frm in df.all("FROM"):
+            image = expand(frm.args.split()[0], dict(df.global_args))
+            assert re.match(r"^[a-z0-9.-]+\.[a-z]+(:[0-9]+)?/[a-z0-9._-]+/[a-z0-9._/-]+:[A-Za-z0-9._-]+$", image), image
+
+
 def test_migrate_image_is_python_slim_with_core_dependencies_only(migrate_df):
     """The app image: python slim, the package from /src with the extras its commands need
     (torch-free: the int8 ONNX embedder, not sentence-transformers)."""
     [frm] = migrate_df.all("FROM")
-    assert expand(frm.args.split()[0], dict(migrate_df.global_args)) == "python:3.11-slim"
+    assert expand(frm.args.split()[0], dict(migrate_df.global_args)) == "docker.io/library/python:3.11-slim"
     env = stage_env(migrate_df, {})
     assert env["PGMEM_ROOT"] == "/src" and env["PGMEM_EMBEDDER"] == "onnx"
     extras = image_extras(migrate_df)
@@ -764,13 +773,17 @@ def _run_traced(args: list[str], env: dict, tmp_path, *, until: str | None = Non
         p = subprocess.run(cmd, capture_output=True, text=True, env=e, timeout=300, stdin=subprocess.DEVNULL)
         assert p.returncode == 0, (args, p.stderr)
     else:  # a server: until it says it is up, then an interrupt (atexit runs)
+        import threading
+
         p = subprocess.Popen(cmd, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True, env=e)
-        deadline = time.monotonic() + 120
-        seen = ""
-        while until not in seen and time.monotonic() < deadline and p.poll() is None:
-            seen += p.stderr.readline()
+        lines: list[str] = []
+        threading.Thread(target=lambda: lines.extend(p.stderr), daemon=True).start()  # a full pipe never blocks it
+        deadline = time.monotonic() + 240
+        while not any(until in x for x in lines) and time.monotonic() < deadline and p.poll() is None:
+            time.sleep(0.05)
         p.send_signal(signal.SIGINT)
-        p.wait(timeout=60)
+        p.wait(timeout=120)  # it stops within 5 s (tests/test_shutdown.py times that; here only the imports matter)
+        seen = "".join(lines)
         assert until in seen, seen
     modules = set()
     for row in out.read_text().splitlines():

@@ -31,6 +31,7 @@ from typing import Any, Callable, Generator, Generic, Iterable, Iterator, Mappin
 import psycopg
 from psycopg.rows import dict_row
 
+from . import telemetry
 from .errors import PgmemError, ServerUnavailable, from_database
 
 log = logging.getLogger("pgmem.client")
@@ -189,17 +190,14 @@ def connect_error(dsn: str, e: BaseException) -> PgmemError:
     """One clear error for a connection that failed: the server's refusal mapped by SQLSTATE
     (a wrong password is 28P01), else :class:`ServerUnavailable` naming the address (never the
     password) and what to check."""
-    from .db import describe_dsn, mask_password
-
     state = getattr(e, "sqlstate", None)
     if state and state[:2] not in ("08", "57"):
         mapped = from_database(e)
         if isinstance(mapped, PgmemError):
             return mapped
-    text = str(e).strip()
-    reason = mask_password(text.splitlines()[-1] if text else type(e).__name__, dsn)
-    return ServerUnavailable(f"cannot connect to {describe_dsn(dsn)}: {reason}: is PostgreSQL running there? "
-                             "check PGMEM_DSN (or start the embedded cluster: pgmem db up)")
+    from .db import connect_failure
+
+    return ServerUnavailable(connect_failure(dsn, e))  # one line naming the fix (issue 34)
 
 
 def mapped_error(e: BaseException) -> BaseException:
@@ -328,7 +326,14 @@ class Transport:
         if self._arg_names is None:  # the catalog is the same on a replica: read where the call goes
             self._arg_names = arg_names_of((yield from self._rows_ops(ARG_NAMES_SQL, {}, conn, read)))
         check_args(self._arg_names, call.fn, params)
-        return call.post((yield from self._rows_ops(sql, params, conn, read)))
+        token = telemetry.call_started(call.fn)  # a span and the server's histogram (issue 34)
+        try:
+            rows = yield from self._rows_ops(sql, params, conn, read)
+        except BaseException as e:
+            telemetry.call_ended(token, e)
+            raise
+        telemetry.call_ended(token, None)
+        return call.post(rows)
 
     def _rows_ops(self, sql: str, params: Mapping[str, Any], conn: Any = None, read: bool = False) -> Ops[Rows]:
         """One statement, retried with backoff after a dropped connection or a serialisation
@@ -429,10 +434,14 @@ class SyncTransport(Transport):
     def _probe(self, dsn: str) -> None:
         """Connect once before a pool is made, so that a server that is down, or a wrong
         password, is an error at once (at most 5 s), not a pool's retries until its timeout."""
+        from .db import require_pgmem
+
         try:
-            psycopg.connect(dsn, connect_timeout=_probe_timeout(self.timeout), autocommit=True).close()
+            conn = psycopg.connect(dsn, connect_timeout=_probe_timeout(self.timeout), autocommit=True)
         except psycopg.Error as e:
             raise connect_error(dsn, e) from None
+        with conn:  # a database without pgmem: one line now, not the pool's retries (issue 34)
+            require_pgmem(conn, dsn)
 
     def _configure(self, conn: psycopg.Connection, read: bool = False) -> None:
         """Per connection: vector types, then this client's tenant (or claim) and limits."""
@@ -520,9 +529,17 @@ class AsyncTransport(Transport):
         try:
             c = await psycopg.AsyncConnection.connect(dsn, connect_timeout=_probe_timeout(self.timeout),
                                                       autocommit=True)
-            await c.close()
         except psycopg.Error as e:
             raise connect_error(dsn, e) from None
+        try:  # a database without pgmem: one line now, not the pool's retries (issue 34)
+            cur = await c.execute("select to_regnamespace('pgmem') is not null and to_regtype('vector') is not null")
+            installed = (await cur.fetchone() or (False,))[0]
+        finally:
+            await c.close()
+        if not installed:
+            from .db import not_installed
+
+            raise not_installed(dsn)
 
     async def _get_pool(self) -> Any:
         if self._pool is None:

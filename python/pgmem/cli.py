@@ -88,14 +88,17 @@ def cmd_migrate(args) -> int:
         return 0
     migrate._alembic()  # the [install] extra first: without it nothing below can run
     dim = args.dimensions
+    from .db import describe_conn
+
     with migrate.connect(args.dsn, autocommit=True, superuser=True) as c:
         installed = migrate.installed_dim(c)
+        where = describe_conn(c)  # where libpq connected (PGHOST, PGPORT, a service file): not a default
     if installed is None:  # a first install fixes the dimension: from --dimensions or the configured model
         dim, origin = migrate.dimensions_for_install(dim)
         print(f"installing pgmem for {dim}-dimensional embeddings ({origin})", file=sys.stderr)
     for w in migrate.upgrade(args.dsn, args.revision, embedding_dim=dim):
         print(f"pgmem: warning: {w}", file=sys.stderr)
-    print(f"pgmem is at revision {migrate.current_revision(args.dsn)} in {migrate.describe_dsn(migrate.resolve_dsn(args.dsn))}")
+    print(f"pgmem is at revision {migrate.current_revision(args.dsn)} in {where}")
     return 0
 
 
@@ -322,7 +325,10 @@ def _add_scaleout_parsers(dbs) -> None:
 
 # ----------------------------------------------------------------------- parser
 def build_parser() -> argparse.ArgumentParser:
+    from . import __version__
+
     p = argparse.ArgumentParser(prog="pgmem", description="Long-term memory for LLM agents, inside PostgreSQL.")
+    p.add_argument("--version", action="version", version=f"pgmem {__version__}")
     p.add_argument("--dsn", help="database (default: PGMEM_DSN, else the embedded cluster)")
     p.add_argument("-v", "--verbose", action="store_true")
     sub = p.add_subparsers(dest="command", required=True)
@@ -409,7 +415,18 @@ def report(e: BaseException) -> int:
     return 1
 
 
+def _quiet_warnings() -> None:
+    """No library's warning before a command's output (issue 34): Python warnings raised
+    outside pgmem are shown only with -v, PGMEM_DEBUG or PYTHONWARNINGS."""
+    import warnings
+
+    if not os.environ.get("PGMEM_DEBUG") and not sys.warnoptions:  # (PYTHONWARNINGS fills sys.warnoptions)
+        warnings.filterwarnings("ignore")
+        warnings.filterwarnings("default", module=r"pgmem(\.|$)")
+
+
 def main(argv: list[str] | None = None) -> int:
+    _quiet_warnings()
     parser = build_parser()
     argv = list(sys.argv[1:] if argv is None else argv)
     extra: list[str] = []
@@ -422,6 +439,10 @@ def main(argv: list[str] | None = None) -> int:
     if getattr(args, "tenant", "unset") is None:
         args.tenant = os.environ.get("PGMEM_TENANT", "default")
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="pgmem: %(message)s")
+    if args.verbose:
+        import warnings
+
+        warnings.resetwarnings()
     try:
         return args.func(args) or 0
     except KeyboardInterrupt:

@@ -415,9 +415,12 @@ def cmd_worker(args) -> int:
     from .worker import EmbeddingWorker
 
     logging.getLogger("pgmem.worker").setLevel(logging.INFO)
-    w = EmbeddingWorker(args.dsn, batch=args.batch, tenant=args.only_tenant, poll_interval=args.poll)
+    w = EmbeddingWorker(args.dsn, batch=args.batch, tenant=args.only_tenant, poll_interval=args.poll, hard_stop=True)
     w.run(until_empty=args.once)
     print(json.dumps({"embedded": w.embedded, "reembedded": w.reembedded, "failed": w.failed}))
+    from . import _shutdown
+
+    _shutdown.stopped(0)  # stopped by a signal: end now, not in the interpreter's exit
     return 0
 
 
@@ -491,7 +494,8 @@ def register(sub) -> None:
     common(p)
     p.set_defaults(func=cmd_ingest)
 
-    p = sub.add_parser("search", help="fused six-signal search with per-signal scores")
+    p = sub.add_parser("search", help="fused search over ten signals (semantic, lexical, recency, actor, spatial, usage, time, context, "
+                       "session, neighbour) with per-signal scores")
     p.add_argument("query")
     p.add_argument("--k", type=int, default=10)
     p.add_argument("--actor")

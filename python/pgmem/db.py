@@ -84,8 +84,9 @@ def describe_dsn(dsn: str) -> str:
     try:
         import psycopg.conninfo as ci
 
-        d = ci.conninfo_to_dict(dsn)
-        return f"{d.get('host', 'localhost')}:{d.get('port', 5432)}/{d.get('dbname', d.get('user', '?'))}"
+        ci.conninfo_to_dict(dsn)
+        w = _where(dsn)  # libpq's defaults: PGHOST, PGPORT, PGDATABASE (not localhost:5432 regardless)
+        return f"{w['host']}:{w['port']}/{w['dbname']}"
     except Exception:
         try:
             parts = urlsplit(dsn)
@@ -94,6 +95,14 @@ def describe_dsn(dsn: str) -> str:
         except ValueError:
             pass
         return "(a malformed DSN)"
+
+
+def describe_conn(conn: Any) -> str:
+    """host:port/dbname of an open connection: where libpq really connected (a service file,
+    PGHOST and PGPORT included), for messages such as migrate's."""
+    info = conn.info
+    host = info.host or "localhost"
+    return f"{'socket ' if host.startswith('/') else ''}{host}:{info.port}/{info.dbname}"
 
 
 def connect_timeout() -> int:
@@ -113,10 +122,78 @@ def connect(dsn: str | None = None, *, superuser: bool = False, **kw: Any):
     try:
         return psycopg.connect(dsn, **kw)
     except (psycopg.OperationalError, psycopg.ProgrammingError) as e:
-        # a malformed DSN's message quotes the DSN, password included
-        reason = str(e).strip().splitlines()[-1] if str(e).strip() else type(e).__name__
-        raise SetupError(f"cannot connect to {describe_dsn(dsn)}: {mask_password(reason, dsn)}: check PGMEM_DSN "
-                         "(or start the embedded cluster: pgmem db up)") from None
+        raise SetupError(connect_failure(dsn, e)) from None
+
+
+def _where(dsn: str) -> dict[str, str]:
+    """host, port, dbname and user of a DSN as libpq would use them (PGHOST etc. included)."""
+    try:
+        import psycopg.conninfo as ci
+
+        d = ci.conninfo_to_dict(dsn)
+    except Exception:
+        d = {}
+    libpq: dict[str, str] = {}
+    try:  # libpq's own defaults: its environment variables (PGHOST, PGPORT, ...) and compiled-in values
+        from psycopg import pq
+
+        libpq = {o.keyword.decode(): o.val.decode() for o in pq.Conninfo.get_defaults() if o.val}
+    except Exception:
+        pass
+
+    def get(key: str) -> str:
+        return str(d.get(key) or libpq.get(key) or "")
+
+    user = get("user")
+    return {"host": get("host") or "localhost", "port": get("port") or "5432", "dbname": get("dbname") or user or "?",
+            "user": user or "?"}
+
+
+def connect_failure(dsn: str, e: BaseException) -> str:
+    """One line for a connection that failed, naming the fix (issue 34): a database or a role
+    that does not exist, a refused password, a pg_hba.conf refusal, nothing listening. Never
+    the password; the server's own words where they say more."""
+    import psycopg
+
+    text = str(e).strip()
+    last = text.splitlines()[-1] if text else type(e).__name__
+    fatal = re.search(r"FATAL:\s+(.*)", text)
+    failed = re.search(r"failed: (.*)", text.splitlines()[0]) if text else None
+    said = " ".join((fatal.group(1) if fatal else failed.group(1) if failed else last).split())
+    w = _where(dsn)
+    at = f"{w['host']}:{w['port']}"
+    if re.search(r'database ".*" does not exist', said):
+        return (f"database {w['dbname']!r} does not exist on {at}: create it (createdb -h {w['host']} -p {w['port']} "
+                f"{w['dbname']}), then pgmem migrate; or name another database in PGMEM_DSN")
+    if re.search(r'role ".*" does not exist', said):
+        return (f"role {w['user']!r} does not exist on {at}: create it (createuser --login -P {w['user']}) or name "
+                "another user in PGMEM_DSN")
+    if "password authentication failed" in said or "no password supplied" in said:
+        return (f"{at} refused the password of user {w['user']!r} (or no such role): check the user and password in "
+                "PGMEM_DSN (or ~/.pgpass)")
+    if "pg_hba.conf" in said or "is not permitted to log in" in said or "does not have CONNECT privilege" in said:
+        return (f"{at} refused user {w['user']!r} on database {w['dbname']!r}: {mask_password(said, dsn)}: check "
+                "PGMEM_DSN or ask the server's administrator")
+    if "the database system is starting up" in said or "shutting down" in said:
+        return f"the server at {at} is {said.split(' is ')[-1]}: try again in a moment"
+    if isinstance(e, psycopg.ProgrammingError):
+        return f"malformed DSN ({mask_password(dsn, dsn)}): {mask_password(last, dsn)}"
+    return (f"cannot connect to {describe_dsn(dsn)}: {mask_password(said, dsn)}: is PostgreSQL running there? check "
+            "PGMEM_DSN (or start the embedded cluster: pgmem db up)")
+
+
+def require_pgmem(conn: Any, dsn: str) -> None:
+    """A one-line error when pgmem is not installed in the database of ``conn`` (rather than
+    a pool retrying a connection it cannot set up, or a missing function later)."""
+    row = conn.execute("select to_regnamespace('pgmem') is not null, to_regtype('vector') is not null").fetchone()
+    if not (row[0] and row[1]):
+        raise not_installed(dsn)
+
+
+def not_installed(dsn: str) -> SetupError:
+    w = _where(dsn)
+    return SetupError(f"pgmem is not installed in database {w['dbname']!r} on {w['host']}:{w['port']}: install it "
+                      "with pgmem migrate (PGMEM_DSN pointing there, as its owner or a superuser)")
 
 
 def scalar(conn: Any, sql: Any, params: Any = ()) -> Any:

@@ -5,7 +5,9 @@ Each batch is one transaction: claim rows from pgmem.embedding_queue with FOR UP
 LOCKED, embed them on the CPU, complete them in one SQL statement, commit. Several workers
 can run at once; a worker killed mid-batch rolls back, so no row stays locked or
 half-written and another worker takes the rows. SIGINT/SIGTERM finish the current batch
-and stop. When the embedding queue is empty, the worker takes the memories of running moves
+and stop; ``pgmem worker`` (``hard_stop``) also exits within the deadline of
+:mod:`pgmem._shutdown` when the batch (or the model's load) would take longer (issue 34): its
+transaction rolls back and the rows are taken again. When the embedding queue is empty, the worker takes the memories of running moves
 to its own model (pgmem.claim_reembeddings), stores their new vectors, and lets the database
 swap a move's vectors once they are all ready (pgmem.finish_reembed).
 """
@@ -17,14 +19,14 @@ import threading
 
 import psycopg
 
-from .db import connect, scalar
+from .db import connect, require_pgmem, scalar
 
 log = logging.getLogger("pgmem.worker")
 
 
 class EmbeddingWorker:
     def __init__(self, dsn: str | None = None, *, embedder=None, batch: int = 64, tenant: str | None = None,
-                 poll_interval: float = 1.0, reembed: bool = True, embed: bool = True):
+                 poll_interval: float = 1.0, reembed: bool = True, embed: bool = True, hard_stop: bool = False):
         self.dsn = dsn
         self._embedder = embedder
         self.batch = batch
@@ -33,6 +35,7 @@ class EmbeddingWorker:
         self.reembed = reembed  # also take the memories of embedding moves to this worker's model
         self.embed = embed      # the embedding queue (False: moves only, as `pgmem reembed` runs it)
         self._stop = threading.Event()
+        self.hard_stop = hard_stop  # a signal also arms pgmem._shutdown's deadline (the CLI's worker)
         self._conn: psycopg.Connection | None = None
         self.embedded = 0
         self.reembedded = 0
@@ -46,13 +49,18 @@ class EmbeddingWorker:
             self._embedder = Embedder()  # the configured one (PGMEM_EMBEDDER): the client's choice too
         return self._embedder
 
-    def stop(self, *_args) -> None:
+    def stop(self, *args) -> None:
+        if self.hard_stop and args:
+            from . import _shutdown
+
+            _shutdown.arm("worker", args[0])  # a second signal exits at once
         log.info("stop requested: finishing the current batch")
         self._stop.set()
 
     def _connection(self) -> psycopg.Connection:
         if self._conn is None or self._conn.closed:
             self._conn = connect(self.dsn)
+            require_pgmem(self._conn, self._conn.info.dsn)  # a database without pgmem: one line (issue 34)
             # set_config, not libpq options: a tenant there would be parsed as more options
             self._conn.execute("select set_config('pgmem.tenant', %s, false)", (self.tenant or "",))
             self._conn.commit()  # a session setting, kept only if its transaction commits

@@ -214,23 +214,89 @@ def cmd_serve(args) -> int:
         print(url)
         print(f"pgmem serve: running in the background (pid {pid}); stop it with: pgmem serve --stop", file=sys.stderr)
         return 0
-    import uvicorn
+    from .. import _shutdown
 
-    from ..db import connect
+    _shutdown.install("serve")  # a signal while it starts: KeyboardInterrupt, and the deadline armed
+    from ..db import connect, require_pgmem
     from .app import build_app
 
-    with connect(args.dsn, connect_timeout=10):  # a one-line error now, rather than a failed start-up later
-        pass
+    with connect(args.dsn, connect_timeout=10) as c:  # a one-line error now, rather than a failed start-up later
+        require_pgmem(c, c.info.dsn)
 
     hooks = load_hooks(args.hooks) if args.hooks else None
-    app = build_app(args.dsn, token_file=args.tokens, embed=not args.no_embed, hooks=hooks,
+    embedder = None if args.no_embed else serve_embedder()
+    app = build_app(args.dsn, token_file=args.tokens, embed=embedder is not None, embedder=embedder, hooks=hooks,
                     cors_origins=args.cors_origin or None, max_body_bytes=args.max_body_bytes, mcp=not args.no_mcp,
                     host=args.host, port=args.port)
     print(f"pgmem serve: http://{args.host}:{args.port}/ (explorer), /docs (OpenAPI)"
           + (", /mcp (MCP)" if app.state.mcp_mounted else ""), file=sys.stderr, flush=True)
-    uvicorn.run(app, host=args.host, port=args.port, log_level="warning", access_log=False,
-                timeout_graceful_shutdown=5)
+    make_server(app, args.host, args.port).run()
+    _shutdown.stopped(0)  # stopped by a signal: end now, not in the interpreter's exit
     return 0
+
+
+def serve_embedder():
+    """The embedder PGMEM_EMBEDDER chooses, as the client and the worker build it (issue 34:
+    serve built one only when sentence-transformers was installed, so the app image, which
+    ships the int8 ONNX model without torch, searched on words alone): the int8 MiniLM when
+    its packages are there, else sentence-transformers, else the HTTP embedder, else None
+    (said once: lexical search, the worker embeds later). A model without a load at start-up
+    (the ONNX one) is warmed in a daemon thread, so that the first request does not pay for it
+    and a stop never waits for it."""
+    import threading
+
+    from ..client import _auto_embedder
+
+    embedder = _auto_embedder()
+    if embedder is not None and getattr(embedder, "kind", "") == "onnx":  # (the lifespan loads one with .model)
+        threading.Thread(target=_warm, args=(embedder,), name="pgmem-embedder-warm-up", daemon=True).start()
+    return embedder
+
+
+def _warm(embedder) -> None:
+    import logging
+
+    try:
+        embedder.embed("warm up")
+    except Exception as e:  # the first request reports it: here only a note
+        logging.getLogger("pgmem.web").warning("the embedding model did not load: %s", e)
+
+
+def make_server(app, host: str, port: int):
+    """uvicorn's server, stopping within the deadline of :mod:`pgmem._shutdown` (issue 34): a
+    signal arms the watchdog; open connections (chat streams, MCP sessions) get
+    ``GRACE_S`` before they are cancelled; a signal during start-up (the embedding model
+    loading, the pool opening: nothing served yet) exits at once; a second signal exits at once."""
+    import asyncio
+
+    import uvicorn
+
+    from .. import _shutdown
+
+    class Server(uvicorn.Server):
+        def handle_exit(self, sig, frame) -> None:
+            _shutdown.arm("serve", sig)  # a second signal ends the process here
+            super().handle_exit(sig, frame)
+
+        async def startup(self, sockets=None) -> None:
+            # uvicorn waits for the lifespan's start-up (the model load, a thread) before it
+            # looks at a signal: watch for one meanwhile
+            task = asyncio.ensure_future(super().startup(sockets=sockets))
+            while not task.done():
+                await asyncio.wait({task}, timeout=0.05)
+                if self.should_exit and not task.done():
+                    captured = getattr(self, "_captured_signals", None) or [15]
+                    sig = captured[-1]
+                    _shutdown.force_exit(128 + sig, "pgmem serve: stopped while starting")
+            await task
+
+        async def _serve(self, sockets=None) -> None:
+            await super()._serve(sockets)
+            getattr(self, "_captured_signals", []).clear()  # stopped gracefully: uvicorn need not raise the signal again
+
+    config = uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False,
+                            timeout_graceful_shutdown=_shutdown.GRACE_S)
+    return Server(config)
 
 
 def register(sub) -> None:

@@ -428,6 +428,9 @@ def build_app(dsn: str | None = None, *, token_file: Path | None = None, embed: 
         app.add_middleware(CORSMiddleware, allow_origins=list(cors_origins), allow_methods=["GET", "POST", "DELETE"],
                            allow_headers=["Authorization", "Content-Type", "Accept"])
     app.add_middleware(BodyLimit, max_bytes=max_body_bytes)
+    from .metrics import mount_metrics  # issue 34: /metrics, /livez, request metrics and spans (outermost)
+
+    mount_metrics(app, db)
 
     # -------------------------------------------------------------- errors
     def error(status: int, code: str, message: str, **more) -> JSONResponse:
