@@ -13,33 +13,8 @@
 -- inside a dot product differs (numpy's BLAS against an SQL sum): MMR scores and values agree
 -- to about 1e-14 (tests/test_trusted_twins.py asserts 1e-9), and the picks are the same unless
 -- two candidates' MMR values tie within that (never met in the property tests).
--- Not wired into build_context yet (the lead does, with the trusted install).
-
--- Vectors in pgvector's binary send form (int16 dim, int16 unused, then dim float4, big
--- endian: gate.vector_from_send), decoded bit for bit in SQL (a float4 is exact in float8):
--- sign, exponent and mantissa from the bits, subnormals included. (Infinities and NaN, which
--- vector_send never produces, are refused by pgvector's cast.) p_dim: the dimension, else each
--- value's header. Cost: about 1 µs a component (a 384-dimension vector 0.4 ms), the price of
--- the bytea form (a caller of a trusted install may pass vectors as they are).
-create or replace function pgmem._vectors_from_send(p_vectors bytea[], p_dim integer default null)
-returns table (ord integer, vec public.vector)
-  language sql immutable parallel safe
-  set search_path = pgmem, pg_catalog, pg_temp
-as $$
-  select u.i::int, case when u.b is not null then array(
-           select case when x.e = 255 then 'NaN'::float8
-                       when x.e = 0 then x.sg * (x.m::float8 * 2::float8 ^ (-149)::float8)
-                       else x.sg * ((x.m + 8388608)::float8 * 2::float8 ^ (x.e - 150)::float8) end
-             from (select w.k, case when w.bits < 0 then -1::float8 else 1::float8 end as sg,
-                          (w.bits >> 23) & 255 as e, w.bits & 8388607 as m
-                     from (select k, (get_byte(u.b, 4 + 4 * k) << 24) | (get_byte(u.b, 5 + 4 * k) << 16)
-                                     | (get_byte(u.b, 6 + 4 * k) << 8) | get_byte(u.b, 7 + 4 * k) as bits
-                             from generate_series(0, coalesce(p_dim, (get_byte(u.b, 0) << 8) | get_byte(u.b, 1)) - 1) k) w) x
-            order by x.k)::public.vector end
-    from unnest(p_vectors) with ordinality u(b, i)
-$$;
-comment on function pgmem._vectors_from_send(bytea[], integer) is
-  'Vectors in pgvector''s binary send form decoded in SQL, exactly (with their position in the array; NULL stays NULL). Internal to the trusted twins of the gate and the packing (issue 34).';
+-- Not wired into build_context yet (the lead does, with the trusted install). The vectors are
+-- decoded by pgmem._vectors_from_send (101_gate_sql.sql).
 
 -- JAM Stage 3.3, 0/1 knapsack (packing.knapsack): maximise Σ value·x under Σ weight·x ≤ budget.
 -- Items with value ≤ 0 or weight > budget are never taken; the chosen indexes (0-based),
