@@ -119,13 +119,16 @@ class World:
                                  at=t0 + float(rng.integers(0, 50)), seq=int(rng.integers(1, 9)),
                                  key=f"k{i}" if rng.random() < .2 else None))
         self.items = []
-        for i in range(n):
+        for _ in range(n):
             r = rng.random()
             if r < 0.15 and self.items:          # a repeat of an earlier item (duplicate or near one)
                 src = self.items[int(rng.integers(0, len(self.items)))]
                 it = dict(src)
-                if rng.random() < 0.5:             # a restatement with another number
+                r2 = rng.random()
+                if r2 < 0.3:                       # a restatement with another number
                     it["content"] = src["content"] + " " + str(rng.choice(NUMBERS))
+                elif r2 < 0.6:                     # the same words otherwise written: rejected
+                    it["content"] = src["content"].upper() + ("?" if r2 < 0.45 else " ok")
                 if rng.random() < 0.5:
                     it["vec"] = None if src["vec"] is None else self.near(src["vec"])
             elif r < 0.25 and self.mem:          # a repeat of a stored memory
@@ -172,25 +175,27 @@ class World:
         sem_o, sem_i, sem_d, kw_o, kw_i, cand = [], [], [], [], [], set()
         for o, it in enumerate(items, 1):
             mine = [m for m in mem if m["scope"] == it["scope"]]
-            a["scope"].append(it["scope"]); a["hash"].append(h(it["content"])); a["ek"].append(it["key"])
-            a["cat"].append(it["cat"]); a["force"].append(it["force"])
-            a["vec"].append(None if it["vec"] is None else send(it["vec"]))
             ascii_ = is_ascii(it["content"])
-            a["toks"].append(None if ascii_ else " ".join(self.tokens_db(it["content"])))
-            a["texts"].append(it["content"] if ascii_ else None)
-            a["session"].append(it["session"]); a["at"].append(it["at"])
-            a["replay"].append(next((m["id"] for m in mem if it["key"] is not None and m["key"] == it["key"]), None))
-            a["dup"].append(min((m["id"] for m in mine if h(m["content"]) == h(it["content"])), default=None))
-            a["any"].append(bool(mine))
-            a["catn"].append(min(cap, sum(1 for m in mine if m["cat"] == it["cat"])))
             prev = max((m for m in mem if it["session"] is not None and m["session"] == it["session"] and m["at"] <= it["at"]),
                        key=lambda m: (m["at"], m["id"]), default=None)
-            a["prev_id"].append(prev and prev["id"]); a["prev_seq"].append(prev and prev["seq"])
-            a["prev_at"].append(prev and prev["at"])
+            row = dict(
+                scope=it["scope"], hash=h(it["content"]), ek=it["key"], cat=it["cat"], force=it["force"],
+                vec=None if it["vec"] is None else send(it["vec"]),
+                toks=None if ascii_ else " ".join(self.tokens_db(it["content"])), texts=it["content"] if ascii_ else None,
+                session=it["session"], at=it["at"],
+                replay=next((m["id"] for m in mem if it["key"] is not None and m["key"] == it["key"]), None),
+                dup=min((m["id"] for m in mine if h(m["content"]) == h(it["content"])), default=None),
+                any=bool(mine), catn=min(cap, sum(1 for m in mine if m["cat"] == it["cat"])),
+                prev_id=prev and prev["id"], prev_seq=prev and prev["seq"], prev_at=prev and prev["at"])
+            for key, value in row.items():
+                a[key].append(value)
             if mine and it["vec"] is not None:
                 nn = sorted(((cos_distance(it["vec"], m["vec"]), m["id"]) for m in mine if m["vec"] is not None))[:k]
                 for d, i in nn:
-                    sem_o.append(o); sem_i.append(i); sem_d.append(d); cand.add(i)
+                    sem_o.append(o)
+                    sem_i.append(i)
+                    sem_d.append(d)
+                    cand.add(i)
             if mine:
                 recent = [m["id"] for m in sorted(mine, key=lambda m: -m["at"])[:20]]
                 lex = []
@@ -198,7 +203,9 @@ class World:
                     toks = set(self.tokens_db(it["content"]))
                     lex = [m["id"] for m in mine if toks and toks <= set(self.tokens_db(m["content"]))][:20]
                 for i in sorted(recent + lex):
-                    kw_o.append(o); kw_i.append(i); cand.add(i)
+                    kw_o.append(o)
+                    kw_i.append(i)
+                    cand.add(i)
         by_id = {m["id"]: m for m in mem}
         tok_id = sorted(cand)
         tok = [None if is_ascii(by_id[i]["content"]) else " ".join(self.tokens_db(by_id[i]["content"])) for i in tok_id]
@@ -238,6 +245,17 @@ def test_gate_twin_float_vectors(tc, seed, n, stored):
     w = World(tc, np.random.default_rng(seed), n, stored, exact=False)
     py, sql = gate_both(tc, w.args())
     assert_rows_equal(py, sql, 1e-5, f"gate, seed {seed}", near_ties=True)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_gate_twin_large_batches(tc, seed):
+    """Batches of 60 to 128 items against up to 120 stored memories (hypothesis favours small
+    ones), small integer components: everything equal."""
+    rng = np.random.default_rng(1000 + seed)
+    w = World(tc, rng, int(rng.integers(60, 129)), int(rng.integers(0, 121)), exact=True)
+    py, sql = gate_both(tc, w.args())
+    assert_rows_equal(py, sql, 1e-9, f"gate, large batch {seed}")
+    assert {r[1] for r in py} >= {"stored", "duplicate"}
 
 
 def test_gate_twin_edge_cases(tc):
@@ -351,6 +369,17 @@ def pack_args(rng, n, budget, lam, *, dim=DIM, ties=False, big_tokens=False, exa
 def test_pack_twin(tc, seed, n, budget, lam, ties, exact):
     py, sql = pack_both(tc, pack_args(np.random.default_rng(seed), n, budget, lam, ties=ties, exact=exact))
     assert_rows_equal(py, sql, 1e-9, f"pack, seed {seed}")
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_pack_twin_seeded(tc, seed):
+    """build_context's usual sizes: 30 to 80 candidates, a budget that takes all, most or few."""
+    rng = np.random.default_rng(2000 + seed)
+    n = int(rng.integers(30, 81))
+    budget = int(rng.choice([0, 200, 1500, 6656]))
+    args = pack_args(rng, n, budget, float(rng.choice([0.0, 0.5, 0.7, 1.0])), ties=seed % 2 == 0, exact=seed % 3 == 0)
+    py, sql = pack_both(tc, args)
+    assert_rows_equal(py, sql, 1e-9, f"pack seeded {seed}")
 
 
 def test_pack_twin_edge_cases(tc):
