@@ -74,8 +74,14 @@ $$;
 comment on function pgmem._gate_digits_sql(text[]) is
   'The tokens holding a digit (Python''s str.isdigit), sorted by code point: the numbers a restatement may change (gate._digits). Internal to pgmem._gate_decide_sql (issue 34).';
 
-create or replace function pgmem._gate_decide_sql(
-  p_scope text[], p_hash text[], p_event_key text[], p_category text[], p_force boolean[], p_vector bytea[],
+-- The gate's walk over vectors as they are (public.vector[]); pgmem._gate_decide_sql below is
+-- the twin of pgmem._gate_decide with its very signature: it decodes the bytea vectors
+-- (pgmem._vectors_from_send) and calls this. Decoding takes about 0.4 ms a vector of 384
+-- dimensions (some 40 ms of a 128-item batch, a third of the twin's time). A caller holding the
+-- vectors may call this directly; that it is then faster is not shown yet (one try, passing a
+-- vector[] parameter from psycopg, was slower, unexplained).
+create or replace function pgmem._gate_decide_core_sql(
+  p_scope text[], p_hash text[], p_event_key text[], p_category text[], p_force boolean[], p_vector public.vector[],
   p_tokens text[], p_text text[], p_session text[], p_created_at float8[],
   p_replay_id bigint[], p_dup_id bigint[], p_any boolean[], p_cat_count integer[],
   p_prev_id bigint[], p_prev_seq integer[], p_prev_at float8[],
@@ -152,15 +158,31 @@ begin
   -- engram.md, Keyword Novelty: J(A, B) = |A ∩ B| / |A ∪ B| of each item with its stored
   -- candidates (its semantic neighbours when it has a vector, and p_kw_*), the best kept
   -- (gate._score: ties to the lower id); with the batch's pairs of one scope
-  with it as materialized (
-    select g.i, pgmem._gate_tokens_sql(p_text[g.i], p_tokens[g.i]) as toks from generate_series(1, n) g(i)),
-  ti as materialized (select it.i, x.t from it, unnest(it.toks) x(t)),
-  sz as (select it.i, cardinality(it.toks) as n from it),
-  ct as (  -- the candidates' tokens (a repeated id: the last, as gate.py's dict)
-    select distinct on (u.id) u.id, pgmem._gate_tokens_sql(u.txt, u.tok) as toks
+  -- (the tokens as _gate_tokens_sql makes them, written out here: a call per item and
+  -- candidate cost a third of the function's time)
+  with ti as materialized (
+    select distinct g.i, x.t
+      from generate_series(1, n) g(i)
+     cross join lateral (select r from regexp_split_to_table(lower(p_text[g.i]), '[^a-z0-9]+') r
+                          where p_text[g.i] is not null and r <> ''
+                         union all
+                         select r from unnest(string_to_array(nullif(p_tokens[g.i], ''), ' ')) r
+                          where p_text[g.i] is null) x(t)),
+  sz as (select g.i, count(ti.t)::int as n from generate_series(1, n) g(i) left join ti on ti.i = g.i group by g.i),
+  cu as (  -- the candidates (a repeated id: the last, as gate.py's dict)
+    select distinct on (u.id) u.id, u.tok, u.txt
       from unnest(p_tok_id, p_tok, p_tok_text) with ordinality u(id, tok, txt, k)
      where u.k <= least(coalesce(cardinality(p_tok_id), 0), coalesce(cardinality(p_tok), 0), coalesce(cardinality(p_tok_text), 0))
      order by u.id, u.k desc),
+  ctt as materialized (
+    select distinct cu.id, x.t
+      from cu
+     cross join lateral (select r from regexp_split_to_table(lower(cu.txt), '[^a-z0-9]+') r
+                          where cu.txt is not null and r <> ''
+                         union all
+                         select r from unnest(string_to_array(nullif(cu.tok, ''), ' ')) r
+                          where cu.txt is null) x(t)),
+  ct as (select cu.id, count(ctt.t)::int as n from cu left join ctt on ctt.id = cu.id group by cu.id),
   cands as (
     select u.o as i, u.id from unnest(p_sem_ord, p_sem_id, p_sem_dist) with ordinality u(o, id, d, k)
      where u.k <= least(coalesce(cardinality(p_sem_ord), 0), coalesce(cardinality(p_sem_id), 0), coalesce(cardinality(p_sem_dist), 0))
@@ -168,15 +190,14 @@ begin
     union
     select u.o, u.id from unnest(p_kw_ord, p_kw_id) with ordinality u(o, id, k)
      where u.k <= least(coalesce(cardinality(p_kw_ord), 0), coalesce(cardinality(p_kw_id), 0))),
-  ctt as (select ct.id, x.t from ct, unnest(ct.toks) x(t)),
   inter as (
     select c.i, c.id, count(*)::int as n
       from cands c join ti on ti.i = c.i join ctt on ctt.id = c.id and ctt.t = ti.t
      group by c.i, c.id),
   best as (
     select distinct on (c.i) c.i, c.id,
-           case when sz.n = 0 and coalesce(cardinality(ct.toks), 0) = 0 then 0::float8
-                else coalesce(x.n, 0)::float8 / (sz.n + coalesce(cardinality(ct.toks), 0) - coalesce(x.n, 0)) end as j
+           case when sz.n = 0 and coalesce(ct.n, 0) = 0 then 0::float8
+                else coalesce(x.n, 0)::float8 / (sz.n + coalesce(ct.n, 0) - coalesce(x.n, 0)) end as j
       from cands c join sz on sz.i = c.i left join ct on ct.id = c.id left join inter x on x.i = c.i and x.id = c.id
      order by c.i, 3 desc, c.id),
   shared as (
@@ -194,8 +215,8 @@ begin
   -- gate._batch_similarities: the float32 dot product over sqrt(float32 |a|²)·sqrt(float32 |b|²),
   -- clipped to [−1, 1]; NaN without both vectors
   with v as materialized (
-    select f.ord as i, f.vec, sqrt(-(f.vec operator(public.<#>) f.vec)) as nrm
-      from pgmem._vectors_from_send(p_vector) f where f.vec is not null),
+    select g.i, p_vector[g.i] as vec, sqrt(-(p_vector[g.i] operator(public.<#>) p_vector[g.i])) as nrm
+      from generate_series(1, n) g(i) where p_vector[g.i] is not null),
   pr as (
     select a.i, b.i as j, (-(a.vec operator(public.<#>) b.vec)) / (a.nrm * b.nrm) as s
       from v a join v b on b.i < a.i and p_scope[a.i] is not distinct from p_scope[b.i] and a.nrm * b.nrm > 0)
@@ -355,8 +376,32 @@ begin
     return next;
   end loop;
 end $$;
+comment on function pgmem._gate_decide_core_sql(text[], text[], text[], text[], boolean[], public.vector[], text[], text[], text[], float8[], bigint[], bigint[], boolean[], integer[], bigint[], integer[], float8[], integer[], bigint[], float8[], integer[], bigint[], bigint[], text[], text[], float8, jsonb, jsonb, integer) is
+  'Engram''s surprise gate over a batch in order, in PL/pgSQL, over vectors as they are: the body of pgmem._gate_decide_sql (issue 34, trusted install). Cost: the batch''s pairs of one scope (cosine and Jaccard) set-based, then a walk of O(items x kept items). Internal.';
+
+create or replace function pgmem._gate_decide_sql(
+  p_scope text[], p_hash text[], p_event_key text[], p_category text[], p_force boolean[], p_vector bytea[],
+  p_tokens text[], p_text text[], p_session text[], p_created_at float8[],
+  p_replay_id bigint[], p_dup_id bigint[], p_any boolean[], p_cat_count integer[],
+  p_prev_id bigint[], p_prev_seq integer[], p_prev_at float8[],
+  p_sem_ord integer[], p_sem_id bigint[], p_sem_dist float8[], p_kw_ord integer[], p_kw_id bigint[],
+  p_tok_id bigint[], p_tok text[], p_tok_text text[],
+  p_threshold float8, p_weights jsonb, p_weights_no_embedding jsonb, p_rarity_cap integer)
+returns table (ord integer, decision text, memory_id bigint, memory_ord integer, surprise float8,
+               semantic_novelty float8, keyword_novelty float8, rarity float8, nearest_id bigint, nearest_ord integer,
+               nearest_similarity float8, new_numbers text[], forced boolean, seq integer, prev_id bigint, prev_ord integer)
+  language sql stable
+  set search_path = pgmem, pg_catalog, pg_temp
+as $$
+  select * from pgmem._gate_decide_core_sql(
+    p_scope, p_hash, p_event_key, p_category, p_force,
+    array(select f.vec from pgmem._vectors_from_send(p_vector) f order by f.ord),
+    p_tokens, p_text, p_session, p_created_at, p_replay_id, p_dup_id, p_any, p_cat_count, p_prev_id, p_prev_seq, p_prev_at,
+    p_sem_ord, p_sem_id, p_sem_dist, p_kw_ord, p_kw_id, p_tok_id, p_tok, p_tok_text,
+    p_threshold, p_weights, p_weights_no_embedding, p_rarity_cap)
+$$;
 comment on function pgmem._gate_decide_sql(text[], text[], text[], text[], boolean[], bytea[], text[], text[], text[], float8[], bigint[], bigint[], boolean[], integer[], bigint[], integer[], float8[], integer[], bigint[], float8[], integer[], bigint[], bigint[], text[], text[], float8, jsonb, jsonb, integer) is
-  'Engram''s surprise gate over a batch in order, in PL/pgSQL: the twin of pgmem._gate_decide (same arguments and rows) for an install without PL/Python (issue 34). Cost: the batch''s pairs of one scope (cosine and Jaccard) set-based, then a walk of O(items x kept items). Internal.';
+  'Engram''s surprise gate over a batch in order, in PL/pgSQL: the twin of pgmem._gate_decide (same arguments and rows) for an install without PL/Python (issue 34). Cost: decoding the vectors (about 0.4 ms each at 384 dimensions), the batch''s pairs of one scope (cosine and Jaccard) set-based, then a walk of O(items x kept items). Internal.';
 
 -- The memories waiting for the HNSW index nearest to each item of a batch (gate.nearest_queued):
 -- for every item with a vector, the at most p_k + 2 queued memories of its scope nearest to it
