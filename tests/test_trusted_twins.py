@@ -406,3 +406,110 @@ def test_pack_twin_edge_cases(tc):
         py, sql = pack_both(tc, args)
         assert_rows_equal(py, sql, 1e-9, f"grid, budget {budget}")
         assert sum(t for t, r in zip(args[3], py) if r[3]) <= budget
+
+
+# ------------------------------------------------------------------ through the real callers
+GATE_ARGS = ("p_scope text[], p_hash text[], p_event_key text[], p_category text[], p_force boolean[], p_vector bytea[], "
+             "p_tokens text[], p_text text[], p_session text[], p_created_at float8[], p_replay_id bigint[], p_dup_id bigint[], "
+             "p_any boolean[], p_cat_count integer[], p_prev_id bigint[], p_prev_seq integer[], p_prev_at float8[], "
+             "p_sem_ord integer[], p_sem_id bigint[], p_sem_dist float8[], p_kw_ord integer[], p_kw_id bigint[], "
+             "p_tok_id bigint[], p_tok text[], p_tok_text text[], p_threshold float8, p_weights jsonb, "
+             "p_weights_no_embedding jsonb, p_rarity_cap integer")
+GATE_OUT = ("ord integer, decision text, memory_id bigint, memory_ord integer, surprise float8, semantic_novelty float8, "
+            "keyword_novelty float8, rarity float8, nearest_id bigint, nearest_ord integer, nearest_similarity float8, "
+            "new_numbers text[], forced boolean, seq integer, prev_id bigint, prev_ord integer")
+QUEUED_ARGS = "p_scope text[], p_vector bytea[], p_q_id bigint[], p_q_scope text[], p_q_vector bytea[], p_k integer"
+PACK_ARGS = "relevance float8[], embeddings bytea, dim integer, tokens integer[], importance float8[], budget integer, lam float8"
+
+
+def _names(args: str) -> str:
+    return ", ".join(a.split()[0] for a in args.split(", "))
+
+
+def _types(args: str) -> str:
+    return ", ".join(a.split(" ", 1)[1] for a in args.split(", "))
+
+
+def spy(c, fn: str, args: str, out: str, order: str) -> None:
+    """Rename pgmem.<fn> to <fn>_py and put in its place a function that calls it and its twin
+    <fn>_sql with the arguments the real caller built, logs both results, and returns the
+    original's (in this test's own database only)."""
+    c.execute(f"alter function pgmem.{fn}({_types(args)}) rename to {fn}_py")
+    c.execute("create table if not exists public.twin_log (n bigserial, fn text, args_n int, py jsonb, tw jsonb)")
+    # (the callers are SECURITY DEFINER: the spy runs as pgmem's owner)
+    c.execute("grant insert, select on public.twin_log to public; grant usage on sequence public.twin_log_n_seq to public")
+    c.execute(f"""
+        create function pgmem.{fn}({args}) returns table ({out}) language plpgsql volatile
+          set search_path = pgmem, pg_catalog, pg_temp as $f$
+        declare v_py jsonb; v_tw jsonb;
+        begin
+          select jsonb_agg(to_jsonb(x) order by {order}) into v_py from pgmem.{fn}_py({_names(args)}) x;
+          select jsonb_agg(to_jsonb(x) order by {order}) into v_tw from pgmem.{fn}_sql({_names(args)}) x;
+          insert into public.twin_log (fn, args_n, py, tw) values ('{fn}', cardinality({_names(args).split(", ")[0]}), v_py, v_tw);
+          return query select * from pgmem.{fn}_py({_names(args)});
+        end $f$""")
+
+
+def test_twins_agree_inside_remember_many_and_build_context(dsn):
+    """The twins called with the very arguments pgmem._remember_core and build_context build, on
+    a corpus written in batches (near-repeats, restatements, sessions, memories waiting for the
+    HNSW index) and packed under several budgets: the same rows as the originals."""
+    rng = np.random.default_rng(42)
+    with connect(dsn, tenant="acme") as c:
+        spy(c, "_gate_decide", GATE_ARGS, GATE_OUT, "x.ord")
+        spy(c, "_gate_queued", QUEUED_ARGS, "ord integer, memory_id bigint", "x.ord, x.memory_id")
+        spy(c, "_pack", PACK_ARGS, "idx integer, mmr_score float8, value float8, selected boolean, pick integer", "x.idx")
+        topics = [rng.standard_normal(DIM) for _ in range(12)]
+        written = []
+        for batch in range(4):
+            items = []
+            for _ in range(40):
+                t = int(rng.integers(0, 12))
+                r = rng.random()
+                user = str(rng.choice(["maya", "sam"]))
+                if written and r < 0.4:   # a repeat, restatement or rewording of an earlier item
+                    src = written[int(rng.integers(0, len(written)))]
+                    user = src["user_id"]
+                    content = (src["content"] + " " + str(rng.choice(NUMBERS)) if r < 0.1
+                               else src["content"].upper() + "!" if r < 0.3 else src["content"])
+                    vec = np.asarray(src["embedding"]) + 0.01 * rng.standard_normal(DIM)
+                else:
+                    content = f"topic {t}: " + sentence(rng)
+                    vec = topics[t] + 0.8 * rng.standard_normal(DIM)
+                item = {"content": content, "user_id": user, "session_id": str(rng.choice(["s1", "s2"])),
+                        "category": str(rng.choice(["episode", "fact", "preference"]))}
+                if rng.random() > 0.15:
+                    item["embedding"] = [float(x) for x in vec.astype(np.float32)]
+                items.append(item)
+            c.execute("select * from pgmem.remember_many(%s::jsonb)", (psycopg_json(items),)).fetchall()
+            written += [i for i in items if "embedding" in i]
+        for q in range(6):
+            qv = topics[q] + 0.3 * rng.standard_normal(DIM)
+            c.execute("select * from pgmem.build_context(%s, %s::vector, token_budget => %s, candidates => %s, lambda => %s)",
+                      (sentence(rng, numbers=False), str([float(x) for x in qv.astype(np.float32)]),
+                       [0, 60, 300, 6656, 20000, 150][q], [50, 20, 50, 80, 30, 50][q], [0.5, 0.7, 0.3, 0.5, 1.0, 0.0][q])).fetchall()
+        log = c.execute("select fn, args_n, py, tw from public.twin_log order by n").fetchall()
+    seen = {fn for fn, *_ in log}
+    assert seen == {"_gate_decide", "_gate_queued", "_pack"}, seen
+    decisions = set()
+    for fn, n_args, py, tw in log:
+        if fn == "_gate_queued":
+            assert sorted(map(tuple, (r.values() for r in py or []))) == sorted(map(tuple, (r.values() for r in tw or []))), fn
+            continue
+        rows_py = [tuple(r.values()) for r in py or []]
+        rows_tw = [tuple(r.values()) for r in tw or []]
+        assert len(rows_py) == (n_args or 0)
+        # real-valued vectors: the cosine of two batch items to 1e-5 (float32 sums in another order)
+        assert_rows_equal(rows_py, rows_tw, 1e-5 if fn == "_gate_decide" else 1e-9, fn, near_ties=fn == "_gate_decide")
+        if fn == "_gate_decide":
+            decisions |= {r["decision"] for r in py}
+    assert decisions >= {"stored", "rejected", "duplicate"}, decisions
+    assert any(py for fn, _, py, _ in log if fn == "_gate_queued")  # memories were waiting for the index
+    packs = [py for fn, _, py, _ in log if fn == "_pack" and py]
+    assert any(any(r["selected"] for r in p) and not all(r["selected"] for r in p) for p in packs)
+
+
+def psycopg_json(obj) -> str:
+    import json
+
+    return json.dumps(obj)
