@@ -23,6 +23,7 @@ a budget of 0, an item bigger than the budget, budgets beyond the knapsack's gri
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 import struct
 import uuid
@@ -461,7 +462,7 @@ def test_twins_agree_inside_remember_many_and_build_context(dsn):
         spy(c, "_pack", PACK_ARGS, "idx integer, mmr_score float8, value float8, selected boolean, pick integer", "x.idx")
         topics = [rng.standard_normal(DIM) for _ in range(12)]
         written = []
-        for batch in range(4):
+        for _batch in range(4):
             items = []
             for _ in range(40):
                 t = int(rng.integers(0, 12))
@@ -481,7 +482,7 @@ def test_twins_agree_inside_remember_many_and_build_context(dsn):
                 if rng.random() > 0.15:
                     item["embedding"] = [float(x) for x in vec.astype(np.float32)]
                 items.append(item)
-            c.execute("select * from pgmem.remember_many(%s::jsonb)", (psycopg_json(items),)).fetchall()
+            c.execute("select * from pgmem.remember_many(%s::jsonb)", (json.dumps(items),)).fetchall()
             written += [i for i in items if "embedding" in i]
         for q in range(6):
             qv = topics[q] + 0.3 * rng.standard_normal(DIM)
@@ -507,9 +508,3 @@ def test_twins_agree_inside_remember_many_and_build_context(dsn):
     assert any(py for fn, _, py, _ in log if fn == "_gate_queued")  # memories were waiting for the index
     packs = [py for fn, _, py, _ in log if fn == "_pack" and py]
     assert any(any(r["selected"] for r in p) and not all(r["selected"] for r in p) for p in packs)
-
-
-def psycopg_json(obj) -> str:
-    import json
-
-    return json.dumps(obj)
