@@ -427,7 +427,7 @@ as $$
   it as materialized (
     select u.ord as i, p_scope[u.ord] as scope, u.vec
       from pgmem._vectors_from_send(p_vector) u
-     where u.vec is not null)
+     where u.vec is not null and coalesce(cardinality(p_scope), 0) > 0)
   select it.i, x.id
     from it join n on n.scope is not distinct from it.scope
    cross join lateral (

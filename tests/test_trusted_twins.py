@@ -327,6 +327,22 @@ def test_gate_queued_twin(tc, seed, n, q, k):
     assert sql == sorted(sql, key=lambda r: r[0])  # by item
 
 
+def test_gate_queued_twin_edge_cases(tc):
+    """No items, no queue, k 0, NULL vectors only, a scope with nothing queued, fewer queued than
+    k, more than k + 2 (real-valued vectors: no tie at the cut, which argpartition breaks
+    arbitrarily)."""
+    rng = np.random.default_rng(5)
+    v = [send(rng.standard_normal(DIM)) for _ in range(4)]
+    cases = [(None, None, None, None, None, 5), ([], [], [], [], [], 5), (["u"], [v[0]], [], [], [], 5),
+             (["u"], [v[0]], [7], ["u"], [v[1]], 0), (["u", "u"], [None, None], [7], ["u"], [v[1]], 3),
+             (["a", "u"], [v[0], v[1]], [7, 8], ["u", "u"], [v[2], None], 3), (None, [v[0]], [7], [None], [v[1]], 3),
+             (["u"] * 3, v[:3], [9, 8, 7, 6], ["u"] * 4, [v[3], v[2], v[1], v[0]], 1)]
+    for args in cases:
+        py = tc.execute(QUEUED_CALL.format("_gate_queued"), args).fetchall()
+        sql = tc.execute(QUEUED_CALL.format("_gate_queued_sql"), args).fetchall()
+        assert sorted(py) == sorted(sql), args
+
+
 # ------------------------------------------------------------------ the packing
 PACK_CALL = "select * from pgmem.{}(%s::float8[], %s::bytea, %s, %s::integer[], %s::float8[], %s, %s)"
 
