@@ -161,6 +161,12 @@ def test_db_up_status_psql_down(embedded_env):
     out = subprocess.run(["psql", dsn, "-Atc", "select extname from pg_extension order by 1"],
                          capture_output=True, text=True, check=True).stdout.split()
     assert {"vector", "plpython3u", "pg_cron"} <= set(out)
+    # the jobs are scheduled with pg_cron, as the owner (issue 32: uses folded, clusters formed)
+    assert "jobs scheduled with pg_cron" in up.stdout
+    jobs = subprocess.run(["psql", dsn, "-Atc", "select count(*), bool_and(username = 'pgmem_owner') from cron.job "
+                                                "where command like '%pgmem.%' and database = current_database()"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    assert jobs.split("|")[1] == "t" and int(jobs.split("|")[0]) >= 10, jobs
     # pgmem db psql passes its arguments through
     out = subprocess.run(PGMEM + ["db", "psql", "-Atc", "select pgmem.current_tenant()"], env=env,
                          capture_output=True, text=True)
@@ -168,6 +174,7 @@ def test_db_up_status_psql_down(embedded_env):
     # up again: idempotent
     again = subprocess.run(PGMEM + ["db", "up"], env=env, capture_output=True, text=True, cwd=ROOT)
     assert again.returncode == 0 and "already running" in again.stdout
+    assert "jobs scheduled" not in again.stdout  # (once: they are there)
     down = subprocess.run(PGMEM + ["db", "down"], env=env, capture_output=True, text=True)
     assert down.stdout.strip() == "stopped"
     st = subprocess.run(PGMEM + ["db", "status"], env=env, capture_output=True, text=True)

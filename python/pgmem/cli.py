@@ -36,11 +36,15 @@ def cmd_db_up(args) -> int:
             print(f"installing pgmem for {dim}-dimensional embeddings ({origin})", file=sys.stderr)
     warnings = migrate.upgrade(c.dsn(), embedding_dim=dim)
     c.ensure_owner_login()
+    # (issue 32: the jobs fold uses, form clusters, merge and archive: without them memory does
+    # not live; scheduled once, with pg_cron, when none is)
+    scheduled = c.ensure_jobs_scheduled()
     for w in warnings:
         print(f"pgmem: warning: {w}", file=sys.stderr)
     what = "created and started" if created else ("started" if started else "already running")
     # passwords stay in .pgmem/ (mode 0600): `pgmem db status --show-password` prints them
-    print(f"cluster {what}: {c.owner_dsn(mask=True)}")
+    print(f"cluster {what}: {c.owner_dsn(mask=True)}"
+          + (f"; {scheduled} jobs scheduled with pg_cron (pgmem jobs list)" if scheduled else ""))
     return 0
 
 

@@ -403,7 +403,8 @@ def build_app(dsn: str | None = None, *, token_file: Path | None = None, embed: 
     async def lifespan(app):
         from starlette.concurrency import run_in_threadpool
 
-        if embedder is not None and hasattr(embedder, "model"):
+        # (hasattr on the class: on the instance it would load the model here, on the event loop)
+        if embedder is not None and hasattr(type(embedder), "model"):
             await run_in_threadpool(lambda: embedder.model)  # load the model before the first request
         await run_in_threadpool(db.open)
         try:
