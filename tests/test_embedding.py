@@ -574,3 +574,23 @@ def test_the_openai_variables_of_the_design(server, monkeypatch):
     monkeypatch.setenv("PGMEM_EMBED_BASE_URL", server.url)
     monkeypatch.setenv("PGMEM_EMBED_MODEL", "nomic-embed-text")
     assert Embedder().url == server.url + "/embeddings" and Embedder().model_name.startswith("nomic-embed-text")
+
+
+def test_http_huge_components_are_normalised_not_zeroed(server):
+    """Issue 35, L4: a server answering components of 1e30 (finite in float32) gets unit vectors
+    in their direction, not "all zeros" from a float32 norm that overflowed; 1e40 (beyond float32)
+    is refused naming the server."""
+    import json as _json
+
+    from pgmem.embedding import EmbeddingError
+
+    big = [1e30] * 192 + [-1e30] * 192
+    server.fail = [(200, {}, _json.dumps({"object": "list", "data": [{"object": "embedding", "index": 0,
+                                                                      "embedding": big}]}))]
+    v = http_embedder(server, dimensions=384).embed("huge")
+    assert v.dtype == np.float32 and abs(float(np.linalg.norm(v)) - 1) < 1e-5
+    assert np.allclose(v, np.array(big) / np.linalg.norm(np.array(big)), atol=1e-6)
+    server.fail = [(200, {}, _json.dumps({"object": "list", "data": [{"object": "embedding", "index": 0,
+                                                                      "embedding": [1e40] * 384}]}))]
+    with pytest.raises(EmbeddingError, match="NaN or infinite"):
+        http_embedder(server, dimensions=384).embed("beyond float32")

@@ -264,9 +264,11 @@ class Embedder:
 
 def _unit_rows(vectors: Any) -> np.ndarray:
     """float32 rows scaled to norm 1 (models without a Normalize layer; zero rows stay zero)."""
-    out = np.array(vectors, dtype=np.float32, copy=True)
+    # (in float64: a server answering components of 1e30, finite in float32, squares them past
+    # float32's range, and a float32 norm of inf made every row zero; issue 35, L4)
+    out = np.array(vectors, dtype=np.float64, copy=True)
     if out.ndim == 1:
         out = out.reshape(1, -1)
     norms = np.linalg.norm(out, axis=1, keepdims=True)
     np.divide(out, norms, out=out, where=norms > 0)
-    return out
+    return out.astype(np.float32)
