@@ -112,10 +112,9 @@ declare
   sims float8[];
   jacs float8[];
   -- the state of the walk
-  kept int[] := '{}';     -- the kept ords, in batch order
+  kept int[] := '{}'::int[];     -- the kept ords, in batch order
   seqs int[];
   j int;
-  i int;
   t int;
   v_force boolean;
   v_has_vec boolean;
@@ -229,7 +228,7 @@ begin
   for i in 1 .. n loop
     ord := i; decision := null; memory_id := null; memory_ord := null; surprise := null; semantic_novelty := null;
     keyword_novelty := null; rarity := null; nearest_id := null; nearest_ord := null; nearest_similarity := null;
-    new_numbers := '{}'; forced := false; seq := null; prev_id := null; prev_ord := null;
+    new_numbers := '{}'::text[]; forced := false; seq := null; prev_id := null; prev_ord := null;
     v_force := coalesce(p_force[i], false);
     -- idempotent replay: an event_key seen before returns its memory (stored, or kept earlier)
     if p_replay_id[i] is not null then

@@ -42,7 +42,7 @@ declare
   chosen int[];
   room bigint;
   dp float8[];
-  take varbit[] := '{}';
+  take varbit[] := '{}'::varbit[];
   row_bits varbit;
   cap int;
   i int;
@@ -123,7 +123,6 @@ declare
   v float8;
   r int := 0;
   i int;
-  step int;
 begin
   if n = 0 then  -- no candidate: nothing to pack (array_agg over no rows is NULL)
     return;
