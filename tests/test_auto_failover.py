@@ -118,6 +118,32 @@ class Formation:
                     pass
 
 
+def _restart_with_pg_cron(f: "Formation") -> None:
+    """Restart node1 so that shared_preload_libraries takes effect. pg_autoctl supervises the
+    server and may start it again itself while pg_ctl restarts it, and then pg_ctl's start
+    fails (the port is taken): what counts is a server running with pg_cron preloaded, so each
+    attempt ends by asking the server, and a failed pg_ctl is tried again (the CI run of
+    2026-12-07 at 998af87 met the race once)."""
+    for _ in range(3):
+        # (output to a file: the server started by pg_ctl would keep a pipe open)
+        subprocess.run(f._cmd([f"{BIN}/pg_ctl", "restart", "-D", f.pgdata("node1"), "-m", "fast", "-w",
+                               "-l", str(f.home / "node1-restart.log")]),
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd="/", timeout=120)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                with psycopg.connect(f.dsn("node1", "postgres"), autocommit=True, connect_timeout=2) as c:
+                    preloaded = c.execute("show shared_preload_libraries").fetchone()[0]
+                if "pg_cron" in preloaded:
+                    return
+                break  # up, but from before the restart: restart again
+            except psycopg.OperationalError:
+                time.sleep(0.5)
+    log = (f.home / "node1-restart.log")
+    raise AssertionError("node1 did not come back with pg_cron preloaded: "
+                         + (log.read_text()[-1500:] if log.exists() else "no pg_ctl log"))
+
+
 @pytest.fixture(scope="module")
 def formation():
     home = scratch_home("autofailover")
@@ -150,10 +176,7 @@ def formation():
         # pgmem's requirements on every node (the secondary's base backup copies postgresql.conf)
         with open(f.home / "node1" / "postgresql.conf", "a") as conf:
             conf.write("\n# pgmem\nshared_preload_libraries = 'pg_cron'\ncron.database_name = 'pgmem'\n")
-        # (output to a file: the server started by pg_ctl would keep a pipe open)
-        subprocess.run(f._cmd([f"{BIN}/pg_ctl", "restart", "-D", f.pgdata("node1"), "-m", "fast", "-w",
-                               "-l", str(f.home / "node1-restart.log")]),
-                       check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd="/", timeout=120)
+        _restart_with_pg_cron(f)
         migrate.upgrade(f.dsn("node1"))
         f.create_node("node2")
         # pg_basebackup waits for a spread checkpoint: make it immediate
