@@ -244,6 +244,13 @@ def main() -> int:
     banner("8. layered pipeline (pgmem.context_for): intent, topic gate, state, thread, policy, selective retrieval")
     layered_demo(mem)
 
+    # (issue 32: pg_cron runs these on their schedules, the cluster job hourly; once now, so that
+    # the explorer's map shows the clusters at once)
+    mem.call("fold_access_log")
+    mem.run_job("cluster")
+    print(f"\nthe jobs once now (pg_cron runs them on their schedules): uses folded, "
+          f"{len(mem.call('list_clusters'))} clusters formed for the explorer's map")
+
     banner(f"done in {time.monotonic() - t0:.1f}s; the cluster keeps running with the data")
     print(explore_hint(c, results[0].id))
     banner("9. the memory explorer (pgmem serve, in the background)")
