@@ -85,7 +85,7 @@ begin
   v_sup := pgmem._superseded(v_ids, q.tenant, q.as_of);  -- current beats stale (sql/202_signals.sql)
   return query
   with s as (
-    select m.id, pgmem._shadow_embedding(m, q) as e,
+    select m.id, m.category, pgmem._shadow_embedding(m, q) as e,
            pgmem._shadow_jaccard(md.shared, md.items, q.keys) as md,
            pgmem._shadow_jaccard(su.shared, su.items, q.tokens) as su,
            -- the temporal component: Shadow's decayFunction as the profile chooses (above; issue 36, S30)
@@ -108,7 +108,11 @@ begin
     -- (a superseded memory keeps superseded_factor of each part: current beats stale)
     select r.*, coalesce(q.w_embedding * r.e, 0) * r.cur as ce, (q.w_metadata * r.md + q.w_summary * r.su) * r.f * r.cur as cc,
            q.w_temporal * r.te * r.f * r.cur as ct
-      from (select r0.*, case when r0.id = any(v_sup) then q.superseded_factor else 1 end as cur from r r0) r),
+      -- (issue 32: a question or an answer an agent loop stored keeps conversation_factor of each
+      -- part too, as in search, unless the question asks about the conversation)
+      from (select r0.*, case when r0.id = any(v_sup) then q.superseded_factor else 1 end
+                         * case when r0.category in ('question', 'answer') then q.conversation_factor else 1 end as cur
+              from r r0) r),
   top as (
     select sc.*, sc.ce + sc.cc + sc.ct as score from sc order by sc.ce + sc.cc + sc.ct desc, sc.id limit q.k),
   -- what is returned is recorded as a retrieval (sql/212_access_log.sql), once

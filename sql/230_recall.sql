@@ -77,7 +77,8 @@ begin
       continue when q.current_only and cardinality(v_sup) > 0;
       v_score := (q.w_relevance * pgmem._engram_relevance(r_mem, q) + q.w_importance * pgmem._engram_importance(r_mem, q)
                   + q.w_recency * pgmem._engram_recency(r_mem, q) + q.w_access * pgmem._engram_access(r_mem, q))
-                 * case when cardinality(v_sup) > 0 then q.superseded_factor else 1 end;
+                 * case when cardinality(v_sup) > 0 then q.superseded_factor else 1 end
+                 * case when r_mem.category in ('question', 'answer') then q.conversation_factor else 1 end;
       if v_score > min_score then
         v_ids := v_ids || r_mem.id;
         exit when cardinality(v_ids) >= q.k;
@@ -114,13 +115,16 @@ begin
   top as (
     -- Engram, Retrieval & Ranking: the weighted sum of the four scores
     -- (a superseded memory keeps superseded_factor of its score: current beats stale)
+    -- (issue 32: a question or an answer an agent loop stored keeps conversation_factor, as in search)
     select s.id, (q.w_relevance * s.rel + q.w_importance * s.imp + q.w_recency * s.rec + q.w_access * s.acc)
-                 * case when s.id = any(v_sup) then q.superseded_factor else 1 end as score,
+                 * case when s.id = any(v_sup) then q.superseded_factor else 1 end
+                 * case when s.category in ('question', 'answer') then q.conversation_factor else 1 end as score,
            s.rel, s.imp, s.rec, s.acc, s.content, s.summary, s.who, s.category, s.importance, s.access_count, s.created_at
       from s
      where not v_early
         or (q.w_relevance * s.rel + q.w_importance * s.imp + q.w_recency * s.rec + q.w_access * s.acc)
-           * case when s.id = any(v_sup) then q.superseded_factor else 1 end > min_score
+           * case when s.id = any(v_sup) then q.superseded_factor else 1 end
+           * case when s.category in ('question', 'answer') then q.conversation_factor else 1 end > min_score
      order by 2 desc, s.id
      limit q.k),
   -- what is returned is recorded as a retrieval (sql/212_access_log.sql), once

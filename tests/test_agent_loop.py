@@ -169,3 +169,16 @@ def test_use_is_the_one_verb_and_a_retrieval_is_no_use(mem, dsn):
         assert dict(c.execute("select id, access_count from pgmem.memories").fetchall()) == {a: 1, b: 1}
         assert c.execute("select kind from pgmem.accesses where memory_id = %s", (a,)).fetchone()[0] == "cited"
         assert c.execute("select count(*) from pgmem.links where kind = 'co_access'").fetchone()[0] == 1
+
+
+def test_activate_and_recall_step_the_chat_turns_back_too(mem, dsn):
+    """The chat's own question does not outrank the statement in Shadow's activation and
+    Engram's recall either (conversation_factor in every ranking; the demo's activation
+    section showed an earlier run's question first)."""
+    allergy = mem.remember("Maya is allergic to peanuts.", who="user", user_id="maya").id
+    q = ask(mem, "what is maya allergic to?").doc["memory"]["id"]
+    for fn in ("activate", "recall"):
+        with connect(dsn) as c:
+            ids = [r[0] for r in c.execute(f"select id from pgmem.{fn}('what is maya allergic to', %s)",
+                                           (mem.embedder.embed_query("what is maya allergic to"),)).fetchall()]
+        assert allergy in ids and (q not in ids or ids.index(allergy) < ids.index(q)), (fn, ids)
