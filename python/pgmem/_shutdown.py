@@ -67,6 +67,11 @@ def force_exit(code: int, why: str = "") -> None:
     if why:
         _say(why)
     _run_atexit(ATEXIT_S)
+    _flush_and_exit(code)
+
+
+def _flush_and_exit(code: int) -> None:
+    """The streams flushed, then ``os._exit``: the end of force_exit and stopped."""
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
@@ -110,12 +115,7 @@ def stopped(code: int = 0) -> None:
     import atexit
 
     atexit._run_exitfuncs()  # here, unbounded: the watchdog still ends the process at the deadline
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except Exception:
-            pass
-    os._exit(code)
+    _flush_and_exit(code)
 
 
 def install(what: str, on_stop=None) -> None:
