@@ -116,6 +116,7 @@ declare
   v_kind text;         -- (issue 32) the message's kind: question, fact or episode (a statement)
   v_skipped text;      -- why the message was not remembered: greeting, empty, filler
   v_smalltalk text;    -- greeting, empty or filler: conversation, not a memory nor a topic
+  v_words int;         -- how many words of its own the message has (lexemes, stop words left out)
   v_max int;
   v_budget int;
   v_exclude bigint[];
@@ -144,12 +145,15 @@ begin
   select * into c from pgmem.classify_intent(query_text, conversation_id);
   v_intent := c.intent;
 
+  -- the message's own words (its lexemes less stop words): the topic gate and the policy read it
+  v_words := cardinality(tsvector_to_array(to_tsvector('english', query_text)));
+
   -- step 4: topic gate, for continuations only: cos(query, topic vector) < .35 -> general
   -- (issue 32: a continuation with no content of its own, "Tell me more about it", "and then?",
   -- is near no topic by its embedding: the gate judges only a message with at least two words
   -- of its own, else it stays a continuation and joins the current thread)
   if v_intent = 'continuation' and v_emb is not null and v_conv.topic_vector is not null
-     and cardinality(tsvector_to_array(to_tsvector('english', query_text))) >= 2 then
+     and v_words >= 2 then
     v_sim := pgmem._cos(v_emb, v_conv.topic_vector);
     if v_sim < pgmem._setting_num('topic_gate_threshold', 0.35) then
       v_intent := 'general';
@@ -224,7 +228,7 @@ begin
 
   -- step 5: policy
   v_policy := pgmem.resolve_policy(o->'features' || jsonb_build_object('intent', v_intent, 'question', v_kind = 'question',
-                                     'content_words', cardinality(tsvector_to_array(to_tsvector('english', query_text)))));
+                                     'content_words', v_words));
 
   -- step 6: history pruning: the last v_recent messages before this one, and the v_semk older
   -- ones most similar to the query; deduplicated, in conversation order
